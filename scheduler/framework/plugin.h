@@ -1,0 +1,90 @@
+// Extension points of a scheduling profile, after kube-scheduler's framework.
+//
+// A plugin is stateless and const: it holds only its validated args, so one
+// instance serves every request thread at once. It implements one or more of
+// the extension points below; the profile discovers which at construction.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
+#include "scheduler/framework/node_view.h"
+#include "scheduler/model/gpu_request.h"
+
+namespace tessera {
+
+/// Highest score a ScorePlugin may return (kube-scheduler's MaxNodeScore).
+inline constexpr int64_t kMaxPluginScore = 100;
+/// Highest score on the extender wire (kube-scheduler's MaxExtenderPriority).
+inline constexpr int64_t kMaxWireScore = 10;
+
+/// Why a node was rejected, in kube-scheduler's vocabulary.
+enum class FilterCode {
+  kSuccess,
+  kUnschedulable,              ///< Not now: freeing capacity (preemption) may help -> FailedNodes.
+  kUnschedulableUnresolvable,  ///< Never for this pod -> FailedAndUnresolvableNodes.
+};
+
+/// A plugin's verdict on one node.
+struct FilterVerdict {
+  FilterCode code = FilterCode::kSuccess;
+  /// Stable, low-cardinality label for metrics ("insufficient_gpu_compute").
+  std::string_view reason_code;
+  /// The sentence kube-scheduler shows the user ("GPU 3 has 120/1000 milli free, pod needs 250").
+  std::string message;
+
+  static FilterVerdict Success() { return {}; }
+  static FilterVerdict NotNow(std::string_view code, std::string message) {
+    return {FilterCode::kUnschedulable, code, std::move(message)};
+  }
+  static FilterVerdict Never(std::string_view code, std::string message) {
+    return {FilterCode::kUnschedulableUnresolvable, code, std::move(message)};
+  }
+  [[nodiscard]] bool ok() const { return code == FilterCode::kSuccess; }
+};
+
+/// The GPUs a pod would get on one node: device indices, in the order chosen.
+struct GpuChoice {
+  absl::InlinedVector<int32_t, 8> gpu_indices;
+  bool operator==(const GpuChoice&) const = default;
+};
+
+class Plugin {
+ public:
+  virtual ~Plugin() = default;
+  /// The name the policy file uses for this plugin ("gpu-share").
+  [[nodiscard]] virtual std::string_view Name() const = 0;
+};
+
+/// Decides whether the pod can run on a node at all.
+class FilterPlugin : public virtual Plugin {
+ public:
+  [[nodiscard]] virtual FilterVerdict Filter(const PodGpuRequest& request,
+                                             const NodeView& node) const = 0;
+};
+
+/// Picks which GPUs of a node the pod would get. A profile has exactly one.
+class GpuChooserPlugin : public virtual Plugin {
+ public:
+  /// \return nullopt when the pod does not fit on the node now.
+  [[nodiscard]] virtual std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
+                                                            const NodeView& node) const = 0;
+};
+
+/// Ranks nodes that passed filtering.
+class ScorePlugin : public virtual Plugin {
+ public:
+  /// \param choice the GPUs the chooser picked on this node.
+  /// \return 0..kMaxPluginScore, higher is better.
+  [[nodiscard]] virtual int64_t Score(const PodGpuRequest& request, const NodeView& node,
+                                      const GpuChoice& choice) const = 0;
+  /// Rescales this plugin's raw scores over all nodes of one request, in place,
+  /// into 0..kMaxPluginScore. The default leaves them as they are.
+  virtual void NormalizeScores(absl::Span<int64_t> scores) const { (void)scores; }
+};
+
+}  // namespace tessera

@@ -1,0 +1,64 @@
+// A scheduling profile: the plugins a policy file chose, with their weights,
+// and the code that runs them over a request's candidate nodes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "scheduler/framework/plugin.h"
+
+namespace tessera {
+
+/// A plugin as the policy file configured it.
+struct WeightedPlugin {
+  std::unique_ptr<Plugin> plugin;
+  int64_t weight = 1;  ///< Applies to the plugin's score; 1..100.
+};
+
+/// Immutable once built: requests share one profile through a shared_ptr, and
+/// a reload publishes a new one.
+class Profile {
+ public:
+  /// Checks the combination: at least one plugin, exactly one GPU chooser,
+  /// no plugin twice.
+  static absl::StatusOr<std::shared_ptr<const Profile>> Create(std::vector<WeightedPlugin> plugins);
+
+  /// Runs every filter plugin in order; the first rejection wins. When all
+  /// pass, also checks that the chooser finds GPUs now.
+  [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const;
+
+  /// The GPUs the pod would get on `node`, or nullopt if it does not fit now.
+  [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
+                                                    const NodeView& node) const;
+
+  /// Scores every node in 0..kMaxWireScore: for each node the chooser picks
+  /// GPUs (a node where it finds none scores 0), every score plugin scores
+  /// and normalises, and the weighted mean is rounded once to the wire scale.
+  /// \param choices if non-null, receives the choice per node (nullopt: no fit).
+  [[nodiscard]] std::vector<int64_t> Score(const PodGpuRequest& request,
+                                           absl::Span<const NodeView> nodes,
+                                           std::vector<std::optional<GpuChoice>>* choices) const;
+
+  /// Names of the configured plugins, in order.
+  [[nodiscard]] std::vector<std::string> PluginNames() const;
+
+ private:
+  struct WeightedScorer {
+    const ScorePlugin* plugin;
+    int64_t weight;
+  };
+
+  explicit Profile(std::vector<WeightedPlugin> plugins);
+
+  std::vector<WeightedPlugin> plugins_;
+  std::vector<const FilterPlugin*> filters_;
+  std::vector<WeightedScorer> scorers_;
+  const GpuChooserPlugin* chooser_ = nullptr;
+};
+
+}  // namespace tessera

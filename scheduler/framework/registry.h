@@ -1,0 +1,38 @@
+// Name -> factory for plugins. One explicit registry, built in one function
+// (policies/builtin_registry.cc); adding a plugin never edits a switch.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "scheduler/framework/plugin.h"
+
+namespace tessera {
+
+class PluginArgs;  // config/plugin_args.h: typed, validating access to a plugin's YAML args.
+
+/// Builds a plugin from its args. A factory validates its own args: it reads
+/// them through `args`, which records every error with file, line and field
+/// path; it returns an error status if any arg is invalid.
+using PluginFactory = std::function<absl::StatusOr<std::unique_ptr<Plugin>>(PluginArgs& args)>;
+
+class PluginRegistry {
+ public:
+  /// \return AlreadyExists if `name` is registered.
+  absl::Status Register(std::string name, PluginFactory factory);
+  /// \return nullptr when unknown.
+  [[nodiscard]] const PluginFactory* Find(std::string_view name) const;
+  /// Registered names, sorted (for "unknown plugin X; known: a, b, c").
+  [[nodiscard]] std::vector<std::string> Names() const;
+
+ private:
+  absl::flat_hash_map<std::string, PluginFactory> factories_;
+};
+
+}  // namespace tessera
