@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/model/absl_compat.h"
 
 namespace tessera {
 
@@ -15,7 +16,7 @@ absl::Status PluginRegistry::Register(std::string name, PluginFactory factory) {
 }
 
 const PluginFactory* PluginRegistry::Find(std::string_view name) const {
-  auto it = factories_.find(name);
+  auto it = factories_.find(Absl(name));
   return it == factories_.end() ? nullptr : &it->second;
 }
 
