@@ -28,8 +28,9 @@ class Profile {
   /// no plugin twice.
   static absl::StatusOr<std::shared_ptr<const Profile>> Create(std::vector<WeightedPlugin> plugins);
 
-  /// Runs every filter plugin in order; the first rejection wins. When all
-  /// pass, also checks that the chooser finds GPUs now.
+  /// Runs every filter plugin in order; the first rejection wins. (The GPU
+  /// chooser's plugin is expected to filter on fit as well, so that the
+  /// rejection carries its precise reason.)
   [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const;
 
   /// The GPUs the pod would get on `node`, or nullopt if it does not fit now.

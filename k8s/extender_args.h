@@ -1,0 +1,52 @@
+// Decoding kube-scheduler's ExtenderArgs (filter and prioritize requests).
+//
+// Full NodeLists are megabytes, so this reads them with simdjson's DOM and
+// keeps views of only the fields Tessera needs; nothing else is copied. The
+// decoded args point into the parser's document: they are valid until the
+// parser parses again.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <simdjson.h>
+
+#include "absl/status/statusor.h"
+#include "k8s/node_inventory.h"
+#include "k8s/pod_gpu_request.h"
+
+namespace tessera::k8s {
+
+/// The parts of a v1.Pod that Tessera reads.
+struct WirePod {
+  std::string_view name;
+  std::string_view namespace_name;
+  std::string_view uid;
+  Annotations annotations;  ///< Only the `tessera.io/` ones.
+};
+
+/// The parts of a v1.Node that Tessera reads, and the whole object to echo.
+struct WireNode {
+  std::string_view name;
+  NodeInventoryFields inventory;
+  simdjson::dom::element object;  ///< The Node as sent, for the `Nodes` answer.
+};
+
+/// `ExtenderArgs {Pod, Nodes, NodeNames}`; exactly one node form is set.
+struct ExtenderArgs {
+  WirePod pod;
+  /// nodeCacheCapable=false: full Node objects (`Nodes.items`).
+  std::optional<std::vector<WireNode>> nodes;
+  /// nodeCacheCapable=true: names only.
+  std::optional<std::vector<std::string_view>> node_names;
+};
+
+/// Decodes `body`. Errors are InvalidArgument with a reason that names the
+/// field, e.g. "ExtenderArgs.Pod is missing" or
+/// "Nodes.items[2].metadata.name must be a string, got number".
+/// \param parser reused between calls (its buffers grow to the largest body).
+absl::StatusOr<ExtenderArgs> DecodeExtenderArgs(std::string_view body, simdjson::dom::parser& parser);
+
+}  // namespace tessera::k8s

@@ -1,0 +1,66 @@
+#include "k8s/extender_results.h"
+
+#include "absl/strings/str_cat.h"
+#include "k8s/json_text.h"
+
+namespace tessera::k8s {
+namespace {
+
+void AppendFailures(std::string& out, const std::vector<NodeFailure>& failures) {
+  out.push_back('{');
+  for (size_t i = 0; i < failures.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    AppendJsonString(out, failures[i].node);
+    out.push_back(':');
+    AppendJsonString(out, failures[i].reason);
+  }
+  out.push_back('}');
+}
+
+}  // namespace
+
+std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& result) {
+  std::string out;
+  out.reserve(64 + result.passed.size() * 32);
+  out += "{\"Nodes\":";
+  if (args.nodes) {
+    out += "{\"metadata\":{},\"items\":[";
+    for (size_t i = 0; i < result.passed.size(); ++i) {
+      if (i > 0) out.push_back(',');
+      out += simdjson::to_string((*args.nodes)[result.passed[i]].object);
+    }
+    out += "]}";
+  } else {
+    out += "null";
+  }
+  out += ",\"NodeNames\":[";
+  for (size_t i = 0; i < result.passed.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    const uint32_t k = result.passed[i];
+    AppendJsonString(out, args.nodes ? (*args.nodes)[k].name : (*args.node_names)[k]);
+  }
+  out += "],\"FailedNodes\":";
+  AppendFailures(out, result.failed);
+  out += ",\"FailedAndUnresolvableNodes\":";
+  AppendFailures(out, result.unresolvable);
+  out += ",\"Error\":";
+  AppendJsonString(out, result.error);
+  out.push_back('}');
+  return out;
+}
+
+std::string EncodeHostPriorityList(const std::vector<std::string_view>& hosts, const std::vector<int64_t>& scores) {
+  std::string out;
+  out.reserve(2 + hosts.size() * 40);
+  out.push_back('[');
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out += "{\"Host\":";
+    AppendJsonString(out, hosts[i]);
+    absl::StrAppend(&out, ",\"Score\":", scores[i], "}");
+  }
+  out.push_back(']');
+  return out;
+}
+
+}  // namespace tessera::k8s

@@ -1,0 +1,38 @@
+// Encoding the extender's answers: ExtenderFilterResult and HostPriorityList.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "k8s/extender_args.h"
+
+namespace tessera::k8s {
+
+/// A node that failed filtering, and why (shown to the user in pod events).
+struct NodeFailure {
+  std::string_view node;
+  std::string reason;
+};
+
+/// What filter decided, before encoding. `passed` indexes the request's nodes
+/// (Nodes.items or NodeNames), in request order.
+struct FilterResult {
+  std::vector<uint32_t> passed;
+  std::vector<NodeFailure> failed;        ///< FailedNodes: not now.
+  std::vector<NodeFailure> unresolvable;  ///< FailedAndUnresolvableNodes: never.
+  std::string error;                      ///< Non-empty fails the scheduling attempt.
+};
+
+/// `{"Nodes":…,"NodeNames":[…],"FailedNodes":{…},"FailedAndUnresolvableNodes":{…},"Error":""}`.
+/// With full Nodes in the request, `Nodes` echoes the passing Node objects (as
+/// sent, minified) and `NodeNames` lists them too; with NodeNames, `Nodes` is
+/// null. `NodeNames` is always a list, never null: null would mean "no node fits"
+/// only by accident.
+std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& result);
+
+/// `[{"Host":"node","Score":7},…]`; scores must already be 0..10.
+std::string EncodeHostPriorityList(const std::vector<std::string_view>& hosts, const std::vector<int64_t>& scores);
+
+}  // namespace tessera::k8s

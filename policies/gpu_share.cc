@@ -1,0 +1,302 @@
+#include "policies/gpu_share.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "config/plugin_args.h"
+#include "scheduler/model/absl_compat.h"
+
+namespace tessera {
+namespace {
+
+// How one GPU relates to the pod.
+enum class GpuFit {
+  kModelRefused,   // never: not an accepted model
+  kMemoryUnknown,  // never: pod reserves memory, the card's size is unknown
+  kTooSmall,       // never: not enough memory even when idle
+  kFull,           // not now: others hold too much
+  kFits,
+};
+
+constexpr size_t kMaxListedGpus = 4;
+
+MemoryMiB UsableMemory(const GpuShareArgs& args, const GpuDevice& gpu) {
+  return std::max(MemoryMiB(0), gpu.memory - args.memory_reserve);
+}
+
+MemoryMiB MemoryLimitOf(const PodGpuRequest& r) {
+  return r.memory_limit > r.memory ? r.memory_limit : r.memory;
+}
+
+bool ModelAccepted(const PodGpuRequest& r, const GpuDevice& gpu) {
+  if (!r.models.empty()) {
+    const bool any = std::any_of(r.models.begin(), r.models.end(),
+                                 [&](const std::string& m) { return GpuModelMatches(m, gpu.model); });
+    if (!any) return false;
+  }
+  return std::none_of(r.excluded_models.begin(), r.excluded_models.end(),
+                      [&](const std::string& m) { return GpuModelMatches(m, gpu.model); });
+}
+
+// Whether the pod could use this GPU were it idle.
+GpuFit FitWhenIdle(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice& gpu) {
+  if (!ModelAccepted(r, gpu)) return GpuFit::kModelRefused;
+  if (r.memory.value() > 0) {
+    if (!gpu.memory_known()) return GpuFit::kMemoryUnknown;
+    const MemoryMiB usable = UsableMemory(args, gpu);
+    if (r.memory > usable) return GpuFit::kTooSmall;
+    if (!r.whole_gpu && MemoryLimitOf(r).value() * 100 > usable.value() * args.max_memory_limit_percent) {
+      return GpuFit::kTooSmall;
+    }
+  }
+  return GpuFit::kFits;
+}
+
+// Whether the pod fits on this GPU next to what pods hold on it now.
+GpuFit FitNow(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice& gpu, const GpuUsage& u) {
+  if (const GpuFit idle = FitWhenIdle(args, r, gpu); idle != GpuFit::kFits) return idle;
+  if (r.whole_gpu) return u.idle() ? GpuFit::kFits : GpuFit::kFull;
+  if (u.guaranteed + r.guaranteed > kOneGpu) return GpuFit::kFull;
+  if (u.limit.value() + r.limit.value() > 10 * args.max_limit_percent) return GpuFit::kFull;
+  if (gpu.memory_known()) {
+    const MemoryMiB usable = UsableMemory(args, gpu);
+    if (u.memory + r.memory > usable) return GpuFit::kFull;
+    if ((u.memory_limit + MemoryLimitOf(r)).value() * 100 > usable.value() * args.max_memory_limit_percent) {
+      return GpuFit::kFull;
+    }
+  }
+  return GpuFit::kFits;
+}
+
+// The first reason the pod does not fit on a GPU now; only built on rejection.
+std::string WhyFull(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice& gpu, const GpuUsage& u) {
+  if (r.whole_gpu) {
+    return absl::StrCat("GPU ", gpu.index, " is shared by ", u.pods, u.pods == 1 ? " pod" : " pods",
+                        " and the pod needs a whole GPU");
+  }
+  const int64_t free_milli = std::max<int64_t>(0, (kOneGpu - u.guaranteed).value());
+  if (u.guaranteed + r.guaranteed > kOneGpu) {
+    return absl::StrCat("GPU ", gpu.index, " has ", free_milli, "/1000 milli free, pod needs ", r.guaranteed.value());
+  }
+  const int64_t cap = 10 * args.max_limit_percent;
+  if (u.limit.value() + r.limit.value() > cap) {
+    return absl::StrCat("GPU ", gpu.index, " burst limits would reach ", u.limit.value() + r.limit.value(), "/", cap,
+                        " milli (cap ", args.max_limit_percent, "%)");
+  }
+  const MemoryMiB usable = UsableMemory(args, gpu);
+  if (u.memory + r.memory > usable) {
+    return absl::StrCat("GPU ", gpu.index, " has ", std::max<int64_t>(0, (usable - u.memory).value()), " of ",
+                        usable.value(), " MiB free, pod needs ", r.memory.value(), " MiB");
+  }
+  return absl::StrCat("GPU ", gpu.index, " memory limits would reach ", (u.memory_limit + MemoryLimitOf(r)).value(),
+                      " MiB, over ", args.max_memory_limit_percent, "% of its ", usable.value(), " usable MiB");
+}
+
+std::string DescribeModels(const PodGpuRequest& r) {
+  std::string s;
+  if (!r.models.empty()) absl::StrAppend(&s, "accepted: ", absl::StrJoin(r.models, ","));
+  if (!r.excluded_models.empty()) {
+    absl::StrAppend(&s, s.empty() ? "" : "; ", "excluded: ", absl::StrJoin(r.excluded_models, ","));
+  }
+  return s;
+}
+
+std::string DescribeInventory(const NodeInventory& inv) {
+  // "2x NVIDIA-T4, 1x (unknown model)" in device order of first appearance.
+  std::vector<std::pair<std::string_view, int>> counts;
+  for (const GpuDevice& g : inv.gpus) {
+    std::string_view model = g.model.empty() ? std::string_view("(unknown model)") : std::string_view(g.model);
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == model; });
+    if (it == counts.end()) counts.emplace_back(model, 1); else ++it->second;
+  }
+  return absl::StrJoin(counts, ", ", [](std::string* out, const auto& c) {
+    absl::StrAppend(out, c.second, "x ", Absl(c.first));
+  });
+}
+
+const GpuDevice* FindGpu(const NodeInventory& inv, int32_t index) {
+  const auto& gpus = inv.gpus;
+  // Inventories are sorted by index and almost always dense (0..n-1).
+  if (index >= 0 && static_cast<size_t>(index) < gpus.size() && gpus[index].index == index) return &gpus[index];
+  auto it = std::lower_bound(gpus.begin(), gpus.end(), index,
+                             [](const GpuDevice& g, int32_t i) { return g.index < i; });
+  return it != gpus.end() && it->index == index ? &*it : nullptr;
+}
+
+MilliGpu GuaranteedOf(const PodGpuRequest& r) { return r.whole_gpu ? kOneGpu : r.guaranteed; }
+
+}  // namespace
+
+bool GpuModelMatches(std::string_view pattern, std::string_view model) {
+  if (!pattern.empty() && pattern.back() == '*') {
+    pattern.remove_suffix(1);
+    return model.size() >= pattern.size() && absl::EqualsIgnoreCase(Absl(model.substr(0, pattern.size())), Absl(pattern));
+  }
+  return absl::EqualsIgnoreCase(Absl(model), Absl(pattern));
+}
+
+absl::StatusOr<std::unique_ptr<Plugin>> GpuSharePlugin::New(PluginArgs& args) {
+  GpuShareArgs a;
+  auto strategy = [](const std::string& s) {
+    return s == "spread" ? PlacementStrategy::kSpread : PlacementStrategy::kBinpack;
+  };
+  a.node_strategy = strategy(args.Enum("nodeStrategy", {"binpack", "spread"}, "binpack"));
+  a.gpu_strategy = strategy(args.Enum("gpuStrategy", {"binpack", "spread"}, "binpack"));
+  a.memory_reserve = args.Memory("gpuMemoryReserve", MemoryMiB(0));
+  a.max_limit_percent = args.Int("maxLimitPercent", 100, 1000, a.max_limit_percent);
+  a.max_memory_limit_percent = args.Int("maxMemoryLimitPercent", 100, 1000, a.max_memory_limit_percent);
+  if (absl::Status st = args.Finish(); !st.ok()) return st;
+  return std::make_unique<GpuSharePlugin>(a);
+}
+
+FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& node) const {
+  if (!node.inventory_error->ok()) {
+    return FilterVerdict::Never("inventory_unreadable",
+                                absl::StrCat("node GPU inventory is unreadable: ", node.inventory_error->message()));
+  }
+  const auto& gpus = node.inventory->gpus;
+  if (gpus.empty()) return FilterVerdict::Never("no_gpus", "node has no GPUs");
+
+  int accepted = 0, large_enough = 0, fits_now = 0, memory_unknown = 0;
+  for (const GpuDevice& g : gpus) {
+    switch (FitNow(args_, r, g, node.UsageOf(g.index))) {
+      case GpuFit::kModelRefused: break;
+      case GpuFit::kMemoryUnknown: ++accepted; ++memory_unknown; break;
+      case GpuFit::kTooSmall: ++accepted; break;
+      case GpuFit::kFull: ++accepted; ++large_enough; break;
+      case GpuFit::kFits: ++accepted; ++large_enough; ++fits_now; break;
+    }
+  }
+  if (fits_now >= r.count) return FilterVerdict::Success();
+
+  if (accepted < r.count) {
+    if (r.models.empty() && r.excluded_models.empty()) {
+      return FilterVerdict::Never("too_few_gpus", absl::StrCat("node has ", gpus.size(), " GPUs, pod needs ", r.count));
+    }
+    return FilterVerdict::Never(
+        "gpu_model_mismatch",
+        absl::StrCat("node has ", accepted, " GPUs of an accepted model (", DescribeModels(r), "), pod needs ",
+                     r.count, "; node has ", DescribeInventory(*node.inventory)));
+  }
+  if (large_enough < r.count) {
+    if (memory_unknown > 0) {
+      return FilterVerdict::Never(
+          "gpu_memory_unknown",
+          absl::StrCat("pod reserves ", r.memory.value(), " MiB per GPU (tessera.io/gpu-memory) but the memory of ",
+                       memory_unknown, " GPUs on this node is unknown; publish tessera.io/gpu-inventory or ",
+                       "nvidia.com/gpu.memory"));
+    }
+    MemoryMiB largest(0);
+    for (const GpuDevice& g : gpus) {
+      if (ModelAccepted(r, g)) largest = std::max(largest, UsableMemory(args_, g));
+    }
+    return FilterVerdict::Never(
+        "gpu_memory_too_small",
+        absl::StrCat("pod needs ", r.memory.value(), " MiB per GPU (tessera.io/gpu-memory) on ", r.count,
+                     r.count == 1 ? " GPU" : " GPUs", "; only ", large_enough, " accepted GPUs are that large (largest: ",
+                     largest.value(), " MiB usable after the ", args_.memory_reserve.value(), " MiB reserve)"));
+  }
+
+  std::vector<std::string> reasons;
+  size_t full = 0;
+  for (const GpuDevice& g : gpus) {
+    const GpuUsage u = node.UsageOf(g.index);
+    if (FitNow(args_, r, g, u) != GpuFit::kFull) continue;
+    if (++full <= kMaxListedGpus) reasons.push_back(WhyFull(args_, r, g, u));
+  }
+  std::string msg = r.count == 1 ? std::string("no GPU can take the pod now: ")
+                                 : absl::StrCat(fits_now, " of the ", r.count, " GPUs the pod needs can take it now: ");
+  absl::StrAppend(&msg, absl::StrJoin(reasons, "; "));
+  if (full > kMaxListedGpus) absl::StrAppend(&msg, " (and ", full - kMaxListedGpus, " more GPUs)");
+  return FilterVerdict::NotNow("insufficient_gpu", std::move(msg));
+}
+
+std::optional<GpuChoice> GpuSharePlugin::ChooseGpus(const PodGpuRequest& r, const NodeView& node) const {
+  if (!node.inventory_error->ok()) return std::nullopt;
+  struct Candidate {
+    int32_t index;
+    bool burst_room;
+    int64_t free_milli_after;
+    int64_t free_mib_after;
+  };
+  absl::InlinedVector<Candidate, 16> candidates;
+  const bool bursts = !r.whole_gpu && r.limit > r.guaranteed;
+  for (const GpuDevice& g : node.inventory->gpus) {
+    const GpuUsage u = node.UsageOf(g.index);
+    if (FitNow(args_, r, g, u) != GpuFit::kFits) continue;
+    const MilliGpu after = u.guaranteed + GuaranteedOf(r);
+    candidates.push_back(Candidate{
+        .index = g.index,
+        .burst_room = bursts && (u.limit + r.limit) <= kOneGpu,
+        .free_milli_after = (kOneGpu - after).value(),
+        .free_mib_after = (UsableMemory(args_, g) - u.memory - r.memory).value(),
+    });
+  }
+  if (candidates.size() < static_cast<size_t>(r.count)) return std::nullopt;
+
+  const bool pack = args_.gpu_strategy == PlacementStrategy::kBinpack;
+  auto better = [pack](const Candidate& a, const Candidate& b) {
+    if (a.burst_room != b.burst_room) return a.burst_room;
+    if (a.free_milli_after != b.free_milli_after) {
+      return pack ? a.free_milli_after < b.free_milli_after : a.free_milli_after > b.free_milli_after;
+    }
+    if (a.free_mib_after != b.free_mib_after) {
+      return pack ? a.free_mib_after < b.free_mib_after : a.free_mib_after > b.free_mib_after;
+    }
+    return a.index < b.index;
+  };
+  std::partial_sort(candidates.begin(), candidates.begin() + r.count, candidates.end(), better);
+  GpuChoice choice;
+  for (int32_t i = 0; i < r.count; ++i) choice.gpu_indices.push_back(candidates[i].index);
+  return choice;
+}
+
+int64_t GpuSharePlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) const {
+  const auto& gpus = node.inventory->gpus;
+  if (gpus.empty()) return 0;
+  int64_t used = 0;
+  for (const GpuDevice& g : gpus) used += std::min(kOneGpu, node.UsageOf(g.index).guaranteed).value();
+  used += GuaranteedOf(r).value() * static_cast<int64_t>(choice.gpu_indices.size());
+  const int64_t capacity = kOneGpu.value() * static_cast<int64_t>(gpus.size());
+  const int64_t utilisation_permille = std::min<int64_t>(1000, used * 1000 / capacity);
+  return args_.node_strategy == PlacementStrategy::kBinpack ? utilisation_permille : 1000 - utilisation_permille;
+}
+
+void GpuSharePlugin::NormalizeScores(absl::Span<int64_t> scores) const {
+  if (scores.empty()) return;
+  const auto [lo, hi] = std::minmax_element(scores.begin(), scores.end());
+  const int64_t min = *lo, max = *hi;
+  for (int64_t& s : scores) {
+    // Stretch so the best candidate gets the full score; with no spread
+    // between candidates keep the absolute level (per-mille -> percent).
+    s = max > min ? (s - min) * kMaxPluginScore / (max - min) : s * kMaxPluginScore / 1000;
+  }
+}
+
+std::vector<GpuShare> GpuSharePlugin::SharesFor(const PodGpuRequest& r, const NodeView& node,
+                                                const GpuChoice& choice) const {
+  std::vector<GpuShare> shares;
+  shares.reserve(choice.gpu_indices.size());
+  for (int32_t index : choice.gpu_indices) {
+    const GpuDevice* g = FindGpu(*node.inventory, index);
+    GpuShare s;
+    s.index = index;
+    if (g != nullptr) s.uuid = g->uuid;
+    if (r.whole_gpu) {
+      s.guaranteed = s.limit = kOneGpu;
+      s.memory = r.memory.value() > 0 || g == nullptr ? r.memory : UsableMemory(args_, *g);
+      s.memory_limit = std::max(s.memory, MemoryLimitOf(r));
+    } else {
+      s.guaranteed = r.guaranteed;
+      s.limit = r.limit;
+      s.memory = r.memory;
+      s.memory_limit = MemoryLimitOf(r);
+    }
+    shares.push_back(std::move(s));
+  }
+  return shares;
+}
+
+}  // namespace tessera

@@ -1,0 +1,90 @@
+// gpu-share: fractional GPUs.
+//
+// Assumptions
+//   - A pod reserves its *guaranteed* compute and memory on each of its GPUs:
+//     on every GPU, Σ guaranteed ≤ 1000 milli and Σ memory ≤ card memory less
+//     the per-GPU reserve. Burst limits may overcommit up to `max_limit_percent`.
+//   - A pod without a fraction wants whole GPUs: each must be idle.
+//   - A node's inventory comes with the request or the snapshot; what pods hold
+//     comes from the snapshot (NodeView joins them).
+//
+// Algorithm, per node
+//   1. Classify every GPU: model refused; too small for the pod even when idle
+//      (memory); fits now; or full now (with the first reason why).
+//   2. Filter: fewer than `count` GPUs that could ever fit -> never
+//      (FailedAndUnresolvableNodes); fewer than `count` that fit now -> not now.
+//   3. Choose: order the GPUs that fit now by
+//        (a) burst room first, if the pod bursts: GPUs where every pod, this
+//            one included, can reach its limit at once;
+//        (b) binpack: least free compute left after placement (fills partly
+//            used GPUs before opening idle ones, which keeps whole GPUs free);
+//            spread: most free compute left;
+//        (c) the same for memory; (d) lower device index;
+//      and take the first `count`.
+//   4. Score: the node's guaranteed-compute utilisation after placement, in
+//      per-mille (binpack) or its complement (spread), normalised min-max over
+//      the candidates to 0..100 so the best node gets the full score.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/framework/plugin.h"
+#include "scheduler/model/quantity.h"
+
+namespace tessera {
+
+class PluginArgs;
+
+/// Pack pods onto few nodes/GPUs, or spread them out.
+enum class PlacementStrategy { kBinpack, kSpread };
+
+/// The validated args of gpu-share.
+struct GpuShareArgs {
+  PlacementStrategy node_strategy = PlacementStrategy::kBinpack;
+  PlacementStrategy gpu_strategy = PlacementStrategy::kBinpack;
+  /// Memory held back on every GPU (driver, CUDA context of the runtime).
+  MemoryMiB memory_reserve{0};
+  /// Cap on Σ burst limits on one GPU, in percent of the GPU (100 = no overcommit).
+  int64_t max_limit_percent = 200;
+  /// Cap on Σ memory limits on one GPU, in percent of its usable memory.
+  int64_t max_memory_limit_percent = 100;
+};
+
+/// True when `model` matches `pattern`: equal ignoring ASCII case, or, when
+/// the pattern ends in '*', starting with the rest of it ("NVIDIA-A100*").
+bool GpuModelMatches(std::string_view pattern, std::string_view model);
+
+class GpuSharePlugin final : public FilterPlugin, public GpuChooserPlugin, public ScorePlugin {
+ public:
+  static constexpr std::string_view kName = "gpu-share";
+
+  /// Reads nodeStrategy, gpuStrategy, gpuMemoryReserve, maxLimitPercent and
+  /// maxMemoryLimitPercent from `args`.
+  static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
+
+  explicit GpuSharePlugin(GpuShareArgs args) : args_(args) {}
+
+  [[nodiscard]] std::string_view Name() const override { return kName; }
+  [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const override;
+  [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
+                                                    const NodeView& node) const override;
+  [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
+                              const GpuChoice& choice) const override;
+  void NormalizeScores(absl::Span<int64_t> scores) const override;
+
+  /// What the pod would hold on each chosen GPU (for the assignment annotation).
+  [[nodiscard]] std::vector<GpuShare> SharesFor(const PodGpuRequest& request, const NodeView& node,
+                                                const GpuChoice& choice) const;
+
+  [[nodiscard]] const GpuShareArgs& args() const { return args_; }
+
+ private:
+  GpuShareArgs args_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,19 @@
+#include "scheduler/cache/cluster_snapshot.h"
+
+#include "scheduler/model/absl_compat.h"
+
+namespace tessera {
+
+std::optional<NodeIndex> ClusterSnapshot::FindNode(std::string_view name) const {
+  if (index_ == nullptr) return std::nullopt;
+  auto it = index_->find(Absl(name));
+  if (it == index_->end()) return std::nullopt;
+  return it->second;
+}
+
+NodeView ClusterSnapshot::View(NodeIndex i) const {
+  const NodeState& n = *nodes_[i];
+  return NodeView{.name = n.name, .inventory = &n.inventory, .inventory_error = &n.inventory_error, .usage = n.usage};
+}
+
+}  // namespace tessera

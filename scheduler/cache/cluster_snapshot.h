@@ -1,0 +1,73 @@
+// The immutable model of the cluster's GPUs that one request reads.
+//
+// Writers (the cluster file today, the API-server watch later) change a
+// ClusterModel and publish a new ClusterSnapshot; a request takes the current
+// snapshot once, at its start, and reads only that. Nodes are shared between
+// consecutive snapshots (copy-on-write per node), so publishing after one pod
+// changed copies one node, not the cluster.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "scheduler/framework/node_view.h"
+#include "scheduler/model/gpu.h"
+
+namespace tessera {
+
+/// Dense index of a node inside one snapshot.
+using NodeIndex = uint32_t;
+
+/// A pod that holds GPUs, as its `tessera.io/gpu-assignment` says.
+struct PodHolding {
+  std::string uid;        ///< Identity; the pod's metadata.uid.
+  std::string pod_key;    ///< "namespace/name", for messages.
+  GpuAssignment assignment;
+  bool operator==(const PodHolding&) const = default;
+};
+
+/// One node: its GPUs and what pods hold on them.
+struct NodeState {
+  std::string name;
+  NodeInventory inventory;
+  absl::Status inventory_error;     ///< Not OK: inventory unparsable, node treated as having no GPUs.
+  std::vector<GpuUsage> usage;      ///< By GPU index; sized to cover every index pods hold.
+  std::vector<PodHolding> pods;     ///< Pods holding GPUs here, sorted by uid.
+  std::vector<std::string> problems;///< Inconsistencies found (overcommitted GPU, unknown GPU index).
+};
+
+class ClusterSnapshot {
+ public:
+  ClusterSnapshot() = default;
+
+  /// \return nullopt when the snapshot does not know the node.
+  [[nodiscard]] std::optional<NodeIndex> FindNode(std::string_view name) const;
+  [[nodiscard]] const NodeState& node(NodeIndex i) const { return *nodes_[i]; }
+  [[nodiscard]] size_t node_count() const { return nodes_.size(); }
+  /// GPUs over all nodes' inventories.
+  [[nodiscard]] size_t gpu_count() const { return gpu_count_; }
+  /// Nodes whose inventory is unparsable.
+  [[nodiscard]] size_t nodes_with_inventory_errors() const { return inventory_errors_; }
+  /// Increases with every publish.
+  [[nodiscard]] uint64_t generation() const { return generation_; }
+
+  /// The node as plugins see it, inventory from the snapshot.
+  [[nodiscard]] NodeView View(NodeIndex i) const;
+
+ private:
+  friend class ClusterModel;
+
+  std::vector<std::shared_ptr<const NodeState>> nodes_;  // sorted by name
+  std::shared_ptr<const absl::flat_hash_map<std::string, NodeIndex>> index_;
+  size_t gpu_count_ = 0;
+  size_t inventory_errors_ = 0;
+  uint64_t generation_ = 0;
+};
+
+}  // namespace tessera

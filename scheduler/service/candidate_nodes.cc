@@ -1,0 +1,44 @@
+#include "scheduler/service/candidate_nodes.h"
+
+namespace tessera {
+namespace {
+const NodeInventory kNoInventory;
+const absl::Status kOk;
+}  // namespace
+
+CandidateNodes::CandidateNodes(const k8s::ExtenderArgs& args, const ClusterSnapshot& snapshot) {
+  if (args.nodes) {
+    const auto& nodes = *args.nodes;
+    views_.resize(nodes.size());
+    known_.assign(nodes.size(), true);
+    inventories_.resize(nodes.size());
+    inventory_errors_.resize(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      absl::StatusOr<NodeInventory> inv = k8s::ParseNodeInventory(nodes[i].inventory);
+      if (inv.ok()) {
+        inventories_[i] = std::move(*inv);
+      } else {
+        inventory_errors_[i] = inv.status();
+      }
+      NodeView& v = views_[i];
+      v.name = nodes[i].name;
+      v.inventory = &inventories_[i];
+      v.inventory_error = &inventory_errors_[i];
+      if (std::optional<NodeIndex> known = snapshot.FindNode(v.name)) v.usage = snapshot.node(*known).usage;
+    }
+    return;
+  }
+  const auto& names = *args.node_names;
+  views_.resize(names.size());
+  known_.assign(names.size(), false);
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (std::optional<NodeIndex> index = snapshot.FindNode(names[i])) {
+      views_[i] = snapshot.View(*index);
+      known_[i] = true;
+    } else {
+      views_[i] = NodeView{.name = names[i], .inventory = &kNoInventory, .inventory_error = &kOk, .usage = {}};
+    }
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,113 @@
+#include "scheduler/service/extender_service.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "k8s/extender_args.h"
+#include "k8s/extender_results.h"
+#include "k8s/pod_gpu_request.h"
+#include "scheduler/model/absl_compat.h"
+#include "scheduler/service/candidate_nodes.h"
+
+namespace tessera {
+namespace {
+
+constexpr std::string_view kRejections = "tessera_filter_rejections_total";
+constexpr std::string_view kRejectionsHelp = "Nodes rejected by filter, by reason.";
+
+// One parser per io thread: its buffers grow to the largest request seen and
+// are reused, and a request is decoded and answered on one thread.
+simdjson::dom::parser& ThreadParser() {
+  thread_local simdjson::dom::parser parser;
+  return parser;
+}
+
+size_t NodeCount(const k8s::ExtenderArgs& args) {
+  return args.nodes ? args.nodes->size() : args.node_names->size();
+}
+
+std::string_view NodeName(const k8s::ExtenderArgs& args, size_t i) {
+  return args.nodes ? (*args.nodes)[i].name : (*args.node_names)[i];
+}
+
+}  // namespace
+
+ExtenderService::ExtenderService(ExtenderSources sources, MetricsRegistry& metrics)
+    : sources_(std::move(sources)), metrics_(metrics) {}
+
+absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const {
+  absl::StatusOr<k8s::ExtenderArgs> args = k8s::DecodeExtenderArgs(body, ThreadParser());
+  if (!args.ok()) return args.status();
+  const size_t n = NodeCount(*args);
+
+  k8s::FilterResult result;
+  // Rejections are counted per reason once per request, not once per node:
+  // the registry lookup takes a lock.
+  absl::flat_hash_map<std::string_view, int64_t> rejections;
+
+  absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(args->pod.annotations);
+  if (!request.ok()) {
+    const std::string reason = absl::StrCat("pod has an invalid GPU request: ", request.status().message());
+    for (size_t i = 0; i < n; ++i) result.unresolvable.push_back({NodeName(*args, i), reason});
+    rejections["invalid_pod_request"] += static_cast<int64_t>(n);
+  } else if (!request->has_value()) {
+    // Not a Tessera pod: every node passes, untouched.
+    result.passed.resize(n);
+    for (size_t i = 0; i < n; ++i) result.passed[i] = static_cast<uint32_t>(i);
+  } else {
+    const std::shared_ptr<const ClusterSnapshot> snapshot = sources_.snapshot();
+    const std::shared_ptr<const Profile> profile = sources_.profile();
+    const CandidateNodes candidates(*args, *snapshot);
+    const PodGpuRequest& pod = **request;
+    for (size_t i = 0; i < n; ++i) {
+      const NodeView& view = candidates.views()[i];
+      if (!candidates.known(i)) {
+        // The watch may not have seen the node yet: "not now", not "never".
+        result.failed.push_back({view.name, "node is not in Tessera's cluster model (yet)"});
+        ++rejections["unknown_node"];
+        continue;
+      }
+      FilterVerdict verdict = profile->Filter(pod, view);
+      switch (verdict.code) {
+        case FilterCode::kSuccess:
+          result.passed.push_back(static_cast<uint32_t>(i));
+          continue;
+        case FilterCode::kUnschedulable:
+          result.failed.push_back({view.name, std::move(verdict.message)});
+          break;
+        case FilterCode::kUnschedulableUnresolvable:
+          result.unresolvable.push_back({view.name, std::move(verdict.message)});
+          break;
+      }
+      ++rejections[verdict.reason_code];
+    }
+  }
+  for (const auto& [reason, count] : rejections) {
+    metrics_.Counter(kRejections, kRejectionsHelp, {{"reason", std::string(reason)}}).Inc(static_cast<double>(count));
+  }
+  return k8s::EncodeFilterResult(*args, result);
+}
+
+absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) const {
+  absl::StatusOr<k8s::ExtenderArgs> args = k8s::DecodeExtenderArgs(body, ThreadParser());
+  if (!args.ok()) return args.status();
+  const size_t n = NodeCount(*args);
+  std::vector<std::string_view> hosts(n);
+  for (size_t i = 0; i < n; ++i) hosts[i] = NodeName(*args, i);
+
+  std::vector<int64_t> scores(n, 0);
+  absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(args->pod.annotations);
+  // A pod Tessera does not manage, or one filter already refused everywhere,
+  // gets no preference from Tessera.
+  if (request.ok() && request->has_value()) {
+    const std::shared_ptr<const ClusterSnapshot> snapshot = sources_.snapshot();
+    const std::shared_ptr<const Profile> profile = sources_.profile();
+    const CandidateNodes candidates(*args, *snapshot);
+    scores = profile->Score(**request, candidates.views(), nullptr);
+    for (size_t i = 0; i < n; ++i) {
+      if (!candidates.known(i)) scores[i] = 0;
+    }
+  }
+  return k8s::EncodeHostPriorityList(hosts, scores);
+}
+
+}  // namespace tessera

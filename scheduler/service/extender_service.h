@@ -1,0 +1,44 @@
+// The extender verbs as pure functions of the request body: decode the wire
+// types, run the policy in force over one cluster snapshot, encode the answer.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "scheduler/cache/cluster_snapshot.h"
+#include "scheduler/framework/profile.h"
+#include "scheduler/metrics/metrics.h"
+
+namespace tessera {
+
+/// Where the service reads the cluster and the policy from; both are called
+/// once per request and must be cheap and thread-safe.
+struct ExtenderSources {
+  std::function<std::shared_ptr<const ClusterSnapshot>()> snapshot;
+  std::function<std::shared_ptr<const Profile>()> profile;
+};
+
+class ExtenderService {
+ public:
+  /// \param metrics receives filter rejections per reason; must outlive the service.
+  ExtenderService(ExtenderSources sources, MetricsRegistry& metrics);
+
+  /// `POST /filter`: ExtenderArgs -> ExtenderFilterResult JSON.
+  /// \return InvalidArgument for a body that is not valid ExtenderArgs (HTTP 400).
+  ///   A pod whose tessera annotations are invalid is not an error here: every
+  ///   node fails as unresolvable with the annotation's problem as the reason.
+  absl::StatusOr<std::string> Filter(std::string_view body) const;
+
+  /// `POST /prioritize`: ExtenderArgs -> HostPriorityList JSON, scores 0..10
+  /// in request order. Nodes where the pod does not fit score 0.
+  absl::StatusOr<std::string> Prioritize(std::string_view body) const;
+
+ private:
+  ExtenderSources sources_;
+  MetricsRegistry& metrics_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,89 @@
+// One-line builders for nodes, GPUs and pods in tests:
+//   Node("n1").Gpus(8, "NVIDIA-A100-SXM4-80GB", 81920).Hold(0, 250, 10240)
+//   Pod().Fraction(250).Limit(800).Memory(10240).Count(2)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "scheduler/framework/node_view.h"
+#include "scheduler/model/gpu.h"
+#include "scheduler/model/gpu_request.h"
+
+namespace tessera::testing {
+
+inline constexpr int64_t kA100Mib = 81920;
+inline constexpr const char* kA100 = "NVIDIA-A100-SXM4-80GB";
+inline constexpr const char* kT4 = "NVIDIA-T4";
+
+/// A node with GPUs and what pods hold on them; View() is what plugins see.
+class Node {
+ public:
+  explicit Node(std::string name) : name_(std::move(name)) {}
+
+  /// Adds `n` GPUs (next indices) of one model and memory size.
+  Node& Gpus(int n, std::string model = kA100, int64_t memory_mib = kA100Mib) {
+    for (int i = 0; i < n; ++i) {
+      const int32_t index = static_cast<int32_t>(inventory_.gpus.size());
+      inventory_.gpus.push_back(GpuDevice{.index = index, .uuid = "GPU-" + name_ + "-" + std::to_string(index),
+                                          .model = model, .memory = MemoryMiB(memory_mib), .numa = 0});
+    }
+    inventory_.source = InventorySource::kAnnotation;
+    return *this;
+  }
+  /// A pod holds `milli` (burst `limit_milli`, default = milli) and `mib` on GPU `index`.
+  Node& Hold(int32_t index, int64_t milli, int64_t mib = 0, int64_t limit_milli = -1) {
+    if (usage_.size() <= static_cast<size_t>(index)) usage_.resize(static_cast<size_t>(index) + 1);
+    GpuShare share;
+    share.index = index;
+    share.guaranteed = MilliGpu(milli);
+    share.limit = MilliGpu(limit_milli < 0 ? milli : limit_milli);
+    share.memory = share.memory_limit = MemoryMiB(mib);
+    usage_[static_cast<size_t>(index)].Add(share);
+    return *this;
+  }
+  /// The node's inventory could not be parsed.
+  Node& Broken(std::string why) {
+    error_ = absl::InvalidArgumentError(std::move(why));
+    return *this;
+  }
+
+  [[nodiscard]] NodeView View() const {
+    return NodeView{.name = name_, .inventory = &inventory_, .inventory_error = &error_, .usage = usage_};
+  }
+  [[nodiscard]] const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+  NodeInventory inventory_;
+  absl::Status error_;
+  std::vector<GpuUsage> usage_;
+};
+
+/// A pod's GPU request; defaults to one whole GPU.
+class Pod {
+ public:
+  Pod& Count(int32_t n) { r_.count = n; return *this; }
+  Pod& Fraction(int64_t milli) {
+    r_.whole_gpu = false;
+    r_.guaranteed = r_.limit = MilliGpu(milli);
+    return *this;
+  }
+  Pod& Limit(int64_t milli) { r_.limit = MilliGpu(milli); return *this; }
+  Pod& Memory(int64_t mib) {
+    r_.memory = MemoryMiB(mib);
+    if (r_.memory_limit < r_.memory) r_.memory_limit = r_.memory;
+    return *this;
+  }
+  Pod& MemoryLimit(int64_t mib) { r_.memory_limit = MemoryMiB(mib); return *this; }
+  Pod& Models(std::vector<std::string> m) { r_.models = std::move(m); return *this; }
+  Pod& ExcludeModels(std::vector<std::string> m) { r_.excluded_models = std::move(m); return *this; }
+
+  operator const PodGpuRequest&() const { return r_; }  // NOLINT: builders convert implicitly
+  [[nodiscard]] const PodGpuRequest& request() const { return r_; }
+
+ private:
+  PodGpuRequest r_;
+};
+
+}  // namespace tessera::testing
