@@ -144,18 +144,115 @@ absl::StatusOr<WireNode> DecodeNode(element e, size_t i) {
   return out;
 }
 
-}  // namespace
-
-absl::StatusOr<ExtenderArgs> DecodeExtenderArgs(std::string_view body, simdjson::dom::parser& parser) {
+// Parses `body` as a JSON object; `type` names the expected wire type in errors.
+absl::StatusOr<object> ParseObject(std::string_view body, simdjson::dom::parser& parser, std::string_view type) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    return absl::InvalidArgumentError("request body is empty; expected ExtenderArgs JSON");
+    return absl::InvalidArgumentError(absl::StrFormat("request body is empty; expected %s JSON", type));
   }
   element root;
   if (auto err = parser.parse(body.data(), body.size(), /*realloc_if_needed=*/true).get(root); err) {
     return absl::InvalidArgumentError(absl::StrCat("malformed JSON: ", simdjson::error_message(err)));
   }
-  object args;
-  if (root.get(args) != simdjson::SUCCESS) return WrongType("ExtenderArgs", "a JSON object", root);
+  object obj;
+  if (root.get(obj) != simdjson::SUCCESS) return WrongType(type, "a JSON object", root);
+  return obj;
+}
+
+absl::StatusOr<std::string_view> RequiredString(object obj, std::string_view key, std::string_view type) {
+  const std::string path = absl::StrFormat("%s.%s", type, key);
+  std::optional<element> e = Member(obj, key);
+  if (!e) return absl::InvalidArgumentError(absl::StrCat(path, " is missing"));
+  std::string_view s;
+  if (e->get(s) != simdjson::SUCCESS || s.empty()) return WrongType(path, "a non-empty string", *e);
+  return s;
+}
+
+// Victims on each node: {"node": {"Pods": [<v1.Pod> or {"UID": ..}], "NumPDBViolations": n}}.
+absl::StatusOr<std::vector<NodeVictims>> DecodeVictims(element e, std::string_view field, bool meta) {
+  object by_node;
+  if (e.get(by_node) != simdjson::SUCCESS) return WrongType(field, "an object keyed by node name", e);
+  std::vector<NodeVictims> out;
+  for (auto [node, victims_element] : by_node) {
+    const std::string path = absl::StrFormat("%s[\"%s\"]", field, node);
+    object victims;
+    if (victims_element.get(victims) != simdjson::SUCCESS) return WrongType(path, "an object", victims_element);
+    NodeVictims v;
+    v.node = node;
+    if (std::optional<element> n = Member(victims, "NumPDBViolations")) {
+      if (n->get(v.num_pdb_violations) != simdjson::SUCCESS) return WrongType(path + ".NumPDBViolations", "an integer", *n);
+    }
+    if (std::optional<element> pods = Member(victims, "Pods")) {
+      simdjson::dom::array list;
+      if (pods->get(list) != simdjson::SUCCESS) return WrongType(path + ".Pods", "an array", *pods);
+      size_t i = 0;
+      for (element pod : list) {
+        const std::string pod_path = absl::StrFormat("%s.Pods[%d]", path, i++);
+        object pod_object;
+        if (pod.get(pod_object) != simdjson::SUCCESS) return WrongType(pod_path, "an object", pod);
+        std::string_view uid;
+        if (meta) {
+          absl::StatusOr<std::string_view> u = RequiredString(pod_object, "UID", pod_path);
+          if (!u.ok()) return u.status();
+          uid = *u;
+        } else {
+          absl::StatusOr<WirePod> p = DecodePod(pod);
+          if (!p.ok()) return p.status();
+          if (p->uid.empty()) return absl::InvalidArgumentError(absl::StrCat(pod_path, ".metadata.uid is missing"));
+          uid = p->uid;
+        }
+        v.pod_uids.push_back(uid);
+      }
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<ExtenderBindingArgs> DecodeBindingArgs(std::string_view body, simdjson::dom::parser& parser) {
+  absl::StatusOr<object> obj = ParseObject(body, parser, "ExtenderBindingArgs");
+  if (!obj.ok()) return obj.status();
+  ExtenderBindingArgs out;
+  struct Field {
+    std::string_view key;
+    std::string_view* out;
+  };
+  for (const Field& f : {Field{"PodName", &out.pod_name}, Field{"PodNamespace", &out.pod_namespace},
+                         Field{"PodUID", &out.pod_uid}, Field{"Node", &out.node}}) {
+    absl::StatusOr<std::string_view> s = RequiredString(*obj, f.key, "ExtenderBindingArgs");
+    if (!s.ok()) return s.status();
+    *f.out = *s;
+  }
+  return out;
+}
+
+absl::StatusOr<ExtenderPreemptionArgs> DecodePreemptionArgs(std::string_view body, simdjson::dom::parser& parser) {
+  absl::StatusOr<object> obj = ParseObject(body, parser, "ExtenderPreemptionArgs");
+  if (!obj.ok()) return obj.status();
+  ExtenderPreemptionArgs out;
+  std::optional<element> pod = Member(*obj, "Pod");
+  if (!pod) return absl::InvalidArgumentError("ExtenderPreemptionArgs.Pod is missing");
+  absl::StatusOr<WirePod> decoded_pod = DecodePod(*pod);
+  if (!decoded_pod.ok()) return decoded_pod.status();
+  out.pod = std::move(*decoded_pod);
+  std::optional<element> meta = Member(*obj, "NodeNameToMetaVictims");
+  std::optional<element> full = Member(*obj, "NodeNameToVictims");
+  if (!meta && !full) {
+    return absl::InvalidArgumentError("ExtenderPreemptionArgs has neither NodeNameToVictims nor NodeNameToMetaVictims");
+  }
+  out.meta_victims = meta.has_value();
+  absl::StatusOr<std::vector<NodeVictims>> victims =
+      meta ? DecodeVictims(*meta, "NodeNameToMetaVictims", true) : DecodeVictims(*full, "NodeNameToVictims", false);
+  if (!victims.ok()) return victims.status();
+  out.victims = std::move(*victims);
+  return out;
+}
+
+absl::StatusOr<ExtenderArgs> DecodeExtenderArgs(std::string_view body, simdjson::dom::parser& parser) {
+  absl::StatusOr<object> parsed = ParseObject(body, parser, "ExtenderArgs");
+  if (!parsed.ok()) return parsed.status();
+  object args = *parsed;
 
   ExtenderArgs out;
   std::optional<element> pod = Member(args, "Pod");

@@ -43,10 +43,38 @@ struct ExtenderArgs {
   std::optional<std::vector<std::string_view>> node_names;
 };
 
+/// `ExtenderBindingArgs {PodName, PodNamespace, PodUID, Node}`.
+struct ExtenderBindingArgs {
+  std::string_view pod_name;
+  std::string_view pod_namespace;
+  std::string_view pod_uid;
+  std::string_view node;
+};
+
+/// The victims kube-scheduler proposes on one node (by pod UID in both forms).
+struct NodeVictims {
+  std::string_view node;
+  std::vector<std::string_view> pod_uids;
+  int64_t num_pdb_violations = 0;
+};
+
+/// `ExtenderPreemptionArgs {Pod, NodeNameToVictims, NodeNameToMetaVictims}`.
+struct ExtenderPreemptionArgs {
+  WirePod pod;
+  bool meta_victims = false;  ///< True when the request used NodeNameToMetaVictims.
+  std::vector<NodeVictims> victims;
+};
+
 /// Decodes `body`. Errors are InvalidArgument with a reason that names the
 /// field, e.g. "ExtenderArgs.Pod is missing" or
 /// "Nodes.items[2].metadata.name must be a string, got number".
 /// \param parser reused between calls (its buffers grow to the largest body).
 absl::StatusOr<ExtenderArgs> DecodeExtenderArgs(std::string_view body, simdjson::dom::parser& parser);
+
+/// Decodes a bind request; every field is required and must be a non-empty string.
+absl::StatusOr<ExtenderBindingArgs> DecodeBindingArgs(std::string_view body, simdjson::dom::parser& parser);
+
+/// Decodes a preempt request, in either victims form.
+absl::StatusOr<ExtenderPreemptionArgs> DecodePreemptionArgs(std::string_view body, simdjson::dom::parser& parser);
 
 }  // namespace tessera::k8s

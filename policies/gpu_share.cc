@@ -185,7 +185,7 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
       return FilterVerdict::Never(
           "gpu_memory_unknown",
           absl::StrCat("pod reserves ", r.memory.value(), " MiB per GPU (tessera.io/gpu-memory) but the memory of ",
-                       memory_unknown, " GPUs on this node is unknown; publish tessera.io/gpu-inventory or ",
+                       memory_unknown, memory_unknown == 1 ? " GPU" : " GPUs", " on this node is unknown; publish tessera.io/gpu-inventory or ",
                        "nvidia.com/gpu.memory"));
     }
     MemoryMiB largest(0);
@@ -209,7 +209,10 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
   std::string msg = r.count == 1 ? std::string("no GPU can take the pod now: ")
                                  : absl::StrCat(fits_now, " of the ", r.count, " GPUs the pod needs can take it now: ");
   absl::StrAppend(&msg, absl::StrJoin(reasons, "; "));
-  if (full > kMaxListedGpus) absl::StrAppend(&msg, " (and ", full - kMaxListedGpus, " more GPUs)");
+  if (full > kMaxListedGpus) {
+    const size_t more = full - kMaxListedGpus;
+    absl::StrAppend(&msg, " (and ", more, more == 1 ? " more GPU)" : " more GPUs)");
+  }
   return FilterVerdict::NotNow("insufficient_gpu", std::move(msg));
 }
 

@@ -1,11 +1,13 @@
 // tessera-extender: the scheduler extender kube-scheduler calls over HTTP.
 // The only place with flags; everything else takes its configuration as values.
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -176,6 +178,18 @@ int Run() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("GPU-aware scheduler extender for kube-scheduler. See README.md.");
-  absl::ParseCommandLine(argc, argv);
+  // Kubernetes tools spell flags with dashes (--cluster-file); abseil names
+  // them with underscores. Accept both by rewriting the names before parsing.
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string& a = args[i];
+    if (a == "--") break;
+    if (a.rfind("--", 0) != 0) continue;
+    const size_t end = std::min(a.find('='), a.size());
+    std::replace(a.begin() + 2, a.begin() + static_cast<std::ptrdiff_t>(end), '-', '_');
+  }
+  std::vector<char*> argv2;
+  for (std::string& a : args) argv2.push_back(a.data());
+  absl::ParseCommandLine(static_cast<int>(argv2.size()), argv2.data());
   return tessera::Run();
 }

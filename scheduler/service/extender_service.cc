@@ -110,4 +110,18 @@ absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) c
   return k8s::EncodeHostPriorityList(hosts, scores);
 }
 
+absl::Status ExtenderService::Bind(std::string_view body) const {
+  absl::StatusOr<k8s::ExtenderBindingArgs> args = k8s::DecodeBindingArgs(body, ThreadParser());
+  if (!args.ok()) return args.status();
+  return absl::UnimplementedError(
+      "bind is not implemented in this version of Tessera; leave bindVerb unset so kube-scheduler binds the pod");
+}
+
+absl::Status ExtenderService::Preempt(std::string_view body) const {
+  absl::StatusOr<k8s::ExtenderPreemptionArgs> args = k8s::DecodePreemptionArgs(body, ThreadParser());
+  if (!args.ok()) return args.status();
+  return absl::UnimplementedError(
+      "preempt is not implemented in this version of Tessera; leave preemptVerb unset");
+}
+
 }  // namespace tessera

@@ -36,6 +36,12 @@ class ExtenderService {
   /// in request order. Nodes where the pod does not fit score 0.
   absl::StatusOr<std::string> Prioritize(std::string_view body) const;
 
+  /// `POST /bind` and `POST /preempt` are not served by this version: the
+  /// body is validated (InvalidArgument, HTTP 400, if malformed) and then
+  /// Unimplemented (HTTP 501) is returned.
+  absl::Status Bind(std::string_view body) const;
+  absl::Status Preempt(std::string_view body) const;
+
  private:
   ExtenderSources sources_;
   MetricsRegistry& metrics_;

@@ -57,7 +57,7 @@ const Route* FindRoute(std::string_view target, std::string_view prefix) {
 Router::Router(RouterOptions options, const ExtenderService& service, MetricsRegistry& metrics)
     : options_(std::move(options)), service_(service), metrics_(metrics) {
   while (!options_.url_prefix.empty() && options_.url_prefix.back() == '/') options_.url_prefix.pop_back();
-  if (!options_.url_prefix.empty() && options_.url_prefix.front() != '/') options_.url_prefix.insert(0, "/");
+  if (!options_.url_prefix.empty() && options_.url_prefix.front() != '/') options_.url_prefix = absl::StrCat("/", options_.url_prefix);
 }
 
 HttpResponse Router::Handle(const HttpRequest& request) const {
@@ -98,9 +98,10 @@ HttpResponse Router::Dispatch(const HttpRequest& request, std::string_view verb)
     return Respond(request, http::status::ok, std::move(*body));
   }
   if (verb == "bind" || verb == "preempt") {
-    return JsonError(request, http::status::not_implemented,
-                     absl::StrCat(Absl(verb), " is not implemented in this version of Tessera; leave ", Absl(verb),
-                                  "Verb unset in the extender configuration"));
+    const absl::Status st = verb == "bind" ? service_.Bind(request.body()) : service_.Preempt(request.body());
+    const http::status code =
+        absl::IsUnimplemented(st) ? http::status::not_implemented : http::status::bad_request;
+    return JsonError(request, code, Std(st.message()));
   }
   if (verb == "healthz") return Respond(request, http::status::ok, "{\"status\":\"ok\"}");
   if (verb == "readyz") {

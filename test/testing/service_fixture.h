@@ -1,0 +1,70 @@
+// An ExtenderService over a cluster and a policy given as text, for tests.
+#pragma once
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "config/cluster_file.h"
+#include "config/plugin_args.h"
+#include "config/policy_loader.h"
+#include "policies/builtin_registry.h"
+#include "scheduler/cache/cluster_model.h"
+#include "scheduler/metrics/metrics.h"
+#include "scheduler/service/extender_service.h"
+
+namespace tessera::testing {
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot read " << path;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline std::string FixturePath(const std::string& name) {
+  return std::string(TESSERA_SHARED_DIR) + "/fixtures/kube-scheduler-v1.26/" + name;
+}
+
+inline constexpr const char* kBinpackPolicy = R"(apiVersion: tessera.io/v1alpha1
+kind: SchedulingPolicy
+plugins:
+  - name: gpu-share
+    args: {nodeStrategy: binpack, gpuStrategy: binpack, maxLimitPercent: 200}
+)";
+
+/// A service over `cluster_yaml` (the cluster-file format) and `policy_yaml`.
+class ServiceFixture {
+ public:
+  explicit ServiceFixture(std::string_view cluster_yaml = "", std::string_view policy_yaml = kBinpackPolicy)
+      : registry_(NewBuiltinRegistry()) {
+    if (!cluster_yaml.empty()) {
+      const absl::Status st = LoadClusterText(cluster_yaml, "cluster.yaml", model_);
+      EXPECT_TRUE(st.ok()) << st;
+    }
+    model_.Publish();
+    absl::StatusOr<std::shared_ptr<const Profile>> profile = LoadPolicyText(policy_yaml, "policy.yaml", registry_);
+    EXPECT_TRUE(profile.ok()) << profile.status();
+    profile_ = *profile;
+    service_ = std::make_unique<ExtenderService>(
+        ExtenderSources{.snapshot = [this] { return model_.Current(); }, .profile = [this] { return profile_; }},
+        metrics_);
+  }
+
+  [[nodiscard]] const ExtenderService& service() const { return *service_; }
+  ClusterModel& model() { return model_; }
+  MetricsRegistry& metrics() { return metrics_; }
+
+ private:
+  PluginRegistry registry_;
+  ClusterModel model_;
+  MetricsRegistry metrics_;
+  std::shared_ptr<const Profile> profile_;
+  std::unique_ptr<ExtenderService> service_;
+};
+
+}  // namespace tessera::testing
