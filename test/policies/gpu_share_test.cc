@@ -62,7 +62,7 @@ TEST(GpuShareFilter, EveryVerdictCarriesItsPreciseReason) {
       {"model names match ignoring case", Node("n").Gpus(1), Pod().Models({"nvidia-a100-sxm4-80gb"}), {},
        FilterCode::kSuccess, "", ""},
       {"unknown memory cannot hold a memory reservation", Node("n").Gpus(1, "", 0), Pod().Fraction(100).Memory(1024),
-       {}, FilterCode::kUnschedulableUnresolvable, "gpu_memory_unknown", "memory of 1 GPUs on this node is unknown"},
+       {}, FilterCode::kUnschedulableUnresolvable, "gpu_memory_unknown", "memory of 1 GPU on this node is unknown"},
       {"burst limits may overcommit up to the cap", Node("n").Gpus(1).Hold(0, 200, 0, 1000),
        Pod().Fraction(200).Limit(1000), {}, FilterCode::kSuccess, "", ""},
       {"burst limits over the cap are not now", Node("n").Gpus(1).Hold(0, 200, 0, 1000),

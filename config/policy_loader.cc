@@ -1,0 +1,215 @@
+#include "config/policy_loader.h"
+
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "config/config_errors.h"
+#include "config/file_util.h"
+#include "config/plugin_args.h"
+#include "config/yaml_map.h"
+#include "yaml-cpp/yaml.h"
+
+namespace tessera {
+namespace {
+
+using config_internal::Describe;
+using config_internal::ParseInteger;
+using config_internal::YamlMap;
+
+constexpr int64_t kMinWeight = 1;
+constexpr int64_t kMaxWeight = 100;
+
+// A field's value's position; its key's when the value is null (yaml-cpp
+// places a null at the next token, possibly lines later); the enclosing
+// map's when the field is absent.
+YAML::Mark MarkOr(const YamlMap::Field* field, const YAML::Node& parent) {
+  if (field == nullptr) return parent.Mark();
+  if (field->value.IsNull() || field->value.Mark().is_null()) return field->key_node.Mark();
+  return field->value.Mark();
+}
+
+// apiVersion and kind: required, and exactly `want`.
+void CheckConstant(YamlMap& top, const YAML::Node& root, std::string_view key, std::string_view want,
+                   ConfigErrors& errors) {
+  const YamlMap::Field* field = top.Read(key);
+  if (field == nullptr || field->value.IsNull()) {
+    errors.Add(MarkOr(field, root), std::string(key), absl::StrFormat("required; must be \"%s\"", want));
+  } else if (!field->value.IsScalar() || field->value.Scalar() != want) {
+    errors.Add(field->value.Mark(), std::string(key),
+               absl::StrFormat("must be \"%s\"; got %s", want, Describe(field->value)));
+  }
+}
+
+class Loader {
+ public:
+  Loader(const PluginRegistry& registry, std::shared_ptr<ConfigErrors> errors)
+      : registry_(registry), errors_(std::move(errors)) {}
+
+  // Validates the document and, when it is sound, builds the profile. Every
+  // problem lands in errors_; the result is null unless there were none.
+  std::shared_ptr<const Profile> Load(const YAML::Node& root) {
+    if (!root.IsMap()) {
+      errors_->Add(root.Mark(), "",
+                   absl::StrFormat("must be a map with apiVersion, kind and plugins; got %s", Describe(root)));
+      return nullptr;
+    }
+    YamlMap top(root, "", *errors_);
+    CheckConstant(top, root, "apiVersion", kPolicyApiVersion, *errors_);
+    CheckConstant(top, root, "kind", kPolicyKind, *errors_);
+    const YamlMap::Field* plugins = top.Read("plugins");
+    top.ReportUnread(*errors_);
+
+    if (plugins == nullptr) {
+      errors_->Add(root.Mark(), "plugins", "required; list at least one plugin");
+      return nullptr;
+    }
+    const YAML::Node& list = plugins->value;
+    if (list.IsNull() || (list.IsSequence() && list.size() == 0)) {
+      errors_->Add(MarkOr(plugins, root), "plugins", "must list at least one plugin");
+      return nullptr;
+    }
+    if (!list.IsSequence()) {
+      errors_->Add(list.Mark(), "plugins", absl::StrFormat("must be a list of plugins; got %s", Describe(list)));
+      return nullptr;
+    }
+
+    std::vector<WeightedPlugin> built;
+    bool all_built = true;
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::optional<WeightedPlugin> plugin = BuildPlugin(list[i], absl::StrFormat("plugins[%d]", i));
+      if (plugin.has_value()) {
+        built.push_back(std::move(*plugin));
+      } else {
+        all_built = false;
+      }
+    }
+    // The mix is checked only when every plugin was built: with one missing,
+    // "no GPU chooser" may only mean the chooser's args had a typo.
+    if (!all_built) return nullptr;
+    absl::StatusOr<std::shared_ptr<const Profile>> profile = Profile::Create(std::move(built));
+    if (!profile.ok()) {
+      errors_->Add(list.Mark(), "plugins", std::string(profile.status().message()));
+      return nullptr;
+    }
+    return errors_->empty() ? *std::move(profile) : nullptr;
+  }
+
+ private:
+  // Validates one entry of `plugins` and runs its factory; nullopt when the
+  // entry has errors (all recorded).
+  std::optional<WeightedPlugin> BuildPlugin(const YAML::Node& item, const std::string& path) {
+    if (!item.IsMap()) {
+      errors_->Add(item.Mark(), path,
+                   absl::StrFormat("must be a map with name, weight and args; got %s", Describe(item)));
+      return std::nullopt;
+    }
+    YamlMap entry(item, path, *errors_);
+
+    const PluginFactory* factory = nullptr;
+    const YamlMap::Field* name = entry.Read("name");
+    if (name == nullptr || name->value.IsNull()) {
+      errors_->Add(MarkOr(name, item), JoinPath(path, "name"), "required");
+    } else if (!name->value.IsScalar() || name->value.Scalar().empty()) {
+      errors_->Add(name->value.Mark(), JoinPath(path, "name"),
+                   absl::StrFormat("must be a plugin name; got %s", Describe(name->value)));
+    } else if (factory = registry_.Find(name->value.Scalar()); factory == nullptr) {
+      std::vector<std::string> known = registry_.Names();
+      errors_->Add(name->value.Mark(), JoinPath(path, "name"),
+                   absl::StrFormat("unknown plugin %s; known: %s", Describe(name->value),
+                                   known.empty() ? "(none)" : absl::StrJoin(known, ", ")));
+    } else if (auto [it, inserted] = first_entry_.emplace(name->value.Scalar(), path); !inserted) {
+      errors_->Add(name->value.Mark(), JoinPath(path, "name"),
+                   absl::StrFormat("duplicate plugin %s (first listed as %s)", Describe(name->value),
+                                   it->second));
+      factory = nullptr;
+    }
+
+    int64_t weight = kMinWeight;
+    if (const YamlMap::Field* w = entry.Read("weight"); w != nullptr && !w->value.IsNull()) {
+      std::optional<int64_t> value = ParseInteger(w->value);
+      if (!value.has_value() || *value < kMinWeight || *value > kMaxWeight) {
+        errors_->Add(w->value.Mark(), JoinPath(path, "weight"),
+                     absl::StrFormat("must be an integer in %d..%d; got %s", kMinWeight, kMaxWeight,
+                                     value.has_value() ? absl::StrFormat("%d", *value) : Describe(w->value)));
+      } else {
+        weight = *value;
+      }
+    }
+
+    const YamlMap::Field* args_field = entry.Read("args");
+    entry.ReportUnread(*errors_);
+    // An unknown plugin's args cannot be checked: nobody knows its schema.
+    if (factory == nullptr) return std::nullopt;
+
+    PluginArgs args(args_field != nullptr ? args_field->value : YAML::Node(), item.Mark(),
+                    JoinPath(path, "args"), errors_);
+    absl::StatusOr<std::unique_ptr<Plugin>> plugin = (*factory)(args);
+    // Idempotent; catches the unknown args of a factory that forgot to call it.
+    const bool args_ok = args.Finish().ok();
+    if (!plugin.ok()) {
+      // A factory that fails without recording why still gets its say.
+      if (!args.has_errors()) {
+        errors_->Add(name->value.Mark(), path, std::string(plugin.status().message()));
+      }
+      return std::nullopt;
+    }
+    if (*plugin == nullptr) {
+      errors_->Add(name->value.Mark(), path, "the plugin's factory returned no plugin");
+      return std::nullopt;
+    }
+    // A bad weight or stray key in the entry does not stop the plugin being
+    // built: the profile's mix is still worth checking, and the load fails anyway.
+    if (!args_ok) return std::nullopt;
+    return WeightedPlugin{*std::move(plugin), weight};
+  }
+
+  const PluginRegistry& registry_;
+  std::shared_ptr<ConfigErrors> errors_;
+  std::map<std::string, std::string> first_entry_;  // plugin name -> path of its first entry
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyText(std::string_view yaml,
+                                                              std::string_view file_name,
+                                                              const PluginRegistry& registry) {
+  auto errors = std::make_shared<ConfigErrors>(std::string(file_name));
+  std::shared_ptr<const Profile> profile;
+  // yaml-cpp reports syntax errors, and a few access errors, by throwing;
+  // they stop here and become positioned errors like any other.
+  try {
+    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml));
+    if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
+      errors->Add(YAML::Mark::null_mark(), "", "the file is empty; expected apiVersion, kind and plugins");
+    } else {
+      for (size_t i = 1; i < documents.size(); ++i) {
+        errors->Add(documents[i].Mark(), "", "only one YAML document is allowed");
+      }
+      profile = Loader(registry, errors).Load(documents[0]);
+    }
+  } catch (const YAML::Exception& e) {
+    errors->Add(e.mark, "", absl::StrFormat("invalid YAML: %s", e.msg));
+    profile = nullptr;
+  }
+  if (!errors->empty() || profile == nullptr) {
+    absl::Status status = errors->ToStatus();
+    // Unreachable unless a step forgot to record its error; never return OK with no profile.
+    if (status.ok()) return absl::InternalError(absl::StrFormat("%s: policy not loaded", file_name));
+    return status;
+  }
+  return profile;
+}
+
+absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyFile(const std::string& path,
+                                                              const PluginRegistry& registry) {
+  absl::StatusOr<std::string> text = config_internal::ReadPolicyFile(path);
+  if (!text.ok()) return text.status();
+  return LoadPolicyText(*text, path, registry);
+}
+
+}  // namespace tessera

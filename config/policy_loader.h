@@ -1,0 +1,55 @@
+// Loads a scheduling policy file into a Profile, validating all of it first.
+//
+// Policy file format:
+//
+//   apiVersion: tessera.io/v1alpha1   # required, exactly this
+//   kind: SchedulingPolicy            # required, exactly this
+//   plugins:                          # required, at least one entry, in run order
+//     - name: gpu-share               # required; a name in the PluginRegistry; each at most once
+//       weight: 2                     # optional integer 1..100, default 1; scales the plugin's score
+//       args:                         # optional map (absent or null = all defaults);
+//         nodeStrategy: binpack       #   validated by the plugin's factory via PluginArgs
+//
+// Exactly one plugin must be a GPU chooser (Profile::Create checks the mix).
+// Any other key, at the top or in a plugin entry, is an error, as is a key the
+// plugin's factory did not read from `args`.
+//
+// Errors: the loader does not stop at the first problem. It reports every one
+// it finds, sorted by position, one per line, each as
+//
+//   policy.yaml:9:21: plugins[0].args.nodeStrategy: must be one of binpack, spread; got "pack"
+//
+// (1-based line and column of the offending value, or of the enclosing map
+// for a missing field). Two kinds of error hide what follows them: a YAML
+// syntax error (the parser cannot go on), and any failure to build a plugin
+// (Profile::Create's check of the mix runs only once every plugin was built,
+// so that a typo in one plugin's args does not also read as "no GPU chooser").
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "scheduler/framework/profile.h"
+#include "scheduler/framework/registry.h"
+
+namespace tessera {
+
+/// The only apiVersion and kind the loader accepts.
+inline constexpr std::string_view kPolicyApiVersion = "tessera.io/v1alpha1";
+inline constexpr std::string_view kPolicyKind = "SchedulingPolicy";
+
+/// Reads and loads the policy file at `path`; errors name the file as `path`.
+/// \return the profile, or InvalidArgument with every error, one per line (an
+///   unreadable file gets the status code its errno maps to, e.g. NotFound).
+absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyFile(const std::string& path,
+                                                              const PluginRegistry& registry);
+
+/// Loads a policy from its text. Nothing is read from disk; `file_name` only
+/// names the source in error messages.
+absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyText(std::string_view yaml,
+                                                              std::string_view file_name,
+                                                              const PluginRegistry& registry);
+
+}  // namespace tessera

@@ -1,0 +1,77 @@
+#include "config/policy_store.h"
+
+#include <utility>
+
+#include "absl/time/clock.h"
+#include "config/policy_loader.h"
+
+namespace tessera {
+
+absl::StatusOr<std::unique_ptr<PolicyStore>> PolicyStore::Open(std::string path,
+                                                               const PluginRegistry& registry,
+                                                               ReloadCallback on_reload) {
+  std::unique_ptr<PolicyStore> store(new PolicyStore(std::move(path), registry, std::move(on_reload)));
+  absl::MutexLock reload_lock(&store->reload_mu_);
+  absl::StatusOr<std::shared_ptr<const Profile>> profile = store->LoadLocked();
+  if (!profile.ok()) return profile.status();
+  absl::MutexLock current_lock(&store->current_mu_);
+  store->current_ = *std::move(profile);
+  return store;
+}
+
+std::shared_ptr<const Profile> PolicyStore::Current() const {
+  absl::ReaderMutexLock lock(&current_mu_);
+  return current_;
+}
+
+absl::StatusOr<std::shared_ptr<const Profile>> PolicyStore::LoadLocked() {
+  // Stamp before reading: if the file changes in between, the next poll sees
+  // a new stamp and loads it again, rather than missing the change.
+  stamp_ = config_internal::StampFile(path_);
+  read_at_ns_ = absl::GetCurrentTimeNanos();
+  absl::StatusOr<std::string> text = config_internal::ReadPolicyFile(path_);
+  if (!text.ok()) {
+    content_.reset();
+    return text.status();
+  }
+  content_ = *text;
+  return LoadPolicyText(*content_, path_, registry_);
+}
+
+absl::Status PolicyStore::ReloadLocked() {
+  absl::StatusOr<std::shared_ptr<const Profile>> profile = LoadLocked();
+  absl::Status status = profile.status();
+  if (profile.ok()) {
+    absl::MutexLock lock(&current_mu_);
+    current_ = *std::move(profile);
+  }
+  if (on_reload_) on_reload_(status);
+  return status;
+}
+
+absl::Status PolicyStore::Reload() {
+  absl::MutexLock lock(&reload_mu_);
+  return ReloadLocked();
+}
+
+bool PolicyStore::ReloadIfChanged() {
+  absl::MutexLock lock(&reload_mu_);
+  const config_internal::FileStamp stamp = config_internal::StampFile(path_);
+  if (stamp != stamp_) {
+    ReloadLocked().IgnoreError();  // Reported through on_reload.
+    return true;
+  }
+  if (stamp.error != 0 || stamp.mtime_ns < read_at_ns_ - kRacyWindowNs) return false;
+  // Racy: the stamp cannot vouch for the content, so compare the content.
+  const int64_t read_at = absl::GetCurrentTimeNanos();
+  absl::StatusOr<std::string> text = config_internal::ReadPolicyFile(path_);
+  if (!text.ok() || !content_.has_value() || *text != *content_) {
+    ReloadLocked().IgnoreError();  // Reported through on_reload.
+    return true;
+  }
+  // Unchanged; once this read is far enough past the mtime, stat alone will do.
+  read_at_ns_ = read_at;
+  return false;
+}
+
+}  // namespace tessera

@@ -1,0 +1,264 @@
+#include "config/policy_store.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/config/fake_plugins.h"
+
+namespace tessera {
+namespace {
+
+using config_test::FakeRegistry;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr std::string_view kOnePlugin =
+    "apiVersion: tessera.io/v1alpha1\n"
+    "kind: SchedulingPolicy\n"
+    "plugins:\n"
+    "  - name: fake-chooser\n"
+    "    weight: 2\n";
+// The same size as kOnePlugin, so only the content (and the stamp) differ.
+constexpr std::string_view kOnePluginWeight3 =
+    "apiVersion: tessera.io/v1alpha1\n"
+    "kind: SchedulingPolicy\n"
+    "plugins:\n"
+    "  - name: fake-chooser\n"
+    "    weight: 3\n";
+constexpr std::string_view kTwoPlugins =
+    "apiVersion: tessera.io/v1alpha1\n"
+    "kind: SchedulingPolicy\n"
+    "plugins:\n"
+    "  - name: fake-chooser\n"
+    "  - name: fake-score\n";
+constexpr std::string_view kInvalid =
+    "apiVersion: tessera.io/v1alpha1\n"
+    "kind: SchedulingPolicy\n"
+    "plugins:\n"
+    "  - name: fake-chooser\n"
+    "    weight: 0\n";
+
+class PolicyStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = (std::filesystem::temp_directory_path() / "tessera-policy-store-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
+    dir_ = templ;
+    path_ = (dir_ / "policy.yaml").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  void Write(std::string_view text, const std::string& path) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    ASSERT_TRUE(out.good());
+  }
+  void Write(std::string_view text) { Write(text, path_); }
+
+  std::unique_ptr<PolicyStore> Open() {
+    absl::StatusOr<std::unique_ptr<PolicyStore>> store =
+        PolicyStore::Open(path_, registry_, [this](const absl::Status& s) { reports_.push_back(s); });
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+
+  // Moves the file's mtime far into the past, so that ReloadIfChanged trusts
+  // the stamp alone (the racy-clean window has passed).
+  void AgeFile() {
+    const auto t = std::filesystem::last_write_time(path_);
+    std::filesystem::last_write_time(path_, t - std::chrono::hours(1));
+  }
+
+  std::filesystem::path dir_;
+  std::string path_;
+  const PluginRegistry registry_ = FakeRegistry();
+  std::vector<absl::Status> reports_;
+};
+
+TEST_F(PolicyStoreTest, OpenLoadsTheFile) {
+  Write(kTwoPlugins);
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(store->Current()->PluginNames(), ElementsAre("fake-chooser", "fake-score"));
+  EXPECT_EQ(store->path(), path_);
+  EXPECT_TRUE(reports_.empty());  // the first load is Open's result, not a reload
+}
+
+TEST_F(PolicyStoreTest, OpenFailsWithTheFullErrorListWhenTheFileIsInvalid) {
+  Write(std::string(kInvalid) + "bogus: 1\n");
+  absl::StatusOr<std::unique_ptr<PolicyStore>> store = PolicyStore::Open(path_, registry_, nullptr);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.status().message(),
+            path_ + ":5:13: plugins[0].weight: must be an integer in 1..100; got 0\n" + path_ +
+                ":6:1: bogus: unknown field");
+}
+
+TEST_F(PolicyStoreTest, OpenFailsWhenTheFileIsMissing) {
+  absl::StatusOr<std::unique_ptr<PolicyStore>> store = PolicyStore::Open(path_, registry_, nullptr);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store.status().message(), path_ + ": cannot read: No such file or directory");
+}
+
+TEST_F(PolicyStoreTest, ReloadWithAValidNewFileSwapsTheProfile) {
+  Write(kOnePlugin);
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  const std::shared_ptr<const Profile> before = store->Current();
+  Write(kTwoPlugins);
+  EXPECT_TRUE(store->Reload().ok());
+  EXPECT_NE(store->Current(), before);
+  EXPECT_THAT(store->Current()->PluginNames(), ElementsAre("fake-chooser", "fake-score"));
+  // A request that took the old profile keeps a working one.
+  EXPECT_THAT(before->PluginNames(), ElementsAre("fake-chooser"));
+  ASSERT_EQ(reports_.size(), 1u);
+  EXPECT_TRUE(reports_[0].ok());
+}
+
+TEST_F(PolicyStoreTest, ReloadWithAnInvalidFileKeepsTheOldProfileAndReportsTheError) {
+  Write(kOnePlugin);
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  const std::shared_ptr<const Profile> before = store->Current();
+  Write(kInvalid);
+  const absl::Status status = store->Reload();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->Current(), before);
+  ASSERT_EQ(reports_.size(), 1u);
+  EXPECT_EQ(reports_[0], status);
+  EXPECT_EQ(reports_[0].message(), path_ + ":5:13: plugins[0].weight: must be an integer in 1..100; got 0");
+}
+
+TEST_F(PolicyStoreTest, ReloadOfAMissingFileKeepsTheOldProfile) {
+  Write(kOnePlugin);
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  const std::shared_ptr<const Profile> before = store->Current();
+  std::filesystem::remove(path_);
+  EXPECT_EQ(store->Reload().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->Current(), before);
+}
+
+TEST_F(PolicyStoreTest, ReloadIfChangedDoesNothingWhileTheFileIsUnchanged) {
+  Write(kOnePlugin);
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  const std::shared_ptr<const Profile> before = store->Current();
+  // Fresh file: the racy-clean check reads and compares the content.
+  EXPECT_FALSE(store->ReloadIfChanged());
+  EXPECT_FALSE(store->ReloadIfChanged());
+  EXPECT_EQ(store->Current(), before);
+  EXPECT_TRUE(reports_.empty());
+}
+
+TEST_F(PolicyStoreTest, ReloadIfChangedDetectsASameSizeRewrite) {
+  Write(kOnePlugin);
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  const std::shared_ptr<const Profile> before = store->Current();
+  // Immediately, possibly within one file-system clock tick: same size, and
+  // maybe the same mtime; the stamp's ctime/mtime or the content check must
+  // still catch it.
+  Write(kOnePluginWeight3);
+  EXPECT_TRUE(store->ReloadIfChanged());
+  EXPECT_NE(store->Current(), before);
+  EXPECT_FALSE(store->ReloadIfChanged());
+  ASSERT_EQ(reports_.size(), 1u);
+  EXPECT_TRUE(reports_[0].ok());
+}
+
+TEST_F(PolicyStoreTest, ReloadIfChangedDetectsARewriteOfAnOldFile) {
+  Write(kOnePlugin);
+  AgeFile();
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_FALSE(store->ReloadIfChanged());
+  Write(kTwoPlugins);
+  EXPECT_TRUE(store->ReloadIfChanged());
+  EXPECT_THAT(store->Current()->PluginNames(), ElementsAre("fake-chooser", "fake-score"));
+}
+
+TEST_F(PolicyStoreTest, ReloadIfChangedDetectsAFileReplacedByRename) {
+  // How editors and ConfigMap volume updates replace a file.
+  Write(kOnePlugin);
+  AgeFile();
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  const std::string staged = (dir_ / "policy.yaml.new").string();
+  Write(kTwoPlugins, staged);
+  std::filesystem::rename(staged, path_);
+  EXPECT_TRUE(store->ReloadIfChanged());
+  EXPECT_THAT(store->Current()->PluginNames(), ElementsAre("fake-chooser", "fake-score"));
+}
+
+TEST_F(PolicyStoreTest, AFileThatStaysInvalidIsReportedOnceNotEveryPoll) {
+  Write(kOnePlugin);
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  const std::shared_ptr<const Profile> before = store->Current();
+  Write(kInvalid);
+  EXPECT_TRUE(store->ReloadIfChanged());
+  EXPECT_FALSE(store->ReloadIfChanged());
+  EXPECT_FALSE(store->ReloadIfChanged());
+  EXPECT_EQ(store->Current(), before);
+  ASSERT_EQ(reports_.size(), 1u);
+  EXPECT_THAT(std::string(reports_[0].message()), HasSubstr("plugins[0].weight"));
+  // Fixing the file is picked up by the next poll.
+  Write(kTwoPlugins);
+  EXPECT_TRUE(store->ReloadIfChanged());
+  EXPECT_THAT(store->Current()->PluginNames(), ElementsAre("fake-chooser", "fake-score"));
+  ASSERT_EQ(reports_.size(), 2u);
+  EXPECT_TRUE(reports_[1].ok());
+}
+
+TEST_F(PolicyStoreTest, ADeletedFileKeepsTheOldProfileAndIsReportedOnce) {
+  Write(kOnePlugin);
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  const std::shared_ptr<const Profile> before = store->Current();
+  std::filesystem::remove(path_);
+  EXPECT_TRUE(store->ReloadIfChanged());
+  EXPECT_FALSE(store->ReloadIfChanged());
+  EXPECT_EQ(store->Current(), before);
+  ASSERT_EQ(reports_.size(), 1u);
+  EXPECT_EQ(reports_[0].code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(PolicyStoreTest, CurrentIsSafeWhileReloadsRun) {
+  Write(kOnePlugin);
+  absl::StatusOr<std::unique_ptr<PolicyStore>> opened = PolicyStore::Open(path_, registry_, nullptr);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  PolicyStore& store = **opened;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> readers;
+  std::atomic<int64_t> reads{0};
+  for (int i = 0; i < 2; ++i) {
+    readers.emplace_back([&] {
+      while (!stop.load()) {
+        ASSERT_NE(store.Current(), nullptr);
+        reads.fetch_add(1);
+      }
+    });
+  }
+  // Until the readers have overlapped many reloads (bounded, in case a
+  // thread never gets scheduled).
+  for (int i = 0; i < 10'000 && (i < 50 || reads.load() < 1000); ++i) {
+    EXPECT_TRUE(store.Reload().ok());
+    (void)store.ReloadIfChanged();
+  }
+  stop.store(true);
+  for (std::thread& t : readers) t.join();
+  EXPECT_GT(reads.load(), 0);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,185 @@
+// The real tessera-extender process: start-up errors, reloads and SIGTERM.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test/testing/http_client.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+constexpr const char* kPolicy = R"(apiVersion: tessera.io/v1alpha1
+kind: SchedulingPolicy
+plugins:
+  - name: gpu-share
+    args: {nodeStrategy: binpack}
+)";
+constexpr const char* kBadPolicy = R"(apiVersion: tessera.io/v1alpha1
+kind: SchedulingPolicy
+plugins:
+  - name: gpu-share
+    args: {nodeStrategy: pack}
+)";
+constexpr const char* kCluster = R"(nodes:
+  - {name: n1, labels: {nvidia.com/gpu.count: "2", nvidia.com/gpu.product: NVIDIA-L4, nvidia.com/gpu.memory: "23034"}}
+)";
+constexpr const char* kFilter =
+    R"({"Pod":{"metadata":{"name":"p","annotations":{"tessera.io/gpu-fraction":"0.5"}}},"Nodes":null,"NodeNames":["n1"]})";
+
+// A child process running the extender, with its stderr captured.
+class Extender {
+ public:
+  explicit Extender(std::vector<std::string> args) {
+    int fds[2];
+    EXPECT_EQ(pipe(fds), 0);
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fds[1], STDERR_FILENO);
+      close(fds[0]);
+      std::vector<char*> argv{const_cast<char*>(TESSERA_EXTENDER_BINARY)};
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(TESSERA_EXTENDER_BINARY, argv.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    err_ = fds[0];
+  }
+  ~Extender() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    close(err_);
+  }
+
+  /// Reads stderr until `pattern` matches a line (or `timeout`); returns the match.
+  std::smatch WaitFor(const std::regex& pattern, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      size_t nl;
+      while ((nl = pending_.find('\n')) != std::string::npos) {
+        lines_.push_back(pending_.substr(0, nl));
+        pending_.erase(0, nl + 1);
+      }
+      for (; scanned_ < lines_.size(); ++scanned_) {
+        std::smatch m;
+        if (std::regex_search(lines_[scanned_], m, pattern)) {
+          ++scanned_;
+          return m;
+        }
+      }
+      pollfd p{err_, POLLIN, 0};
+      if (poll(&p, 1, 50) > 0) {
+        char buf[4096];
+        const ssize_t n = read(err_, buf, sizeof buf);
+        if (n <= 0) break;
+        pending_.append(buf, static_cast<size_t>(n));
+      }
+    }
+    return {};
+  }
+  /// Everything the process wrote to stderr (drains the pipe until it closes).
+  std::string AllOutput() {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(err_, buf, sizeof buf)) > 0) pending_.append(buf, static_cast<size_t>(n));
+    std::string all;
+    for (const std::string& l : lines_) all += l + "\n";
+    return all + pending_;
+  }
+  void Signal(int sig) const { kill(pid_, sig); }
+  /// The exit code, or -1 if it did not exit within `timeout`.
+  int Wait(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int err_ = -1;
+  bool exited_ = false;
+  std::string pending_;
+  std::vector<std::string> lines_;
+  size_t scanned_ = 0;
+};
+
+class ExtenderBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tessera-binary-test-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    Write("policy.yaml", kPolicy);
+    Write("cluster.yaml", kCluster);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void Write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  std::vector<std::string> Args() const {
+    return {"--port=0", "--cluster-file=" + Path("cluster.yaml"), "--policy-file=" + Path("policy.yaml"),
+            "--policy-poll-interval=100ms"};
+  }
+  static uint16_t Port(Extender& e) {
+    const std::smatch m = e.WaitFor(std::regex(R"(serving on http://127\.0\.0\.1:(\d+))"));
+    return m.empty() ? 0 : static_cast<uint16_t>(std::stoi(m[1].str()));
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ExtenderBinaryTest, AnInvalidPolicyFileStopsTheStartWithFileLineAndField) {
+  Write("policy.yaml", kBadPolicy);
+  Extender e(Args());
+  EXPECT_EQ(e.Wait(), 2);
+  EXPECT_THAT(e.AllOutput(), HasSubstr("policy.yaml:5:26: plugins[0].args.nodeStrategy: must be one of binpack, spread"));
+}
+
+TEST_F(ExtenderBinaryTest, AnInvalidReloadKeepsThePolicyInForceAndSigtermExitsZero) {
+  Extender e(Args());
+  const uint16_t port = Port(e);
+  ASSERT_NE(port, 0) << e.AllOutput();
+  testing::HttpClient client(port);
+  ASSERT_EQ(client.Post("/filter", kFilter).status, 200);
+
+  // The file changes to an invalid policy: refused, the old one stays.
+  Write("policy.yaml", kBadPolicy);
+  EXPECT_FALSE(e.WaitFor(std::regex("policy reload refused")).empty());
+  EXPECT_EQ(client.Post("/filter", kFilter).status, 200);
+  // SIGHUP with the invalid file: refused again.
+  e.Signal(SIGHUP);
+  EXPECT_FALSE(e.WaitFor(std::regex("policy reload refused")).empty());
+  const testing::HttpAnswer metrics = client.Get("/metrics");
+  EXPECT_THAT(metrics.body, HasSubstr(R"(tessera_policy_reloads_total{result="failure"} 2)"));
+  // A valid file is taken.
+  Write("policy.yaml", std::string(kPolicy) + "# changed\n");
+  EXPECT_FALSE(e.WaitFor(std::regex("policy reloaded")).empty());
+
+  e.Signal(SIGTERM);
+  EXPECT_EQ(e.Wait(), 0);
+  EXPECT_THAT(e.AllOutput(), HasSubstr("stopped"));
+}
+
+}  // namespace
+}  // namespace tessera
