@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what Tessera needs to build and test, from Debian 12's packages only.
+# Idempotent: installs only what is missing. Uses sudo when not root.
+set -euo pipefail
+
+packages=(
+  g++ cmake make pkg-config curl
+  libboost-dev nlohmann-json3-dev libyaml-cpp-dev libabsl-dev libsimdjson-dev libssl-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

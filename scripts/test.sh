@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# README command (2): install, build and run the whole test suite — once in a
+# normal build, once under AddressSanitizer + UndefinedBehaviorSanitizer — and
+# smoke-run the benchmarks (correctness only; timings are reported by hand).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs="$(nproc)"
+
+scripts/install-deps.sh
+
+echo "== build (RelWithDebInfo) and test"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+echo "== benchmark smoke run (100 nodes, minimal time)"
+for b in build/benchmarks/*_benchmark; do
+  [ -x "$b" ] || continue
+  "$b" --benchmark_filter='/100$' --benchmark_min_time=0.01 >/dev/null
+done
+
+if [ "${TESSERA_SKIP_SANITIZERS:-0}" != "1" ]; then
+  echo "== build with ASan+UBSan and test"
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON -DTESSERA_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build build-asan -j"$jobs"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j"$jobs"
+fi
+echo "== all tests passed"
