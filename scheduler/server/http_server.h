@@ -1,0 +1,117 @@
+// An asynchronous HTTP/1.1 server (Boost.Beast over Asio) for the extender's
+// endpoints, shaped after Beast's example/advanced/server:
+//
+//   listener ──accept──> session (one per connection, on its own strand)
+//                          idle ──readable──> reading ──> handling ──> writing
+//                           ^                                            │
+//                           └──────────────── keep-alive ────────────────┘
+//
+// * Request handling is a pure function HttpRequest -> HttpResponse
+//   (HttpHandler) with no socket in it, so routing is tested without I/O. It
+//   runs on an io thread; a handler that throws gets a 500 answer, and the
+//   server keeps serving (nothing propagates out of an Asio handler).
+// * Every request is bounded: a fresh parser per request with an explicit body
+//   limit and header limit, and a deadline for receiving the whole request.
+//   Oversized or malformed requests get a JSON {"Error": ...} answer with
+//   413 / 431 / 400, then that connection closes.
+// * A connection is "idle" while it waits for the first byte of its next
+//   request (under idle_timeout) and "active" from then until its response is
+//   written (under read_timeout). Drain() closes idle connections at once but
+//   lets active ones finish, so a graceful stop (SIGTERM) never cuts a request
+//   that kube-scheduler has started sending.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/status.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace tessera {
+
+/// A whole HTTP request, body as a string (extender requests are JSON).
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+/// A whole HTTP response.
+using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+/// Answers one request. Must be thread-safe: the server calls it concurrently
+/// from its io threads. The server fills in what the handler leaves out:
+/// Content-Type (application/json), Content-Length, the HTTP version and the
+/// Connection header (keep-alive is the server's decision).
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+/// A response with status `status`, Content-Type application/json and body
+/// {"Error":"<reason>"} (reason JSON-escaped): the shape the server uses for
+/// the errors it answers itself, offered so handlers answer alike (404, 405).
+[[nodiscard]] HttpResponse JsonErrorResponse(boost::beast::http::status status, std::string_view reason);
+
+/// Listening address, thread count, limits and timeouts of an HttpServer.
+struct HttpServerOptions {
+  /// Address to bind (IPv4 or IPv6 literal).
+  std::string address = "127.0.0.1";
+  /// Port to bind; 0 picks an ephemeral port (see HttpServer::port()).
+  uint16_t port = 8888;
+  /// Number of io threads running handlers (at least 1).
+  int threads = 2;
+  /// Largest accepted request body; larger ones get 413. Full-node-object
+  /// filter requests from big clusters reach tens of MB.
+  size_t body_limit = size_t{256} << 20;
+  /// Largest accepted request line plus header fields; larger ones get 431.
+  uint32_t header_limit = 16 << 10;
+  /// Time to receive a whole request once its first byte arrived (also bounds
+  /// writing the response). On expiry the connection is closed unanswered.
+  std::chrono::milliseconds read_timeout{30000};
+  /// How long a keep-alive connection may wait for its next request.
+  std::chrono::milliseconds idle_timeout{120000};
+  /// How long Drain() waits for requests in flight before force-closing.
+  std::chrono::milliseconds drain_timeout{25000};
+};
+
+/// The HTTP server: a listener and its io threads. Not copyable or movable;
+/// owned through the unique_ptr that Start() returns.
+class HttpServer {
+ public:
+  /// Binds, listens and starts `options.threads` io threads serving `handler`.
+  /// \return InvalidArgument for a bad address or thread count, Unavailable
+  ///         when the address cannot be bound or listened on (e.g. in use).
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(HttpServerOptions options, HttpHandler handler);
+
+  /// Drains and waits (see Drain(), Wait()). Must not run on an io thread
+  /// (i.e. not from inside the handler): it joins them.
+  ~HttpServer();
+
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  /// The bound port (the ephemeral one when options.port was 0).
+  [[nodiscard]] uint16_t port() const;
+
+  /// Begins a graceful stop; returns without waiting for it (call Wait()).
+  /// Stops accepting (when Drain() returns, unless called from an io thread,
+  /// new connections are refused); closes idle keep-alive connections at
+  /// once; lets requests in flight finish and answers them with
+  /// "Connection: close"; then the io threads exit. After drain_timeout the
+  /// io threads are stopped regardless (a thread busy inside the handler exits
+  /// when the handler returns) and the remaining connections are closed when
+  /// the server is destroyed. Idempotent and thread-safe.
+  void Drain();
+
+  /// Blocks until every io thread has exited (after Drain(), or after a
+  /// forced stop). Safe to call more than once and from several threads.
+  void Wait();
+
+ private:
+  struct Impl;
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera
