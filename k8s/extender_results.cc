@@ -1,7 +1,7 @@
 #include "k8s/extender_results.h"
 
 #include "absl/strings/str_cat.h"
-#include "k8s/json_text.h"
+#include "scheduler/common/json_text.h"
 
 namespace tessera::k8s {
 namespace {

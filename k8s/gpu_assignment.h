@@ -11,9 +11,19 @@ namespace tessera::k8s {
 
 /// Parses `{"node":"n1","gpus":[{"index":0,"uuid":"GPU-..","milli":250,
 /// "limitMilli":800,"memoryMiB":10240,"memoryLimitMiB":20480}]}`.
+///
+/// node: required, non-empty. gpus: 1..64 items, each with index (required,
+/// 0..255, unique), milli (required, 1..1000), limitMilli (milli..1000,
+/// default milli), memoryMiB (>= 0, default 0), memoryLimitMiB (>= memoryMiB,
+/// default memoryMiB) and uuid (optional). Unknown keys are ignored. Every
+/// problem is reported in one InvalidArgument, e.g.
+/// `annotation tessera.io/gpu-assignment: gpus[1]: "milli" is required`.
 absl::StatusOr<GpuAssignment> ParseGpuAssignment(std::string_view json);
 
 /// The inverse of ParseGpuAssignment (compact JSON, keys in schema order).
+/// Every field is written except an empty uuid, so for any assignment that
+/// ParseGpuAssignment accepts, ParseGpuAssignment(FormatGpuAssignment(a)) == a.
+/// Strings must be valid UTF-8; the output is not validated.
 std::string FormatGpuAssignment(const GpuAssignment& assignment);
 
 }  // namespace tessera::k8s

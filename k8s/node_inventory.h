@@ -11,18 +11,33 @@
 namespace tessera::k8s {
 
 /// The few fields of a v1.Node the inventory comes from. Views; the caller
-/// keeps the strings alive for the call.
+/// keeps the strings alive for the call. Members default to absent, so
+/// designated initializers may name only the sources a node has.
 struct NodeInventoryFields {
-  std::optional<std::string_view> inventory_annotation;  ///< tessera.io/gpu-inventory
-  std::optional<std::string_view> gfd_count;             ///< label nvidia.com/gpu.count
-  std::optional<std::string_view> gfd_product;           ///< label nvidia.com/gpu.product
-  std::optional<std::string_view> gfd_memory;            ///< label nvidia.com/gpu.memory (MiB)
-  std::optional<std::string_view> allocatable_gpus;      ///< status.allocatable["nvidia.com/gpu"]
+  std::optional<std::string_view> inventory_annotation{};  ///< tessera.io/gpu-inventory
+  std::optional<std::string_view> gfd_count{};             ///< label nvidia.com/gpu.count
+  std::optional<std::string_view> gfd_product{};           ///< label nvidia.com/gpu.product
+  std::optional<std::string_view> gfd_memory{};            ///< label nvidia.com/gpu.memory (MiB)
+  std::optional<std::string_view> allocatable_gpus{};      ///< status.allocatable["nvidia.com/gpu"]
 };
 
 /// The first source present wins; a malformed source is an InvalidArgument
 /// that names it (there is no silent fall-through to a weaker source). A node
 /// with no source has an empty inventory (InventorySource::kNone).
+///
+///  - Annotation: a JSON list of `{"index":0,"uuid":"GPU-..","model":"NVIDIA-A100-SXM4-80GB",
+///    "memoryMiB":81920,"numa":0}`; index (0..255, unique), model (non-empty)
+///    and memoryMiB (positive) are required, uuid and numa (>= -1) optional,
+///    other keys ignored. Output sorted by index. Errors name the 0-based
+///    item: `annotation tessera.io/gpu-inventory: item 2: "memoryMiB" must be
+///    a positive integer`; all items' problems are reported together.
+///  - GFD labels: gpu.count GPUs numbered 0..count-1, each with the product
+///    (model) and memory (MiB) labels when present. A product or memory label
+///    without the count label is an error.
+///  - Allocatable: that many GPUs of unknown model and memory.
+///
+/// A present source with a count of 0 is an empty inventory of that source.
+/// More than 64 GPUs on one node is an error.
 absl::StatusOr<NodeInventory> ParseNodeInventory(const NodeInventoryFields& fields);
 
 }  // namespace tessera::k8s

@@ -13,6 +13,25 @@ namespace tessera::k8s {
 /// A pod's annotations (callers may pass only the `tessera.io/` ones).
 using Annotations = absl::flat_hash_map<std::string, std::string>;
 
+/// Reads the seven request annotations of annotations.h (gpu-count through
+/// gpu-model-exclude); other `tessera.io/` keys, such as the assignment, are
+/// not a request.
+///
+///  - gpu-count: integer 1..64, default 1.
+///  - gpu-fraction: guaranteed share of each GPU (see ParseGpuFraction).
+///    Absent: whole GPUs (whole_gpu, guaranteed = limit = 1000). Present,
+///    even "1": a shared request (whole_gpu = false).
+///  - gpu-fraction-limit: burst limit, fraction..1, default the fraction;
+///    an error without gpu-fraction.
+///  - gpu-memory, gpu-memory-limit: Kubernetes quantities per GPU, in MiB
+///    rounded up; the limit is memory.., default the memory; an error without
+///    gpu-memory.
+///  - gpu-model, gpu-model-exclude: comma lists, items trimmed, empty items
+///    refused, repeats collapsed; a model in both lists is an error.
+///
+/// Every problem is reported, not only the first: the status message joins
+/// them with "; " in the order above.
+///
 /// \return nullopt when the pod carries none of the request annotations
 ///   (Tessera leaves such a pod alone); InvalidArgument naming the annotation
 ///   and its value when one is malformed or inconsistent, e.g.

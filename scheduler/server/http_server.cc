@@ -29,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "scheduler/common/json_text.h"
 
 namespace tessera {
 namespace {
@@ -46,24 +47,6 @@ constexpr std::chrono::milliseconds kMaxLinger{2000};
 // Accept failures such as EMFILE repeat at once; back off instead of spinning.
 constexpr std::chrono::milliseconds kAcceptRetry{50};
 
-void AppendJsonEscaped(std::string& out, std::string_view s) {
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrFormat("\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-        } else {
-          out += c;
-        }
-    }
-  }
-}
-
 bool IsHttpParseError(const error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_method).category();
 }
@@ -73,10 +56,7 @@ bool IsHttpParseError(const error_code& ec) {
 HttpResponse JsonErrorResponse(http::status status, std::string_view reason) {
   HttpResponse res{status, 11};
   res.set(http::field::content_type, "application/json");
-  std::string body = "{\"Error\":\"";
-  AppendJsonEscaped(body, reason);
-  body += "\"}";
-  res.body() = std::move(body);
+  res.body() = JsonErrorBody(reason);
   res.prepare_payload();
   return res;
 }

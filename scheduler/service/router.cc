@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
-#include "k8s/json_text.h"
+#include "scheduler/common/json_text.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera {
@@ -33,7 +33,7 @@ HttpResponse Respond(const HttpRequest& req, http::status status, std::string bo
 }
 
 HttpResponse JsonError(const HttpRequest& req, http::status status, std::string_view message) {
-  return Respond(req, status, k8s::JsonErrorBody(message));
+  return Respond(req, status, JsonErrorBody(message));
 }
 
 // The route for `target`: "/filter" or "<prefix>/filter"; query strings ignored.

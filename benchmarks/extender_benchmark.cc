@@ -1,0 +1,616 @@
+// The extender's hot paths at production sizes: 100, 1000 and 5000 nodes of
+// 8 GPUs each, with about half the GPUs already shared by running pods. The
+// cluster is built in code (deterministic), once per size, outside the timing.
+//
+//   ./build/benchmarks/extender_benchmark --benchmark_min_time=0.2
+//
+// (or build-bench/ for a dedicated Release tree; --benchmark_filter=Names for
+// a quick pass). Each cluster's shape and request sizes go to stderr. kube-scheduler waits on BM_Filter* and BM_Prioritize*: they
+// are the whole verb on the request body (decode + policy + encode). The
+// other cases split that into its stages:
+//
+//   BM_Decode*        k8s::DecodeExtenderArgs on the request body
+//   BM_Policy*        CandidateNodes + Profile::Filter per node / Profile::Score
+//   BM_Encode*        k8s::EncodeFilterResult (every node passing) and
+//                     EncodeHostPriorityList
+//
+// "Names" requests carry NodeNames (nodeCacheCapable=true); "FullNodes" carry
+// Nodes.items, v1.Node objects of 5-6 KB like kube-scheduler sends
+// (nodeCacheCapable=false). Arguments: nodes, and the pod's gpu-count (1 or 2).
+// The pod asks for tessera.io/gpu-fraction 0.25, gpu-fraction-limit 0.5 and
+// gpu-memory 10Gi per GPU.
+//
+// Targets (2-core machine): names-only at 5000 nodes <= 2 ms per call; a full
+// NodeList of 1000 nodes <= 25 ms per call.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
+#include <simdjson.h>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_format.h"
+#include "config/policy_loader.h"
+#include "k8s/extender_args.h"
+#include "k8s/extender_results.h"
+#include "k8s/node_inventory.h"
+#include "k8s/pod_gpu_request.h"
+#include "policies/builtin_registry.h"
+#include "scheduler/cache/cluster_model.h"
+#include "scheduler/framework/profile.h"
+#include "scheduler/metrics/metrics.h"
+#include "scheduler/service/candidate_nodes.h"
+#include "scheduler/service/extender_service.h"
+
+namespace tessera {
+namespace {
+
+using Json = nlohmann::ordered_json;  // keeps Go's field order in the node objects
+
+constexpr int64_t kGpusPerNode = 8;
+constexpr int64_t kGiB = 1024;  // in MiB
+
+// The shipped default policy (config/examples/default-policy.yaml).
+constexpr std::string_view kPolicy = R"(apiVersion: tessera.io/v1alpha1
+kind: SchedulingPolicy
+plugins:
+  - name: gpu-share
+    weight: 1
+    args: {nodeStrategy: binpack, gpuStrategy: binpack, gpuMemoryReserve: 256Mi, maxLimitPercent: 200}
+)";
+
+// --- deterministic pseudo-randomness --------------------------------------------
+
+uint64_t Mix(uint64_t x) {  // splitmix64
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t Hash(uint64_t a, uint64_t b, uint64_t c = 0) { return Mix(Mix(Mix(a) ^ b) ^ c); }
+
+// The low `digits` hex digits of `v`.
+std::string Hex(uint64_t v, int digits) {
+  const uint64_t mask = digits >= 16 ? ~0ULL : (1ULL << (4 * digits)) - 1;
+  return absl::StrFormat("%0*x", digits, v & mask);
+}
+
+std::string FakeUuid(uint64_t a, uint64_t b) {
+  const uint64_t h1 = Hash(a, b, 1), h2 = Hash(a, b, 2);
+  return absl::StrFormat("%s-%s-4%s-a%s-%s", Hex(h1 >> 32, 8), Hex(h1 >> 16, 4), Hex(h1, 3), Hex(h2 >> 48, 3),
+                         Hex(h2, 12));
+}
+
+// --- the synthetic cluster -------------------------------------------------------
+
+// Every eighth node is a T4 box described only by GPU Feature Discovery labels;
+// the rest are A100-80GB boxes with Tessera's inventory annotation.
+bool IsT4(int64_t node) { return node % 8 == 7; }
+
+std::string NodeName(int64_t node) { return absl::StrFormat("%s-%05d", IsT4(node) ? "gpu-t4" : "gpu-a100", node); }
+
+std::string InventoryAnnotation(int64_t node) {
+  Json list = Json::array();
+  for (int64_t g = 0; g < kGpusPerNode; ++g) {
+    list.push_back(Json{{"index", g},
+                        {"uuid", "GPU-" + FakeUuid(static_cast<uint64_t>(node), static_cast<uint64_t>(g))},
+                        {"model", "NVIDIA-A100-SXM4-80GB"},
+                        {"memoryMiB", 81920},
+                        {"numa", g < 4 ? 0 : 1}});
+  }
+  return list.dump();
+}
+
+// What pods hold on one GPU. By node: ~15% are saturated (every GPU full, by
+// compute on even GPUs and by memory on odd ones), ~5% have one GPU left (a
+// 1-GPU pod fits, a 2-GPU pod does not), and on the rest each GPU is shared
+// with probability ~45%, by 1-3 pods of 100-500 milli. Overall a bit over
+// half the GPUs hold pods.
+struct Share {
+  int64_t milli, limit, memory_mib;
+};
+
+std::vector<Share> SharesOn(int64_t node, int64_t gpu) {
+  const bool t4 = IsT4(node);
+  const int64_t card = t4 ? 15 * kGiB : 80 * kGiB;
+  std::vector<Share> out;
+  const uint64_t load = Hash(static_cast<uint64_t>(node), 0xfull) % 100;
+  if (load < 15 || (load < 20 && gpu != node % kGpusPerNode)) {
+    if (gpu % 2 == 0) {
+      for (int k = 0; k < 4; ++k) out.push_back({250, 500, t4 ? 2 * kGiB : 8 * kGiB});
+    } else if (t4) {
+      out.push_back({300, 600, 8 * kGiB});
+    } else {
+      out.push_back({300, 600, 36 * kGiB});
+      out.push_back({300, 600, 36 * kGiB});
+    }
+    return out;
+  }
+  if (load < 20) return out;  // the one free GPU
+  const uint64_t h = Hash(static_cast<uint64_t>(node), static_cast<uint64_t>(gpu), 7);
+  if (h % 100 >= 45) return out;
+  const int pods = 1 + static_cast<int>((h >> 8) % 3);
+  int64_t milli_sum = 0, limit_sum = 0, memory_sum = 0;
+  static constexpr int64_t kMilli[] = {100, 250, 250, 500};
+  static constexpr int64_t kMemoryA100[] = {4 * kGiB, 8 * kGiB, 10 * kGiB, 20 * kGiB};
+  static constexpr int64_t kMemoryT4[] = {1 * kGiB, 2 * kGiB, 4 * kGiB, 4 * kGiB};
+  for (int k = 0; k < pods; ++k) {
+    const uint64_t r = Hash(h, static_cast<uint64_t>(k));
+    const int64_t milli = kMilli[r % 4];
+    const int64_t limit = std::min<int64_t>(1000, milli * (1 + static_cast<int64_t>((r >> 4) % 2)));
+    const int64_t memory = (t4 ? kMemoryT4 : kMemoryA100)[(r >> 8) % 4];
+    if (milli_sum + milli > 1000 || limit_sum + limit > 2000 || memory_sum + memory > card - 256) break;
+    milli_sum += milli;
+    limit_sum += limit;
+    memory_sum += memory;
+    out.push_back({milli, limit, memory});
+  }
+  return out;
+}
+
+// A v1.Node as kube-scheduler sends it (encoding/json, compact): about 6 KB
+// with GFD labels, the inventory annotation (~1 KB), managedFields and images.
+constexpr std::string_view kNodeTemplate = R"json({
+ "metadata": {
+  "name": "", "uid": "", "resourceVersion": "", "creationTimestamp": "2026-11-02T08:14:31Z",
+  "labels": {
+   "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": "", "kubernetes.io/os": "linux",
+   "node.kubernetes.io/instance-type": "p4d.24xlarge",
+   "nvidia.com/cuda.driver.major": "535", "nvidia.com/gfd.timestamp": "1762071271",
+   "nvidia.com/gpu.compute.major": "8", "nvidia.com/gpu.compute.minor": "0", "nvidia.com/gpu.count": "8",
+   "nvidia.com/gpu.family": "ampere", "nvidia.com/gpu.machine": "p4d.24xlarge", "nvidia.com/gpu.memory": "81920",
+   "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+   "nvidia.com/gpu.replicas": "1",
+   "nvidia.com/mig.capable": "true", "nvidia.com/mig.strategy": "single",
+   "topology.kubernetes.io/region": "us-west-2", "topology.kubernetes.io/zone": "us-west-2a"
+  },
+  "annotations": {
+   "csi.volume.kubernetes.io/nodeid": "", "node.alpha.kubernetes.io/ttl": "0",
+   "tessera.io/gpu-inventory": "", "volumes.kubernetes.io/controller-managed-attach-detach": "true"
+  },
+  "managedFields": [
+   {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": "2026-11-02T08:14:31Z",
+    "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:annotations": {".": {},
+     "f:volumes.kubernetes.io/controller-managed-attach-detach": {}}, "f:labels": {".": {},
+     "f:kubernetes.io/arch": {}, "f:kubernetes.io/hostname": {}, "f:kubernetes.io/os": {}}}, "f:spec": {"f:providerID": {}}}},
+   {"manager": "gpu-feature-discovery", "operation": "Update", "apiVersion": "v1", "time": "2026-11-02T08:16:02Z",
+    "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {"f:nvidia.com/cuda.driver.major": {},
+     "f:nvidia.com/gfd.timestamp": {}, "f:nvidia.com/gpu.compute.major": {},
+     "f:nvidia.com/gpu.compute.minor": {}, "f:nvidia.com/gpu.count": {}, "f:nvidia.com/gpu.family": {},
+     "f:nvidia.com/gpu.machine": {}, "f:nvidia.com/gpu.memory": {}, "f:nvidia.com/gpu.present": {},
+     "f:nvidia.com/gpu.product": {}, "f:nvidia.com/gpu.replicas": {}, "f:nvidia.com/mig.capable": {},
+     "f:nvidia.com/mig.strategy": {}}}}},
+   {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": "2026-11-21T22:40:12Z",
+    "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:allocatable": {"f:nvidia.com/gpu": {}},
+     "f:capacity": {"f:nvidia.com/gpu": {}}, "f:conditions": {"k:{\"type\":\"DiskPressure\"}": {
+     "f:lastHeartbeatTime": {}}, "k:{\"type\":\"MemoryPressure\"}": {"f:lastHeartbeatTime": {}},
+     "k:{\"type\":\"PIDPressure\"}": {"f:lastHeartbeatTime": {}}, "k:{\"type\":\"Ready\"}": {
+     "f:lastHeartbeatTime": {}}}, "f:images": {}}}, "subresource": "status"}
+  ]
+ },
+ "spec": {"podCIDR": "", "podCIDRs": [""], "providerID": "",
+  "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
+ "status": {
+  "capacity": {"cpu": "96", "ephemeral-storage": "7812500Mi", "memory": "1176553176Ki", "nvidia.com/gpu": "8",
+   "pods": "110", "vpc.amazonaws.com/efa": "4"},
+  "allocatable": {"cpu": "95690m", "ephemeral-storage": "7372278590346", "memory": "1165140696Ki",
+   "nvidia.com/gpu": "8", "pods": "110", "vpc.amazonaws.com/efa": "4"},
+  "conditions": [
+   {"type": "MemoryPressure", "status": "False", "lastHeartbeatTime": "2026-11-21T22:40:12Z",
+    "lastTransitionTime": "2026-11-02T08:14:31Z", "reason": "KubeletHasSufficientMemory",
+    "message": "kubelet has sufficient memory available"},
+   {"type": "DiskPressure", "status": "False", "lastHeartbeatTime": "2026-11-21T22:40:12Z",
+    "lastTransitionTime": "2026-11-02T08:14:31Z", "reason": "KubeletHasNoDiskPressure",
+    "message": "kubelet has no disk pressure"},
+   {"type": "PIDPressure", "status": "False", "lastHeartbeatTime": "2026-11-21T22:40:12Z",
+    "lastTransitionTime": "2026-11-02T08:14:31Z", "reason": "KubeletHasSufficientPID",
+    "message": "kubelet has sufficient PID available"},
+   {"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-11-21T22:40:12Z",
+    "lastTransitionTime": "2026-11-02T08:15:02Z", "reason": "KubeletReady",
+    "message": "kubelet is posting ready status"}
+  ],
+  "addresses": [{"type": "InternalIP", "address": ""}, {"type": "Hostname", "address": ""}],
+  "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+  "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "5.10.223-212.873.amzn2.x86_64",
+   "osImage": "Amazon Linux 2", "containerRuntimeVersion": "containerd://1.7.11",
+   "kubeletVersion": "v1.26.15-eks-59bf375",
+   "kubeProxyVersion": "v1.26.15-eks-59bf375", "operatingSystem": "linux", "architecture": "amd64"},
+  "images": [
+   {"names": ["nvcr.io/nvidia/pytorch@sha256:7b9e2bd7a1f4c4d1e0f6b7dcd3c61b3b0e4f5c2d8a1e9b6c3d2f1a0b9c8d7e6f5",
+     "nvcr.io/nvidia/pytorch:23.10-py3"], "sizeBytes": 9938274011},
+   {"names": ["nvcr.io/nvidia/tritonserver@sha256:3c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d",
+     "nvcr.io/nvidia/tritonserver:23.10-py3"], "sizeBytes": 6124508377},
+   {"names": ["nvcr.io/nvidia/k8s/dcgm-exporter@sha256:9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b",
+     "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.0-3.2.0-ubuntu22.04"], "sizeBytes": 1205538312},
+   {"names": ["nvcr.io/nvidia/k8s-device-plugin@sha256:1f2e3d4c5b6a79808f7e6d5c4b3a291807f6e5d4c3b2a1908f7e6d5c4b3a2910",
+     "nvcr.io/nvidia/k8s-device-plugin:v0.14.3"], "sizeBytes": 131204576}
+  ]
+ }
+})json";
+
+Json NodeObject(const Json& node_template, int64_t node, const std::string& name, const std::string& inventory) {
+  Json n = node_template;
+  const std::string ip = absl::StrFormat("10.%d.%d.%d", 16 + node / 65536, (node / 256) % 256, node % 256);
+  const std::string instance = "i-0" + Hex(Hash(static_cast<uint64_t>(node), 3), 16);
+  const std::string cidr = absl::StrFormat("10.%d.%d.0/24", 64 + node / 256, node % 256);
+  Json& meta = n["metadata"];
+  meta["name"] = name;
+  meta["uid"] = FakeUuid(static_cast<uint64_t>(node), 100);
+  meta["resourceVersion"] = std::to_string(1000000 + node * 37);
+  meta["labels"]["kubernetes.io/hostname"] = name;
+  meta["annotations"]["csi.volume.kubernetes.io/nodeid"] = absl::StrFormat("{\"ebs.csi.aws.com\":\"%s\"}", instance);
+  if (IsT4(node)) {
+    // GFD labels only: no inventory annotation.
+    meta["annotations"].erase("tessera.io/gpu-inventory");
+    Json& labels = meta["labels"];
+    for (const char* key : {"node.kubernetes.io/instance-type", "nvidia.com/gpu.machine"}) {
+      labels[key] = "g4dn.metal";
+    }
+    labels["nvidia.com/gpu.compute.major"] = "7";
+    labels["nvidia.com/gpu.compute.minor"] = "5";
+    labels["nvidia.com/gpu.family"] = "turing";
+    labels["nvidia.com/gpu.memory"] = "15360";
+    labels["nvidia.com/gpu.product"] = "Tesla-T4";
+    labels["nvidia.com/mig.capable"] = "false";
+  } else {
+    meta["annotations"]["tessera.io/gpu-inventory"] = inventory;
+  }
+  Json& spec = n["spec"];
+  spec["podCIDR"] = cidr;
+  spec["podCIDRs"][0] = cidr;
+  spec["providerID"] = "aws:///us-west-2a/" + instance;
+  Json& status = n["status"];
+  status["addresses"][0]["address"] = ip;
+  status["addresses"][1]["address"] = name;
+  status["nodeInfo"]["machineID"] =
+      Hex(Hash(static_cast<uint64_t>(node), 4), 16) + Hex(Hash(static_cast<uint64_t>(node), 5), 16);
+  status["nodeInfo"]["systemUUID"] = FakeUuid(static_cast<uint64_t>(node), 6);
+  status["nodeInfo"]["bootID"] = FakeUuid(static_cast<uint64_t>(node), 7);
+  return n;
+}
+
+// The pending pod, as kube-scheduler sends it.
+std::string PodJson(int gpu_count) {
+  Json annotations = Json::object();
+  if (gpu_count > 1) annotations["tessera.io/gpu-count"] = std::to_string(gpu_count);
+  annotations["tessera.io/gpu-fraction"] = "0.25";
+  annotations["tessera.io/gpu-fraction-limit"] = "0.5";
+  annotations["tessera.io/gpu-memory"] = "10Gi";
+  Json pod = {
+      {"metadata",
+       {{"name", "resnet-serving-7f9c6d5b8-x2kqp"},
+        {"generateName", "resnet-serving-7f9c6d5b8-"},
+        {"namespace", "ml"},
+        {"uid", "7d1e4b2a-2222-4c3d-8e9f-000000000006"},
+        {"resourceVersion", "48213377"},
+        {"creationTimestamp", "2026-11-21T22:57:01Z"},
+        {"labels", {{"app", "resnet-serving"}, {"pod-template-hash", "7f9c6d5b8"}}},
+        {"annotations", annotations},
+        {"ownerReferences", Json::array({{{"apiVersion", "apps/v1"},
+                                          {"kind", "ReplicaSet"},
+                                          {"name", "resnet-serving-7f9c6d5b8"},
+                                          {"uid", "0c5a1f7e-9d2b-4b8e-a6f3-4e2d1c0b9a87"},
+                                          {"controller", true},
+                                          {"blockOwnerDeletion", true}}})}}},
+      {"spec",
+       {{"containers",
+         Json::array(
+             {{{"name", "main"},
+               {"image", "registry.example.com/inference:1.0"},
+               {"resources", {{"limits", {{"memory", "8Gi"}}}, {"requests", {{"cpu", "2"}, {"memory", "8Gi"}}}}},
+               {"terminationMessagePath", "/dev/termination-log"},
+               {"terminationMessagePolicy", "File"},
+               {"imagePullPolicy", "IfNotPresent"}}})},
+        {"restartPolicy", "Always"},
+        {"terminationGracePeriodSeconds", 30},
+        {"dnsPolicy", "ClusterFirst"},
+        {"serviceAccountName", "default"},
+        {"securityContext", Json::object()},
+        {"schedulerName", "tessera-scheduler"},
+        {"tolerations", Json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}},
+                                     {{"key", "node.kubernetes.io/not-ready"},
+                                      {"operator", "Exists"},
+                                      {"effect", "NoExecute"},
+                                      {"tolerationSeconds", 300}},
+                                     {{"key", "node.kubernetes.io/unreachable"},
+                                      {"operator", "Exists"},
+                                      {"effect", "NoExecute"},
+                                      {"tolerationSeconds", 300}}})},
+        {"priority", 0},
+        {"enableServiceLinks", true},
+        {"preemptionPolicy", "PreemptLowerPriority"}}},
+      {"status", {{"phase", "Pending"}, {"qosClass", "Burstable"}}}};
+  return pod.dump();
+}
+
+enum class Form { kNames, kFullNodes };
+
+// One cluster of `n` nodes, its service, and the request bodies for it.
+struct Fixture {
+  int64_t nodes = 0;
+  ClusterModel model;
+  PluginRegistry registry = NewBuiltinRegistry();
+  MetricsRegistry metrics;
+  std::shared_ptr<const Profile> profile;
+  std::shared_ptr<const ClusterSnapshot> snapshot;
+  std::unique_ptr<ExtenderService> service;
+  std::string names_body[2];  // by gpu-count - 1
+  std::string full_body[2];
+  std::string error;  // set when the fixture could not be built
+
+  [[nodiscard]] const std::string& Body(Form form, int64_t gpu_count) const {
+    return form == Form::kNames ? names_body[gpu_count - 1] : full_body[gpu_count - 1];
+  }
+};
+
+std::unique_ptr<Fixture> BuildFixture(int64_t n) {
+  auto f = std::make_unique<Fixture>();
+  f->nodes = n;
+  absl::StatusOr<std::shared_ptr<const Profile>> profile = LoadPolicyText(kPolicy, "policy.yaml", f->registry);
+  if (!profile.ok()) {
+    f->error = std::string(profile.status().message());
+    return f;
+  }
+  f->profile = *profile;
+
+  const Json node_template = Json::parse(kNodeTemplate);
+  std::string items, names;
+  int64_t pods = 0, busy_gpus = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string name = NodeName(i);
+    const std::string inventory = IsT4(i) ? std::string() : InventoryAnnotation(i);
+    absl::StatusOr<NodeInventory> inv =
+        IsT4(i) ? k8s::ParseNodeInventory({.gfd_count = "8", .gfd_product = "Tesla-T4", .gfd_memory = "15360"})
+                : k8s::ParseNodeInventory({.inventory_annotation = inventory});
+    if (!inv.ok() || inv->gpus.size() != kGpusPerNode) {
+      f->error = absl::StrFormat("node %s: inventory: %s", name, inv.status().ToString());
+      return f;
+    }
+    for (int64_t g = 0; g < kGpusPerNode; ++g) {
+      const std::vector<Share> shares = SharesOn(i, g);
+      busy_gpus += shares.empty() ? 0 : 1;
+      for (size_t k = 0; k < shares.size(); ++k) {
+        PodHolding pod;
+        pod.uid = FakeUuid(static_cast<uint64_t>(i), static_cast<uint64_t>(1000 + g * 16 + static_cast<int64_t>(k)));
+        pod.pod_key = absl::StrFormat("ml/worker-%05d-%d-%d", i, g, k);
+        pod.assignment.node = name;
+        GpuShare s;
+        s.index = static_cast<int32_t>(g);
+        s.uuid = inv->gpus[static_cast<size_t>(g)].uuid;
+        s.guaranteed = MilliGpu(shares[k].milli);
+        s.limit = MilliGpu(shares[k].limit);
+        s.memory = s.memory_limit = MemoryMiB(shares[k].memory_mib);
+        pod.assignment.gpus.push_back(std::move(s));
+        f->model.UpsertPod(std::move(pod));
+        ++pods;
+      }
+    }
+    f->model.UpsertNode(name, *std::move(inv), absl::OkStatus());
+
+    if (i > 0) {
+      items += ',';
+      names += ',';
+    }
+    items += NodeObject(node_template, i, name, inventory).dump();
+    names += Json(name).dump();
+  }
+  f->snapshot = f->model.Publish();
+  f->service = std::make_unique<ExtenderService>(ExtenderSources{.snapshot = [fp = f.get()] { return fp->snapshot; },
+                                                                 .profile = [fp = f.get()] { return fp->profile; }},
+                                                 f->metrics);
+
+  for (int count = 1; count <= 2; ++count) {
+    const std::string pod = PodJson(count);
+    f->names_body[count - 1] = absl::StrFormat(R"({"Pod":%s,"Nodes":null,"NodeNames":[%s]})", pod, names);
+    f->full_body[count - 1] =
+        absl::StrFormat(R"({"Pod":%s,"Nodes":{"metadata":{},"items":[%s]},"NodeNames":null})", pod, items);
+  }
+  std::fprintf(stderr,
+               "fixture: %lld nodes, %lld GPUs (%lld with pods, %lld pods); names body %zu B, full body %zu B "
+               "(%zu B per node)\n",
+               static_cast<long long>(n), static_cast<long long>(n * kGpusPerNode), static_cast<long long>(busy_gpus),
+               static_cast<long long>(pods), f->names_body[0].size(), f->full_body[0].size(),
+               items.size() / static_cast<size_t>(n));
+  return f;
+}
+
+// Built once per size and kept for the whole run.
+const Fixture& GetFixture(int64_t n) {
+  static std::map<int64_t, std::unique_ptr<Fixture>> cache;
+  std::unique_ptr<Fixture>& f = cache[n];
+  if (f == nullptr) f = BuildFixture(n);
+  return *f;
+}
+
+// The fixture and the decoded request for one benchmark, or nullopt after
+// reporting the error.
+struct Decoded {
+  const Fixture* fixture;
+  k8s::ExtenderArgs args;
+  PodGpuRequest pod;
+};
+
+std::optional<Decoded> Setup(benchmark::State& state, Form form, int64_t gpu_count, simdjson::dom::parser& parser) {
+  const Fixture& f = GetFixture(state.range(0));
+  if (!f.error.empty()) {
+    state.SkipWithError(f.error.c_str());
+    return std::nullopt;
+  }
+  absl::StatusOr<k8s::ExtenderArgs> args = k8s::DecodeExtenderArgs(f.Body(form, gpu_count), parser);
+  if (!args.ok()) {
+    state.SkipWithError(std::string(args.status().message()).c_str());
+    return std::nullopt;
+  }
+  absl::StatusOr<std::optional<PodGpuRequest>> pod = k8s::ParsePodGpuRequest(args->pod.annotations);
+  if (!pod.ok() || !pod->has_value()) {
+    state.SkipWithError("the benchmark pod is not a valid Tessera request");
+    return std::nullopt;
+  }
+  return Decoded{&f, *std::move(args), **pod};
+}
+
+int64_t GpuCountArg(const benchmark::State& state) { return state.range(1); }
+
+// --- 1. decode ----------------------------------------------------------------
+
+void Decode(benchmark::State& state, Form form) {
+  simdjson::dom::parser parser;
+  if (!Setup(state, form, 1, parser)) return;  // also sizes the parser
+  const std::string& body = GetFixture(state.range(0)).Body(form, 1);
+  for (auto _ : state) {
+    absl::StatusOr<k8s::ExtenderArgs> args = k8s::DecodeExtenderArgs(body, parser);
+    benchmark::DoNotOptimize(args);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(body.size()));
+}
+
+void BM_DecodeNames(benchmark::State& state) { Decode(state, Form::kNames); }
+void BM_DecodeFullNodes(benchmark::State& state) { Decode(state, Form::kFullNodes); }
+
+// --- 2. policy ----------------------------------------------------------------
+
+void PolicyFilter(benchmark::State& state, Form form) {
+  simdjson::dom::parser parser;
+  std::optional<Decoded> d = Setup(state, form, GpuCountArg(state), parser);
+  if (!d) return;
+  const Profile& profile = *d->fixture->profile;
+  int64_t passed = 0, rejected = 0;
+  for (auto _ : state) {
+    const CandidateNodes candidates(d->args, *d->fixture->snapshot);
+    passed = rejected = 0;
+    for (size_t i = 0; i < candidates.views().size(); ++i) {
+      if (!candidates.known(i)) {
+        ++rejected;
+        continue;
+      }
+      FilterVerdict verdict = profile.Filter(d->pod, candidates.views()[i]);
+      (verdict.ok() ? passed : rejected)++;
+      benchmark::DoNotOptimize(verdict);
+    }
+  }
+  state.counters["passed"] = static_cast<double>(passed);
+  state.counters["rejected"] = static_cast<double>(rejected);
+}
+
+void PolicyPrioritize(benchmark::State& state, Form form) {
+  simdjson::dom::parser parser;
+  std::optional<Decoded> d = Setup(state, form, GpuCountArg(state), parser);
+  if (!d) return;
+  const Profile& profile = *d->fixture->profile;
+  for (auto _ : state) {
+    const CandidateNodes candidates(d->args, *d->fixture->snapshot);
+    std::vector<int64_t> scores = profile.Score(d->pod, candidates.views(), nullptr);
+    benchmark::DoNotOptimize(scores);
+  }
+}
+
+void BM_PolicyFilterNames(benchmark::State& state) { PolicyFilter(state, Form::kNames); }
+void BM_PolicyFilterFullNodes(benchmark::State& state) { PolicyFilter(state, Form::kFullNodes); }
+void BM_PolicyPrioritizeNames(benchmark::State& state) { PolicyPrioritize(state, Form::kNames); }
+void BM_PolicyPrioritizeFullNodes(benchmark::State& state) { PolicyPrioritize(state, Form::kFullNodes); }
+
+// --- 3. encode ----------------------------------------------------------------
+
+void EncodeFilter(benchmark::State& state, Form form) {
+  simdjson::dom::parser parser;
+  std::optional<Decoded> d = Setup(state, form, 1, parser);
+  if (!d) return;
+  k8s::FilterResult result;
+  const size_t n = form == Form::kNames ? d->args.node_names->size() : d->args.nodes->size();
+  result.passed.resize(n);
+  for (size_t i = 0; i < n; ++i) result.passed[i] = static_cast<uint32_t>(i);
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string out = k8s::EncodeFilterResult(d->args, result);
+    bytes = out.size();
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes));
+}
+
+void BM_EncodeFilterNames(benchmark::State& state) { EncodeFilter(state, Form::kNames); }
+void BM_EncodeFilterFullNodes(benchmark::State& state) { EncodeFilter(state, Form::kFullNodes); }
+
+void BM_EncodePrioritize(benchmark::State& state) {
+  simdjson::dom::parser parser;
+  std::optional<Decoded> d = Setup(state, Form::kNames, 1, parser);
+  if (!d) return;
+  const std::vector<std::string_view>& hosts = *d->args.node_names;
+  std::vector<int64_t> scores(hosts.size());
+  for (size_t i = 0; i < scores.size(); ++i) scores[i] = static_cast<int64_t>(i % 11);
+  for (auto _ : state) {
+    std::string out = k8s::EncodeHostPriorityList(hosts, scores);
+    benchmark::DoNotOptimize(out);
+  }
+}
+
+// --- 4. end to end: what kube-scheduler waits on ---------------------------------
+
+enum class Verb { kFilter, kPrioritize };
+
+void EndToEnd(benchmark::State& state, Verb verb, Form form) {
+  const Fixture& f = GetFixture(state.range(0));
+  if (!f.error.empty()) {
+    state.SkipWithError(f.error.c_str());
+    return;
+  }
+  const std::string& body = f.Body(form, GpuCountArg(state));
+  auto call = [&] { return verb == Verb::kFilter ? f.service->Filter(body) : f.service->Prioritize(body); };
+  // Once outside the timing: checks the answer and sizes the thread's parser.
+  absl::StatusOr<std::string> first = call();
+  if (!first.ok()) {
+    state.SkipWithError(std::string(first.status().message()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    absl::StatusOr<std::string> out = call();
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(body.size()));
+  state.counters["resp_KiB"] = static_cast<double>(first->size()) / 1024.0;
+}
+
+void BM_FilterNames(benchmark::State& state) { EndToEnd(state, Verb::kFilter, Form::kNames); }
+void BM_FilterFullNodes(benchmark::State& state) { EndToEnd(state, Verb::kFilter, Form::kFullNodes); }
+void BM_PrioritizeNames(benchmark::State& state) { EndToEnd(state, Verb::kPrioritize, Form::kNames); }
+void BM_PrioritizeFullNodes(benchmark::State& state) { EndToEnd(state, Verb::kPrioritize, Form::kFullNodes); }
+
+// --- registration ---------------------------------------------------------------
+
+void Sizes(benchmark::internal::Benchmark* b) { b->ArgName("nodes")->Arg(100)->Arg(1000)->Arg(5000); }
+
+void SizesAndGpus(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"nodes", "gpus"});
+  for (int64_t gpus : {1, 2}) {
+    for (int64_t nodes : {100, 1000, 5000}) b->Args({nodes, gpus});
+  }
+}
+
+BENCHMARK(BM_DecodeNames)->Apply(Sizes)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeFullNodes)->Apply(Sizes)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PolicyFilterNames)->Apply(SizesAndGpus)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PolicyFilterFullNodes)->Apply(SizesAndGpus)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PolicyPrioritizeNames)->Apply(SizesAndGpus)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PolicyPrioritizeFullNodes)->Apply(SizesAndGpus)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_EncodeFilterNames)->Apply(Sizes)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_EncodeFilterFullNodes)->Apply(Sizes)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EncodePrioritize)->Apply(Sizes)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FilterNames)->Apply(SizesAndGpus)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FilterFullNodes)->Apply(SizesAndGpus)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PrioritizeNames)->Apply(SizesAndGpus)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PrioritizeFullNodes)->Apply(SizesAndGpus)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace tessera
+
+BENCHMARK_MAIN();

@@ -1,0 +1,209 @@
+#include "k8s/node_inventory.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "k8s/annotations.h"
+#include "k8s/internal/errors.h"
+#include "k8s/internal/json.h"
+#include "k8s/quantity_parse.h"
+#include "scheduler/model/absl_compat.h"
+
+namespace tessera::k8s {
+
+namespace {
+
+using internal::ErrorList;
+using internal::Field;
+
+/// No node has more; a larger number is a mistake, and the cap keeps the
+/// per-GPU columns of a snapshot bounded.
+constexpr int64_t kMaxGpusPerNode = 64;
+constexpr int64_t kMaxGpuIndex = 255;
+constexpr int64_t kMaxMemoryMiB = int64_t{1} << 40;
+constexpr int64_t kMaxNuma = (int64_t{1} << 31) - 1;
+
+std::string AnnotationPrefix() { return absl::StrCat("annotation ", Absl(kGpuInventory), ": "); }
+
+// One item of the annotation's list. Unknown keys are ignored so that newer
+// node agents can add fields without breaking older schedulers.
+void ParseInventoryItem(size_t item, simdjson::dom::element element, std::array<int, kMaxGpuIndex + 1>& seen,
+                        NodeInventory& inventory, ErrorList& errors) {
+  bool valid = true;
+  // The message prefix is built only on failure: this runs for every GPU of
+  // every node in a request.
+  auto fail = [&](std::string_view message) {
+    errors.Add(absl::StrCat(AnnotationPrefix(), "item ", item, ": ", Absl(message)));
+    valid = false;
+  };
+  simdjson::dom::object object;
+  if (element.get_object().get(object) != simdjson::SUCCESS) {
+    fail("must be a JSON object");
+    return;
+  }
+  GpuDevice gpu;
+  bool has_index = false, has_model = false, has_memory = false;
+  for (simdjson::dom::key_value_pair field : object) {
+    const std::string_view key = field.key;
+    if (key == "index") {
+      has_index = true;
+      const std::optional<int64_t> v = internal::AsInt64(field.value);
+      if (!v || *v < 0 || *v > kMaxGpuIndex) {
+        fail("\"index\" must be an integer in 0..255");
+      } else {
+        gpu.index = static_cast<int32_t>(*v);
+      }
+    } else if (key == "uuid") {
+      std::string_view uuid;
+      if (field.value.get_string().get(uuid) != simdjson::SUCCESS) {
+        fail("\"uuid\" must be a string");
+      } else {
+        gpu.uuid = uuid;
+      }
+    } else if (key == "model") {
+      has_model = true;
+      std::string_view model;
+      if (field.value.get_string().get(model) != simdjson::SUCCESS || model.empty()) {
+        fail("\"model\" must be a non-empty string");
+      } else {
+        gpu.model = model;
+      }
+    } else if (key == "memoryMiB") {
+      has_memory = true;
+      const std::optional<int64_t> v = internal::AsInt64(field.value);
+      if (!v || *v <= 0 || *v > kMaxMemoryMiB) {
+        fail("\"memoryMiB\" must be a positive integer");
+      } else {
+        gpu.memory = MemoryMiB(*v);
+      }
+    } else if (key == "numa") {
+      const std::optional<int64_t> v = internal::AsInt64(field.value);
+      if (!v || *v < -1 || *v > kMaxNuma) {
+        fail("\"numa\" must be an integer >= -1");
+      } else {
+        gpu.numa = static_cast<int32_t>(*v);
+      }
+    }
+  }
+  if (!has_index) fail("\"index\" is required");
+  if (!has_model) fail("\"model\" is required");
+  if (!has_memory) fail("\"memoryMiB\" is required");
+  if (!valid) return;
+  int& first = seen[static_cast<size_t>(gpu.index)];
+  if (first >= 0) {
+    fail(absl::StrCat("\"index\" ", gpu.index, " repeats item ", first));
+    return;
+  }
+  first = static_cast<int>(item);
+  inventory.gpus.push_back(std::move(gpu));
+}
+
+absl::StatusOr<NodeInventory> ParseAnnotation(std::string_view json) {
+  if (json.size() > internal::kMaxAnnotationBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(AnnotationPrefix(), "longer than ", internal::kMaxAnnotationBytes, " bytes"));
+  }
+  simdjson::dom::element root;
+  if (auto error = internal::ParseJson(json).get(root); error != simdjson::SUCCESS) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(AnnotationPrefix(), "not valid JSON (", simdjson::error_message(error), ")"));
+  }
+  simdjson::dom::array items;
+  if (root.get_array().get(items) != simdjson::SUCCESS) {
+    return absl::InvalidArgumentError(absl::StrCat(AnnotationPrefix(), "must be a JSON list of GPUs"));
+  }
+  const size_t n = items.size();
+  if (n > static_cast<size_t>(kMaxGpusPerNode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(AnnotationPrefix(), "lists ", n, " GPUs, more than ", kMaxGpusPerNode, " per node"));
+  }
+  NodeInventory inventory{InventorySource::kAnnotation, {}};
+  inventory.gpus.reserve(n);
+  std::array<int, kMaxGpuIndex + 1> seen;
+  seen.fill(-1);
+  ErrorList errors;
+  size_t item = 0;
+  for (simdjson::dom::element element : items) ParseInventoryItem(item++, element, seen, inventory, errors);
+  if (!errors.empty()) return errors.ToStatus();
+  std::sort(inventory.gpus.begin(), inventory.gpus.end(),
+            [](const GpuDevice& a, const GpuDevice& b) { return a.index < b.index; });
+  return inventory;
+}
+
+// Parses a GPU count from a label or allocatable; `kind key` names the source
+// ("label nvidia.com/gpu.count").
+absl::StatusOr<int64_t> ParseGpuCount(std::string_view kind, std::string_view key, std::string_view value) {
+  absl::StatusOr<int64_t> n = ParseCount(value);
+  if (!n.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(Absl(kind), " ", Field(key, value), ": ", n.status().message()));
+  }
+  if (*n > kMaxGpusPerNode) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Absl(kind), " ", Field(key, value), ": more than ", kMaxGpusPerNode, " GPUs per node"));
+  }
+  return *n;
+}
+
+absl::StatusOr<NodeInventory> ParseFeatureDiscovery(const NodeInventoryFields& fields) {
+  if (!fields.gfd_count) {
+    // The product or memory label alone says nothing about how many GPUs
+    // there are; guessing from allocatable would hide a broken GFD.
+    const bool product = fields.gfd_product.has_value();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "label ", Absl(product ? kGfdProductLabel : kGfdMemoryLabel), "=",
+        internal::Quote(product ? *fields.gfd_product : *fields.gfd_memory), " is set but label ",
+        Absl(kGfdCountLabel), " is missing"));
+  }
+  ErrorList errors;
+  absl::StatusOr<int64_t> count = ParseGpuCount("label", kGfdCountLabel, *fields.gfd_count);
+  if (!count.ok()) errors.Add(std::string(count.status().message()));
+  MemoryMiB memory{0};
+  if (fields.gfd_memory) {
+    absl::StatusOr<int64_t> mib = ParseCount(*fields.gfd_memory);
+    if (!mib.ok() || *mib <= 0 || *mib > kMaxMemoryMiB) {
+      errors.Add(absl::StrCat("label ", Field(kGfdMemoryLabel, *fields.gfd_memory),
+                              ": must be a positive integer (MiB)"));
+    } else {
+      memory = MemoryMiB(*mib);
+    }
+  }
+  if (!errors.empty()) return errors.ToStatus();
+
+  NodeInventory inventory{InventorySource::kFeatureDiscovery, {}};
+  inventory.gpus.resize(static_cast<size_t>(*count));
+  for (int32_t i = 0; i < static_cast<int32_t>(*count); ++i) {
+    GpuDevice& gpu = inventory.gpus[static_cast<size_t>(i)];
+    gpu.index = i;
+    // An empty product label means "model unknown", like no label at all.
+    if (fields.gfd_product) gpu.model = *fields.gfd_product;
+    gpu.memory = memory;
+  }
+  return inventory;
+}
+
+absl::StatusOr<NodeInventory> ParseAllocatable(std::string_view value) {
+  absl::StatusOr<int64_t> count = ParseGpuCount("allocatable", kGpuResource, value);
+  if (!count.ok()) return count.status();
+  NodeInventory inventory{InventorySource::kAllocatable, {}};
+  inventory.gpus.resize(static_cast<size_t>(*count));
+  for (int32_t i = 0; i < static_cast<int32_t>(*count); ++i) inventory.gpus[static_cast<size_t>(i)].index = i;
+  return inventory;
+}
+
+}  // namespace
+
+absl::StatusOr<NodeInventory> ParseNodeInventory(const NodeInventoryFields& fields) {
+  if (fields.inventory_annotation) return ParseAnnotation(*fields.inventory_annotation);
+  if (fields.gfd_count || fields.gfd_product || fields.gfd_memory) return ParseFeatureDiscovery(fields);
+  if (fields.allocatable_gpus) return ParseAllocatable(*fields.allocatable_gpus);
+  return NodeInventory{};
+}
+
+}  // namespace tessera::k8s

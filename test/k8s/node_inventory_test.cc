@@ -1,0 +1,269 @@
+#include "k8s/node_inventory.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "scheduler/model/absl_compat.h"
+
+namespace tessera::k8s {
+namespace {
+
+using ::testing::HasSubstr;
+
+GpuDevice Gpu(int32_t index, std::string model = "", int64_t memory = 0, std::string uuid = "", int32_t numa = -1) {
+  GpuDevice g;
+  g.index = index;
+  g.model = std::move(model);
+  g.memory = MemoryMiB(memory);
+  g.uuid = std::move(uuid);
+  g.numa = numa;
+  return g;
+}
+
+// `count` GPUs 0..count-1 of one model and memory.
+std::vector<GpuDevice> Gpus(int32_t count, const std::string& model = "", int64_t memory = 0) {
+  std::vector<GpuDevice> gpus;
+  for (int32_t i = 0; i < count; ++i) gpus.push_back(Gpu(i, model, memory));
+  return gpus;
+}
+
+// A JSON list of `n` minimal, valid inventory items.
+std::string ManyItems(int n) {
+  std::string json = "[";
+  for (int i = 0; i < n; ++i) {
+    absl::StrAppend(&json, i > 0 ? "," : "", R"({"index":)", i, R"(,"model":"m","memoryMiB":1})");
+  }
+  return json + "]";
+}
+
+// A JSON list of `n` copies of `item`.
+std::string ListOf(int n, std::string_view item) {
+  std::string json = "[";
+  for (int i = 0; i < n; ++i) absl::StrAppend(&json, i > 0 ? "," : "", Absl(item));
+  return json + "]";
+}
+
+constexpr char kTwoA100s[] =
+    R"([{"index":1,"uuid":"GPU-b","model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920,"numa":1,"extra":{"x":[1]}},)"
+    R"( {"index":0,"uuid":"GPU-a","model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920,"numa":0}])";
+
+// NodeInventoryFields holds views; a case table needs the strings it points to.
+struct OwnedFields {
+  std::optional<std::string> inventory_annotation{};
+  std::optional<std::string> gfd_count{};
+  std::optional<std::string> gfd_product{};
+  std::optional<std::string> gfd_memory{};
+  std::optional<std::string> allocatable_gpus{};
+
+  [[nodiscard]] NodeInventoryFields View() const {
+    auto view = [](const std::optional<std::string>& s) -> std::optional<std::string_view> {
+      if (!s) return std::nullopt;
+      return std::string_view(*s);
+    };
+    return {view(inventory_annotation), view(gfd_count), view(gfd_product), view(gfd_memory),
+            view(allocatable_gpus)};
+  }
+};
+
+struct Accepted {
+  std::string name;
+  OwnedFields fields;
+  NodeInventory want;
+};
+
+TEST(ParseNodeInventory, TakesTheStrongestSourcePresent) {
+  const std::string a100 = "NVIDIA-A100-SXM4-80GB";
+  const std::vector<Accepted> cases = {
+      {"a node with no source has no GPUs", {}, {InventorySource::kNone, {}}},
+      {"the annotation gives full detail, sorted by index, unknown keys ignored",
+       {.inventory_annotation = kTwoA100s},
+       {InventorySource::kAnnotation, {Gpu(0, a100, 81920, "GPU-a", 0), Gpu(1, a100, 81920, "GPU-b", 1)}}},
+      {"uuid and numa are optional in the annotation",
+       {.inventory_annotation = R"([{"index":3,"model":"T4","memoryMiB":15360}])"},
+       {InventorySource::kAnnotation, {Gpu(3, "T4", 15360)}}},
+      {"numa may say unknown explicitly",
+       {.inventory_annotation = R"([{"index":0,"model":"T4","memoryMiB":1,"numa":-1,"uuid":""}])"},
+       {InventorySource::kAnnotation, {Gpu(0, "T4", 1)}}},
+      {"index 255 is the largest",
+       {.inventory_annotation = R"([{"index":255,"model":"T4","memoryMiB":1}])"},
+       {InventorySource::kAnnotation, {Gpu(255, "T4", 1)}}},
+      {"an empty annotation list is a node without GPUs", {.inventory_annotation = "[]"},
+       {InventorySource::kAnnotation, {}}},
+      {"sixty-four annotated GPUs are accepted", {.inventory_annotation = ManyItems(64)},
+       {InventorySource::kAnnotation, Gpus(64, "m", 1)}},
+      {"the annotation beats labels and allocatable",
+       {.inventory_annotation = R"([{"index":0,"model":"H100","memoryMiB":81559}])",
+        .gfd_count = "8",
+        .gfd_product = "A100",
+        .gfd_memory = "40960",
+        .allocatable_gpus = "8"},
+       {InventorySource::kAnnotation, {Gpu(0, "H100", 81559)}}},
+      {"feature discovery labels give count, model and memory",
+       {.gfd_count = "2", .gfd_product = a100, .gfd_memory = "81920"},
+       {InventorySource::kFeatureDiscovery, Gpus(2, a100, 81920)}},
+      {"the feature discovery count alone gives GPUs of unknown model", {.gfd_count = "4"},
+       {InventorySource::kFeatureDiscovery, Gpus(4)}},
+      {"an empty product label means an unknown model", {.gfd_count = "1", .gfd_product = ""},
+       {InventorySource::kFeatureDiscovery, Gpus(1)}},
+      {"labels beat allocatable", {.gfd_count = "2", .gfd_product = "T4", .allocatable_gpus = "8"},
+       {InventorySource::kFeatureDiscovery, Gpus(2, "T4")}},
+      {"a feature discovery count of zero is a node without GPUs",
+       {.gfd_count = "0", .allocatable_gpus = "8"}, {InventorySource::kFeatureDiscovery, {}}},
+      {"allocatable gives a count of GPUs of unknown model and memory", {.allocatable_gpus = "4"},
+       {InventorySource::kAllocatable, Gpus(4)}},
+      {"an allocatable count of zero is a node without GPUs", {.allocatable_gpus = "0"},
+       {InventorySource::kAllocatable, {}}},
+      {"sixty-four allocatable GPUs are accepted", {.allocatable_gpus = "64"},
+       {InventorySource::kAllocatable, Gpus(64)}},
+  };
+  for (const Accepted& c : cases) {
+    SCOPED_TRACE(c.name);
+    absl::StatusOr<NodeInventory> got = ParseNodeInventory(c.fields.View());
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->source, c.want.source);
+    ASSERT_EQ(got->gpus.size(), c.want.gpus.size());
+    for (size_t i = 0; i < c.want.gpus.size(); ++i) {
+      SCOPED_TRACE(absl::StrCat("gpu ", i));
+      EXPECT_EQ(got->gpus[i].index, c.want.gpus[i].index);
+      EXPECT_EQ(got->gpus[i].uuid, c.want.gpus[i].uuid);
+      EXPECT_EQ(got->gpus[i].model, c.want.gpus[i].model);
+      EXPECT_EQ(got->gpus[i].memory.value(), c.want.gpus[i].memory.value());
+      EXPECT_EQ(got->gpus[i].numa, c.want.gpus[i].numa);
+    }
+  }
+}
+
+struct Refused {
+  std::string name;
+  OwnedFields fields;
+  std::vector<std::string> messages;  // each a substring of the status message
+};
+
+std::string Item(const std::string& fields) { return absl::StrCat("[{", fields, "}]"); }
+
+TEST(ParseNodeInventory, RefusesAMalformedSourceWithoutFallingThrough) {
+  const std::string kAnn = "annotation tessera.io/gpu-inventory: ";
+  const std::string huge = "[" + std::string(256 * 1024, ' ') + "]";
+  const std::vector<Refused> cases = {
+      {"a malformed annotation is an error even when labels and allocatable are valid",
+       {.inventory_annotation = "[{", .gfd_count = "8", .allocatable_gpus = "8"},
+       {kAnn + "not valid JSON"}},
+      {"an empty annotation is not JSON", {.inventory_annotation = ""}, {kAnn + "not valid JSON"}},
+      {"an annotation that is an object, not a list", {.inventory_annotation = R"({"index":0})"},
+       {kAnn + "must be a JSON list of GPUs"}},
+      {"an item that is not an object", {.inventory_annotation = "[0]"}, {kAnn + "item 0: must be a JSON object"}},
+      {"an item without memory", {.inventory_annotation = Item(R"("index":0,"model":"T4")")},
+       {kAnn + R"(item 0: "memoryMiB" is required)"}},
+      {"an item with zero memory",
+       {.inventory_annotation = ManyItems(2).insert(1, R"({"index":7,"model":"T4","memoryMiB":0},)")},
+       {kAnn + R"(item 0: "memoryMiB" must be a positive integer)"}},
+      {"the third item with negative memory is named item 2",
+       {.inventory_annotation = R"([{"index":0,"model":"T4","memoryMiB":1},{"index":1,"model":"T4","memoryMiB":1},)"
+                                R"({"index":2,"model":"T4","memoryMiB":-1}])"},
+       {kAnn + R"(item 2: "memoryMiB" must be a positive integer)"}},
+      {"memory written as a decimal", {.inventory_annotation = Item(R"("index":0,"model":"T4","memoryMiB":1.5)")},
+       {kAnn + R"(item 0: "memoryMiB" must be a positive integer)"}},
+      {"memory written as a string",
+       {.inventory_annotation = Item(R"("index":0,"model":"T4","memoryMiB":"16Gi")")},
+       {kAnn + R"(item 0: "memoryMiB" must be a positive integer)"}},
+      {"memory beyond int64", {.inventory_annotation = Item(R"("index":0,"model":"T4","memoryMiB":18446744073709551615)")},
+       {kAnn + R"(item 0: "memoryMiB" must be a positive integer)"}},
+      {"an item without an index", {.inventory_annotation = Item(R"("model":"T4","memoryMiB":1)")},
+       {kAnn + R"(item 0: "index" is required)"}},
+      {"a negative index", {.inventory_annotation = Item(R"("index":-1,"model":"T4","memoryMiB":1)")},
+       {kAnn + R"(item 0: "index" must be an integer in 0..255)"}},
+      {"an index above 255", {.inventory_annotation = Item(R"("index":256,"model":"T4","memoryMiB":1)")},
+       {kAnn + R"(item 0: "index" must be an integer in 0..255)"}},
+      {"an index written as a string", {.inventory_annotation = Item(R"("index":"0","model":"T4","memoryMiB":1)")},
+       {kAnn + R"(item 0: "index" must be an integer in 0..255)"}},
+      {"a repeated index",
+       {.inventory_annotation = R"([{"index":0,"model":"T4","memoryMiB":1},{"index":0,"model":"T4","memoryMiB":1}])"},
+       {kAnn + R"(item 1: "index" 0 repeats item 0)"}},
+      {"an item without a model", {.inventory_annotation = Item(R"("index":0,"memoryMiB":1)")},
+       {kAnn + R"(item 0: "model" is required)"}},
+      {"an empty model", {.inventory_annotation = Item(R"("index":0,"model":"","memoryMiB":1)")},
+       {kAnn + R"(item 0: "model" must be a non-empty string)"}},
+      {"a model that is not a string", {.inventory_annotation = Item(R"("index":0,"model":7,"memoryMiB":1)")},
+       {kAnn + R"(item 0: "model" must be a non-empty string)"}},
+      {"a uuid that is not a string", {.inventory_annotation = Item(R"("index":0,"model":"T4","memoryMiB":1,"uuid":5)")},
+       {kAnn + R"(item 0: "uuid" must be a string)"}},
+      {"a numa node below -1", {.inventory_annotation = Item(R"("index":0,"model":"T4","memoryMiB":1,"numa":-2)")},
+       {kAnn + R"(item 0: "numa" must be an integer >= -1)"}},
+      {"a numa node that is not an integer",
+       {.inventory_annotation = Item(R"("index":0,"model":"T4","memoryMiB":1,"numa":null)")},
+       {kAnn + R"(item 0: "numa" must be an integer >= -1)"}},
+      {"every problem of every item is reported",
+       {.inventory_annotation = R"([{"index":0},{"index":1,"model":"T4","memoryMiB":0},"x"])"},
+       {kAnn + R"(item 0: "model" is required; )" + kAnn + R"(item 0: "memoryMiB" is required; )" + kAnn +
+            R"(item 1: "memoryMiB" must be a positive integer; )" + kAnn + "item 2: must be a JSON object"}},
+      {"past sixteen problems the rest are only counted",
+       {.inventory_annotation = ListOf(20, "0")},
+       {kAnn + "item 15: must be a JSON object; and 4 more"}},
+      {"more than sixty-four annotated GPUs", {.inventory_annotation = ManyItems(65)},
+       {kAnn + "lists 65 GPUs, more than 64 per node"}},
+      {"an annotation longer than Kubernetes allows", {.inventory_annotation = huge},
+       {kAnn + "longer than 262144 bytes"}},
+      {"a product label without a count label is an error even with allocatable",
+       {.gfd_product = "NVIDIA-A100", .allocatable_gpus = "8"},
+       {R"(label nvidia.com/gpu.product="NVIDIA-A100" is set but label nvidia.com/gpu.count is missing)"}},
+      {"a memory label without a count label", {.gfd_memory = "81920"},
+       {R"(label nvidia.com/gpu.memory="81920" is set but label nvidia.com/gpu.count is missing)"}},
+      {"a count label that is not a number", {.gfd_count = "eight", .allocatable_gpus = "8"},
+       {R"(label nvidia.com/gpu.count="eight": is not a Kubernetes quantity)"}},
+      {"a fractional count label", {.gfd_count = "1.5"},
+       {R"(label nvidia.com/gpu.count="1.5": must be a whole number)"}},
+      {"a count label above sixty-four", {.gfd_count = "65"},
+       {R"(label nvidia.com/gpu.count="65": more than 64 GPUs per node)"}},
+      {"a memory label that is not a number", {.gfd_count = "8", .gfd_memory = "80GB"},
+       {R"(label nvidia.com/gpu.memory="80GB": must be a positive integer (MiB))"}},
+      {"a memory label of zero", {.gfd_count = "8", .gfd_memory = "0"},
+       {R"(label nvidia.com/gpu.memory="0": must be a positive integer (MiB))"}},
+      {"bad count and memory labels are both reported", {.gfd_count = "-1", .gfd_memory = "x"},
+       {R"(label nvidia.com/gpu.count="-1": must not be negative; )"
+        R"(label nvidia.com/gpu.memory="x": must be a positive integer (MiB))"}},
+      {"a negative allocatable count", {.allocatable_gpus = "-1"},
+       {R"(allocatable nvidia.com/gpu="-1": must not be negative)"}},
+      {"a fractional allocatable count", {.allocatable_gpus = "500m"},
+       {R"(allocatable nvidia.com/gpu="500m": must be a whole number)"}},
+      {"an allocatable count above sixty-four", {.allocatable_gpus = "1k"},
+       {R"(allocatable nvidia.com/gpu="1k": more than 64 GPUs per node)"}},
+  };
+  for (const Refused& c : cases) {
+    SCOPED_TRACE(c.name);
+    absl::StatusOr<NodeInventory> got = ParseNodeInventory(c.fields.View());
+    ASSERT_FALSE(got.ok()) << "parsed " << got->gpus.size() << " GPUs";
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+    for (const std::string& m : c.messages) EXPECT_THAT(std::string(got.status().message()), HasSubstr(m));
+  }
+}
+
+// Every prefix of a valid annotation, and every single-byte corruption of
+// it, is either parsed or refused: never a crash (run under the sanitizers).
+TEST(ParseNodeInventory, SurvivesTruncatedAndCorruptedAnnotations) {
+  const std::string json = kTwoA100s;
+  for (size_t n = 0; n <= json.size(); ++n) {
+    NodeInventoryFields fields{.inventory_annotation = std::string_view(json).substr(0, n)};
+    absl::StatusOr<NodeInventory> got = ParseNodeInventory(fields);
+    EXPECT_EQ(got.ok(), n == json.size()) << n;
+  }
+  for (size_t i = 0; i < json.size(); ++i) {
+    for (char c : std::string("\0\"{}[],:-.9x\\\xff", 14)) {
+      std::string corrupt = json;
+      corrupt[i] = c;
+      NodeInventoryFields fields{.inventory_annotation = corrupt};
+      absl::StatusOr<NodeInventory> got = ParseNodeInventory(fields);
+      if (!got.ok()) {
+        EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::k8s
