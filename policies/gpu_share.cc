@@ -70,27 +70,28 @@ GpuFit FitNow(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice&
   return GpuFit::kFits;
 }
 
-// The first reason the pod does not fit on a GPU now; only built on rejection.
-std::string WhyFull(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice& gpu, const GpuUsage& u) {
+// Appends the first reason the pod does not fit on a GPU now; only on rejection.
+void AppendWhyFull(std::string& out, const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice& gpu,
+                   const GpuUsage& u) {
   if (r.whole_gpu) {
-    return absl::StrCat("GPU ", gpu.index, " is shared by ", u.pods, u.pods == 1 ? " pod" : " pods",
+    return absl::StrAppend(&out, "GPU ", gpu.index, " is shared by ", u.pods, u.pods == 1 ? " pod" : " pods",
                         " and the pod needs a whole GPU");
   }
   const int64_t free_milli = std::max<int64_t>(0, (kOneGpu - u.guaranteed).value());
   if (u.guaranteed + r.guaranteed > kOneGpu) {
-    return absl::StrCat("GPU ", gpu.index, " has ", free_milli, "/1000 milli free, pod needs ", r.guaranteed.value());
+    return absl::StrAppend(&out, "GPU ", gpu.index, " has ", free_milli, "/1000 milli free, pod needs ", r.guaranteed.value());
   }
   const int64_t cap = 10 * args.max_limit_percent;
   if (u.limit.value() + r.limit.value() > cap) {
-    return absl::StrCat("GPU ", gpu.index, " burst limits would reach ", u.limit.value() + r.limit.value(), "/", cap,
+    return absl::StrAppend(&out, "GPU ", gpu.index, " burst limits would reach ", u.limit.value() + r.limit.value(), "/", cap,
                         " milli (cap ", args.max_limit_percent, "%)");
   }
   const MemoryMiB usable = UsableMemory(args, gpu);
   if (u.memory + r.memory > usable) {
-    return absl::StrCat("GPU ", gpu.index, " has ", std::max<int64_t>(0, (usable - u.memory).value()), " of ",
+    return absl::StrAppend(&out, "GPU ", gpu.index, " has ", std::max<int64_t>(0, (usable - u.memory).value()), " of ",
                         usable.value(), " MiB free, pod needs ", r.memory.value(), " MiB");
   }
-  return absl::StrCat("GPU ", gpu.index, " memory limits would reach ", (u.memory_limit + MemoryLimitOf(r)).value(),
+  return absl::StrAppend(&out, "GPU ", gpu.index, " memory limits would reach ", (u.memory_limit + MemoryLimitOf(r)).value(),
                       " MiB, over ", args.max_memory_limit_percent, "% of its ", usable.value(), " usable MiB");
 }
 
@@ -160,8 +161,14 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
   if (gpus.empty()) return FilterVerdict::Never("no_gpus", "node has no GPUs");
 
   int accepted = 0, large_enough = 0, fits_now = 0, memory_unknown = 0;
+  // Remember each GPU's fit: the rejection message below needs the full ones
+  // without evaluating them again.
+  absl::InlinedVector<GpuFit, 16> fits;
+  fits.reserve(gpus.size());
   for (const GpuDevice& g : gpus) {
-    switch (FitNow(args_, r, g, node.UsageOf(g.index))) {
+    const GpuFit fit = FitNow(args_, r, g, node.UsageOf(g.index));
+    fits.push_back(fit);
+    switch (fit) {
       case GpuFit::kModelRefused: break;
       case GpuFit::kMemoryUnknown: ++accepted; ++memory_unknown; break;
       case GpuFit::kTooSmall: ++accepted; break;
@@ -199,16 +206,20 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
                      largest.value(), " MiB usable after the ", args_.memory_reserve.value(), " MiB reserve)"));
   }
 
-  std::vector<std::string> reasons;
-  size_t full = 0;
-  for (const GpuDevice& g : gpus) {
-    const GpuUsage u = node.UsageOf(g.index);
-    if (FitNow(args_, r, g, u) != GpuFit::kFull) continue;
-    if (++full <= kMaxListedGpus) reasons.push_back(WhyFull(args_, r, g, u));
+  std::string msg;
+  msg.reserve(64 + 72 * kMaxListedGpus);
+  if (r.count == 1) {
+    msg = "no GPU can take the pod now: ";
+  } else {
+    absl::StrAppend(&msg, fits_now, " of the ", r.count, " GPUs the pod needs can take it now: ");
   }
-  std::string msg = r.count == 1 ? std::string("no GPU can take the pod now: ")
-                                 : absl::StrCat(fits_now, " of the ", r.count, " GPUs the pod needs can take it now: ");
-  absl::StrAppend(&msg, absl::StrJoin(reasons, "; "));
+  size_t full = 0;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (fits[i] != GpuFit::kFull) continue;
+    if (++full > kMaxListedGpus) continue;
+    if (full > 1) msg += "; ";
+    AppendWhyFull(msg, args_, r, gpus[i], node.UsageOf(gpus[i].index));
+  }
   if (full > kMaxListedGpus) {
     const size_t more = full - kMaxListedGpus;
     absl::StrAppend(&msg, " (and ", more, more == 1 ? " more GPU)" : " more GPUs)");
