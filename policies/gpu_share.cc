@@ -104,10 +104,10 @@ std::string DescribeModels(const PodGpuRequest& r) {
   return s;
 }
 
-std::string DescribeInventory(const NodeInventory& inv) {
+std::string DescribeInventory(absl::Span<const GpuDevice> gpus) {
   // "2x NVIDIA-T4, 1x (unknown model)" in device order of first appearance.
   std::vector<std::pair<std::string_view, int>> counts;
-  for (const GpuDevice& g : inv.gpus) {
+  for (const GpuDevice& g : gpus) {
     std::string_view model = g.model.empty() ? std::string_view("(unknown model)") : std::string_view(g.model);
     auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == model; });
     if (it == counts.end()) counts.emplace_back(model, 1); else ++it->second;
@@ -117,8 +117,7 @@ std::string DescribeInventory(const NodeInventory& inv) {
   });
 }
 
-const GpuDevice* FindGpu(const NodeInventory& inv, int32_t index) {
-  const auto& gpus = inv.gpus;
+const GpuDevice* FindGpu(absl::Span<const GpuDevice> gpus, int32_t index) {
   // Inventories are sorted by index and almost always dense (0..n-1).
   if (index >= 0 && static_cast<size_t>(index) < gpus.size() && gpus[index].index == index) return &gpus[index];
   auto it = std::lower_bound(gpus.begin(), gpus.end(), index,
@@ -153,11 +152,11 @@ absl::StatusOr<std::unique_ptr<Plugin>> GpuSharePlugin::New(PluginArgs& args) {
 }
 
 FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& node) const {
-  if (!node.inventory_error->ok()) {
+  if (!node.inventory_ok()) {
     return FilterVerdict::Never("inventory_unreadable",
                                 absl::StrCat("node GPU inventory is unreadable: ", node.inventory_error->message()));
   }
-  const auto& gpus = node.inventory->gpus;
+  const absl::Span<const GpuDevice> gpus = node.gpus;
   if (gpus.empty()) return FilterVerdict::Never("no_gpus", "node has no GPUs");
 
   int accepted = 0, large_enough = 0, fits_now = 0, memory_unknown = 0;
@@ -185,7 +184,7 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
     return FilterVerdict::Never(
         "gpu_model_mismatch",
         absl::StrCat("node has ", accepted, " GPUs of an accepted model (", DescribeModels(r), "), pod needs ",
-                     r.count, "; node has ", DescribeInventory(*node.inventory)));
+                     r.count, "; node has ", DescribeInventory(gpus)));
   }
   if (large_enough < r.count) {
     if (memory_unknown > 0) {
@@ -228,7 +227,7 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
 }
 
 std::optional<GpuChoice> GpuSharePlugin::ChooseGpus(const PodGpuRequest& r, const NodeView& node) const {
-  if (!node.inventory_error->ok()) return std::nullopt;
+  if (!node.inventory_ok()) return std::nullopt;
   struct Candidate {
     int32_t index;
     bool burst_room;
@@ -237,7 +236,7 @@ std::optional<GpuChoice> GpuSharePlugin::ChooseGpus(const PodGpuRequest& r, cons
   };
   absl::InlinedVector<Candidate, 16> candidates;
   const bool bursts = !r.whole_gpu && r.limit > r.guaranteed;
-  for (const GpuDevice& g : node.inventory->gpus) {
+  for (const GpuDevice& g : node.gpus) {
     const GpuUsage u = node.UsageOf(g.index);
     if (FitNow(args_, r, g, u) != GpuFit::kFits) continue;
     const MilliGpu after = u.guaranteed + GuaranteedOf(r);
@@ -268,7 +267,7 @@ std::optional<GpuChoice> GpuSharePlugin::ChooseGpus(const PodGpuRequest& r, cons
 }
 
 int64_t GpuSharePlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) const {
-  const auto& gpus = node.inventory->gpus;
+  const absl::Span<const GpuDevice> gpus = node.gpus;
   if (gpus.empty()) return 0;
   int64_t used = 0;
   for (const GpuDevice& g : gpus) used += std::min(kOneGpu, node.UsageOf(g.index).guaranteed).value();
@@ -294,7 +293,7 @@ std::vector<GpuShare> GpuSharePlugin::SharesFor(const PodGpuRequest& r, const No
   std::vector<GpuShare> shares;
   shares.reserve(choice.gpu_indices.size());
   for (int32_t index : choice.gpu_indices) {
-    const GpuDevice* g = FindGpu(*node.inventory, index);
+    const GpuDevice* g = FindGpu(node.gpus, index);
     GpuShare s;
     s.index = index;
     if (g != nullptr) s.uuid = g->uuid;

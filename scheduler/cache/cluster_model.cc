@@ -111,6 +111,7 @@ std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
   auto next = std::make_shared<ClusterSnapshot>();
   next->generation_ = current_->generation_ + 1;
   next->nodes_.reserve(nodes_.size());
+  next->views_.reserve(nodes_.size());
   const ClusterSnapshot& prev = *current_;
   for (const auto& [name, entry] : nodes_) {
     std::shared_ptr<const NodeState> state;
@@ -120,6 +121,10 @@ std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
     if (state == nullptr) state = Build(name, entry);
     next->gpu_count_ += state->inventory.gpus.size();
     if (!state->inventory_error.ok()) ++next->inventory_errors_;
+    next->views_.push_back(NodeView{.name = state->name,
+                                    .gpus = state->inventory.gpus,
+                                    .inventory_error = state->inventory_error.ok() ? nullptr : &state->inventory_error,
+                                    .usage = state->usage});
     next->nodes_.push_back(std::move(state));
   }
   if (node_set_changed_ || prev.index_ == nullptr) {

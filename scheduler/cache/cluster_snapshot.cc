@@ -11,9 +11,4 @@ std::optional<NodeIndex> ClusterSnapshot::FindNode(std::string_view name) const 
   return it->second;
 }
 
-NodeView ClusterSnapshot::View(NodeIndex i) const {
-  const NodeState& n = *nodes_[i];
-  return NodeView{.name = n.name, .inventory = &n.inventory, .inventory_error = &n.inventory_error, .usage = n.usage};
-}
-
 }  // namespace tessera

@@ -62,6 +62,7 @@ std::vector<int64_t> Profile::Score(const PodGpuRequest& request, absl::Span<con
   std::vector<size_t> fitting;
   fitting.reserve(n);
   for (size_t i = 0; i < n; ++i) {
+    if (i + kPrefetchDistance < n) PrefetchNode(nodes[i + kPrefetchDistance]);
     chosen[i] = chooser_->ChooseGpus(request, nodes[i]);
     if (chosen[i].has_value()) fitting.push_back(i);
   }

@@ -1,11 +1,6 @@
 #include "scheduler/service/candidate_nodes.h"
 
 namespace tessera {
-namespace {
-const NodeInventory kNoInventory;
-const absl::Status kOk;
-}  // namespace
-
 CandidateNodes::CandidateNodes(const k8s::ExtenderArgs& args, const ClusterSnapshot& snapshot) {
   if (args.nodes) {
     const auto& nodes = *args.nodes;
@@ -22,8 +17,8 @@ CandidateNodes::CandidateNodes(const k8s::ExtenderArgs& args, const ClusterSnaps
       }
       NodeView& v = views_[i];
       v.name = nodes[i].name;
-      v.inventory = &inventories_[i];
-      v.inventory_error = &inventory_errors_[i];
+      v.gpus = inventories_[i].gpus;
+      v.inventory_error = inventory_errors_[i].ok() ? nullptr : &inventory_errors_[i];
       if (std::optional<NodeIndex> known = snapshot.FindNode(v.name)) v.usage = snapshot.node(*known).usage;
     }
     return;
@@ -36,7 +31,7 @@ CandidateNodes::CandidateNodes(const k8s::ExtenderArgs& args, const ClusterSnaps
       views_[i] = snapshot.View(*index);
       known_[i] = true;
     } else {
-      views_[i] = NodeView{.name = names[i], .inventory = &kNoInventory, .inventory_error = &kOk, .usage = {}};
+      views_[i] = NodeView{.name = names[i], .gpus = {}, .inventory_error = nullptr, .usage = {}};
     }
   }
 }

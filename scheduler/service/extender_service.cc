@@ -58,8 +58,10 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
     const std::shared_ptr<const Profile> profile = sources_.profile();
     const CandidateNodes candidates(*args, *snapshot);
     const PodGpuRequest& pod = **request;
+    const std::vector<NodeView>& views = candidates.views();
     for (size_t i = 0; i < n; ++i) {
-      const NodeView& view = candidates.views()[i];
+      if (i + kPrefetchDistance < n) PrefetchNode(views[i + kPrefetchDistance]);
+      const NodeView& view = views[i];
       if (!candidates.known(i)) {
         // The watch may not have seen the node yet: "not now", not "never".
         result.failed.push_back({view.name, "node is not in Tessera's cluster model (yet)"});

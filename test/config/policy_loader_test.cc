@@ -240,9 +240,7 @@ TEST(PolicyLoaderTest, WeightsReachTheProfileAndDefaultToOne) {
                                     c.weights.substr(bar + 1) + "    args: {score: 0}\n");
     absl::StatusOr<std::shared_ptr<const Profile>> profile = LoadPolicyText(yaml, "policy.yaml", registry);
     ASSERT_TRUE(profile.ok()) << profile.status();
-    const NodeInventory inventory;
-    const absl::Status inventory_ok;
-    const std::vector<NodeView> nodes = {NodeView{"n1", &inventory, &inventory_ok, {}}};
+    const std::vector<NodeView> nodes = {NodeView{.name = "n1", .gpus = {}, .inventory_error = nullptr, .usage = {}}};
     EXPECT_THAT((*profile)->Score(PodGpuRequest{}, nodes, nullptr), ElementsAre(c.want));
   }
 }

@@ -49,7 +49,8 @@ class Node {
   }
 
   [[nodiscard]] NodeView View() const {
-    return NodeView{.name = name_, .inventory = &inventory_, .inventory_error = &error_, .usage = usage_};
+    return NodeView{.name = name_, .gpus = inventory_.gpus, .inventory_error = error_.ok() ? nullptr : &error_,
+                    .usage = usage_};
   }
   [[nodiscard]] const std::string& name() const { return name_; }
 
