@@ -34,6 +34,9 @@ class Profile {
   [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const;
 
   /// The GPUs the pod would get on `node`, or nullopt if it does not fit now.
+  /// Choosers are deterministic, so this is how the choice prioritize scored
+  /// is kept for bind: asked again on a node that has not changed since, it
+  /// gives the same GPUs; on one that has, it gives the GPUs that fit now.
   [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
                                                     const NodeView& node) const;
 
