@@ -3,7 +3,6 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
-#include "scheduler/common/json_text.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera {
@@ -33,7 +32,10 @@ HttpResponse Respond(const HttpRequest& req, http::status status, std::string bo
 }
 
 HttpResponse JsonError(const HttpRequest& req, http::status status, std::string_view message) {
-  return Respond(req, status, JsonErrorBody(message));
+  HttpResponse res = JsonErrorResponse(status, message);
+  res.version(req.version());
+  res.keep_alive(req.keep_alive());
+  return res;
 }
 
 // The route for `target`: "/filter" or "<prefix>/filter"; query strings ignored.
