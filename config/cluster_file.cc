@@ -74,6 +74,7 @@ void LoadNodes(const YAML::Node& nodes, ConfigErrors& errors, ClusterModel& mode
         .gfd_product = Find(labels, k8s::kGfdProductLabel),
         .gfd_memory = Find(labels, k8s::kGfdMemoryLabel),
         .allocatable_gpus = Find(allocatable, k8s::kGpuResource),
+        .topology_annotation = Find(annotations, k8s::kGpuTopology),
     };
     absl::StatusOr<NodeInventory> inventory = k8s::ParseNodeInventory(fields);
     if (inventory.ok()) {

@@ -6,12 +6,15 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "config/config_errors.h"
 #include "config/file_util.h"
 #include "config/plugin_args.h"
 #include "config/yaml_map.h"
+#include "scheduler/telemetry/prometheus_url.h"
 #include "yaml-cpp/yaml.h"
 
 namespace tessera {
@@ -45,6 +48,162 @@ void CheckConstant(YamlMap& top, const YAML::Node& root, std::string_view key, s
   }
 }
 
+// --- the telemetry section (scheduler/telemetry/telemetry_settings.h) -----------
+
+// Reads one map of the telemetry section; every problem goes to `errors`
+// and the field keeps its default.
+class SectionReader {
+ public:
+  // `field` must hold a map (checked here: nullopt and an error otherwise).
+  static std::optional<SectionReader> Open(const YamlMap::Field& field, const YAML::Node& parent,
+                                           std::string path, ConfigErrors& errors) {
+    if (field.value.IsNull()) return SectionReader(YAML::Node(YAML::NodeType::Map), MarkOr(&field, parent), path, errors);
+    if (!field.value.IsMap()) {
+      errors.Add(field.value.Mark(), path, absl::StrFormat("must be a map; got %s", Describe(field.value)));
+      return std::nullopt;
+    }
+    return SectionReader(field.value, field.value.Mark(), std::move(path), errors);
+  }
+
+  SectionReader(const SectionReader&) = delete;
+  SectionReader(SectionReader&&) = default;
+  ~SectionReader() { map_.ReportUnread(errors_); }
+
+  // A string; `allow_empty` lets "" switch a query off.
+  void String(std::string_view key, bool allow_empty, std::string& out) {
+    const YamlMap::Field* f = Read(key);
+    if (f == nullptr) return;
+    if (!f->value.IsScalar() || (!allow_empty && f->value.Scalar().empty())) {
+      Error(*f, key, absl::StrFormat("must be a%s string; got %s", allow_empty ? "" : " non-empty", Describe(f->value)));
+      return;
+    }
+    out = f->value.Scalar();
+  }
+
+  // A Prometheus label name.
+  void LabelName(std::string_view key, std::string& out) {
+    const YamlMap::Field* f = Read(key);
+    if (f == nullptr) return;
+    const bool valid = f->value.IsScalar() && !f->value.Scalar().empty() &&
+                       !absl::ascii_isdigit(static_cast<unsigned char>(f->value.Scalar()[0])) &&
+                       f->value.Scalar().find_first_not_of(
+                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
+    if (!valid) {
+      Error(*f, key, absl::StrFormat("must be a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*); got %s",
+                                     Describe(f->value)));
+      return;
+    }
+    out = f->value.Scalar();
+  }
+
+  // A duration such as "15s", "3m", "1m30s", "500ms", within [min, max].
+  void Duration(std::string_view key, absl::Duration min, absl::Duration max, absl::Duration& out) {
+    const YamlMap::Field* f = Read(key);
+    if (f == nullptr) return;
+    absl::Duration d;
+    if (!f->value.IsScalar() || !absl::ParseDuration(f->value.Scalar(), &d) || d < min || d > max) {
+      Error(*f, key, absl::StrFormat("must be a duration in %s..%s such as \"15s\" or \"3m\"; got %s",
+                                     absl::FormatDuration(min), absl::FormatDuration(max), Describe(f->value)));
+      return;
+    }
+    out = d;
+  }
+
+  void Bool(std::string_view key, bool& out) {
+    const YamlMap::Field* f = Read(key);
+    if (f == nullptr) return;
+    const std::string text = f->value.IsScalar() ? absl::AsciiStrToLower(f->value.Scalar()) : "";
+    if (text != "true" && text != "false") {
+      Error(*f, key, absl::StrFormat("must be true or false; got %s", Describe(f->value)));
+      return;
+    }
+    out = text == "true";
+  }
+
+  // A nested map; nullopt when absent, null-free and not a map (error recorded).
+  std::optional<SectionReader> Map(std::string_view key) {
+    const YamlMap::Field* f = Read(key);
+    if (f == nullptr) return std::nullopt;
+    return Open(*f, node_, JoinPath(map_.path(), key), errors_);
+  }
+
+  // The value's position of `key`, or the map's when absent.
+  [[nodiscard]] YAML::Mark MarkOf(std::string_view key) const { return MarkOr(map_.Peek(key), node_); }
+  void ErrorAt(std::string_view key, std::string message) {
+    errors_.Add(map_.Peek(key) != nullptr ? MarkOf(key) : mark_, JoinPath(map_.path(), key), std::move(message));
+  }
+  [[nodiscard]] bool Has(std::string_view key) const {
+    const YamlMap::Field* f = map_.Peek(key);
+    return f != nullptr && !f->value.IsNull();
+  }
+
+ private:
+  SectionReader(YAML::Node node, YAML::Mark mark, std::string path, ConfigErrors& errors)
+      : node_(node), mark_(mark), map_(node, std::move(path), errors), errors_(errors) {}
+
+  // The field `key` with a non-null value (a null one takes the default).
+  const YamlMap::Field* Read(std::string_view key) {
+    const YamlMap::Field* f = map_.Read(key);
+    return f == nullptr || f->value.IsNull() ? nullptr : f;
+  }
+  void Error(const YamlMap::Field& f, std::string_view key, std::string message) {
+    errors_.Add(f.value.Mark(), JoinPath(map_.path(), key), std::move(message));
+  }
+
+  YAML::Node node_;
+  YAML::Mark mark_;
+  YamlMap map_;
+  ConfigErrors& errors_;
+};
+
+void ReadPrometheus(SectionReader& section, PrometheusSettings& p) {
+  const bool has_url = section.Has("url");
+  section.String("url", /*allow_empty=*/false, p.url);
+  if (!has_url) {
+    section.ErrorAt("url", "required: the Prometheus base URL, e.g. http://prometheus.monitoring:9090");
+  } else if (absl::StatusOr<PrometheusEndpoint> endpoint = ParsePrometheusUrl(p.url);
+             !p.url.empty() && !endpoint.ok()) {
+    section.ErrorAt("url", std::string(endpoint.status().message()));
+  }
+  section.Duration("timeout", absl::Milliseconds(10), absl::Minutes(1), p.timeout);
+  if (std::optional<SectionReader> labels = section.Map("labels")) {
+    labels->LabelName("node", p.node_label);
+    labels->LabelName("uuid", p.uuid_label);
+    labels->LabelName("gpu", p.gpu_label);
+  }
+  if (std::optional<SectionReader> queries = section.Map("queries")) {
+    PrometheusQueries& q = p.queries;
+    queries->String("utilization", /*allow_empty=*/false, q.utilization);
+    queries->String("sustainedUtilization", /*allow_empty=*/true, q.sustained_utilization);
+    queries->String("smActive", /*allow_empty=*/true, q.sm_active);
+    queries->String("memoryUsed", /*allow_empty=*/true, q.memory_used);
+    queries->String("memoryFree", /*allow_empty=*/true, q.memory_free);
+    queries->String("sampleTime", /*allow_empty=*/true, q.sample_time);
+  }
+  if (std::optional<SectionReader> windows = section.Map("windows")) {
+    windows->String("utilization", /*allow_empty=*/false, p.utilization_window);
+    windows->String("sustainedUtilization", /*allow_empty=*/false, p.sustained_window);
+  }
+}
+
+// The `telemetry:` section; errors recorded, settings as far as valid.
+TelemetrySettings ReadTelemetry(SectionReader& section) {
+  TelemetrySettings t;
+  section.Duration("refreshInterval", absl::Seconds(1), absl::Hours(1), t.refresh_interval);
+  section.Duration("staleAfter", absl::Seconds(1), absl::Hours(24), t.stale_after);
+  if (t.stale_after < t.refresh_interval) {
+    section.ErrorAt("staleAfter", absl::StrFormat("must be at least refreshInterval (%s), or every value goes stale "
+                                                  "before the next refresh; got %s",
+                                                  absl::FormatDuration(t.refresh_interval),
+                                                  absl::FormatDuration(t.stale_after)));
+  }
+  section.Bool("nodeAnnotations", t.node_annotations);
+  if (std::optional<SectionReader> prometheus = section.Map("prometheus")) {
+    ReadPrometheus(*prometheus, t.prometheus.emplace());
+  }
+  return t;
+}
+
 class Loader {
  public:
   Loader(const PluginRegistry& registry, std::shared_ptr<ConfigErrors> errors)
@@ -62,7 +221,13 @@ class Loader {
     CheckConstant(top, root, "apiVersion", kPolicyApiVersion, *errors_);
     CheckConstant(top, root, "kind", kPolicyKind, *errors_);
     const YamlMap::Field* plugins = top.Read("plugins");
+    const YamlMap::Field* telemetry = top.Read("telemetry");
     top.ReportUnread(*errors_);
+    if (telemetry != nullptr) {
+      if (std::optional<SectionReader> section = SectionReader::Open(*telemetry, root, "telemetry", *errors_)) {
+        telemetry_ = ReadTelemetry(*section);
+      }
+    }
 
     if (plugins == nullptr) {
       errors_->Add(root.Mark(), "plugins", "required; list at least one plugin");
@@ -98,6 +263,9 @@ class Loader {
     }
     return errors_->empty() ? *std::move(profile) : nullptr;
   }
+
+  // The telemetry section, once Load() has run (nullopt when absent).
+  [[nodiscard]] const std::optional<TelemetrySettings>& telemetry() const { return telemetry_; }
 
  private:
   // Validates one entry of `plugins` and runs its factory; nullopt when the
@@ -171,6 +339,7 @@ class Loader {
   const PluginRegistry& registry_;
   std::shared_ptr<ConfigErrors> errors_;
   std::map<std::string, std::string> first_entry_;  // plugin name -> path of its first entry
+  std::optional<TelemetrySettings> telemetry_;
 };
 
 }  // namespace
@@ -178,8 +347,16 @@ class Loader {
 absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyText(std::string_view yaml,
                                                               std::string_view file_name,
                                                               const PluginRegistry& registry) {
+  absl::StatusOr<LoadedPolicy> policy = LoadPolicyDocument(yaml, file_name, registry);
+  if (!policy.ok()) return policy.status();
+  return std::move(policy->profile);
+}
+
+absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::string_view file_name,
+                                                const PluginRegistry& registry) {
   auto errors = std::make_shared<ConfigErrors>(std::string(file_name));
   std::shared_ptr<const Profile> profile;
+  std::optional<TelemetrySettings> telemetry;
   // yaml-cpp reports syntax errors, and a few access errors, by throwing;
   // they stop here and become positioned errors like any other.
   try {
@@ -190,7 +367,9 @@ absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyText(std::string_view y
       for (size_t i = 1; i < documents.size(); ++i) {
         errors->Add(documents[i].Mark(), "", "only one YAML document is allowed");
       }
-      profile = Loader(registry, errors).Load(documents[0]);
+      Loader loader(registry, errors);
+      profile = loader.Load(documents[0]);
+      telemetry = loader.telemetry();
     }
   } catch (const YAML::Exception& e) {
     errors->Add(e.mark, "", absl::StrFormat("invalid YAML: %s", e.msg));
@@ -202,7 +381,7 @@ absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyText(std::string_view y
     if (status.ok()) return absl::InternalError(absl::StrFormat("%s: policy not loaded", file_name));
     return status;
   }
-  return profile;
+  return LoadedPolicy{std::move(profile), std::move(telemetry)};
 }
 
 absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyFile(const std::string& path,

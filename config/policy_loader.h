@@ -10,6 +10,9 @@
 //       args:                         # optional map (absent or null = all defaults);
 //         nodeStrategy: binpack       #   validated by the plugin's factory via PluginArgs
 //
+//   telemetry:                        # optional: where live GPU metrics come from (load-aware plugin);
+//     ...                             #   see scheduler/telemetry/telemetry_settings.h for every field
+//
 // Exactly one plugin must be a GPU chooser (Profile::Create checks the mix).
 // Any other key, at the top or in a plugin entry, is an error, as is a key the
 // plugin's factory did not read from `args`.
@@ -27,18 +30,33 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/framework/registry.h"
+#include "scheduler/telemetry/telemetry_settings.h"
 
 namespace tessera {
 
 /// The only apiVersion and kind the loader accepts.
 inline constexpr std::string_view kPolicyApiVersion = "tessera.io/v1alpha1";
 inline constexpr std::string_view kPolicyKind = "SchedulingPolicy";
+
+/// Everything a policy file configures: the profile, and the settings of the
+/// services beside it. (The telemetry refresher is a service, not a plugin:
+/// plugins stay stateless and read its data from the cluster snapshot.)
+struct LoadedPolicy {
+  std::shared_ptr<const Profile> profile;
+  std::optional<TelemetrySettings> telemetry;  ///< nullopt: no `telemetry:` section.
+};
+
+/// Loads a whole policy from its text, validated like LoadPolicyText (one
+/// error list for the plugins and the telemetry section alike).
+absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::string_view file_name,
+                                                const PluginRegistry& registry);
 
 /// Reads and loads the policy file at `path`; errors name the file as `path`.
 /// \return the profile, or InvalidArgument with every error, one per line (an

@@ -12,10 +12,11 @@ absl::StatusOr<std::unique_ptr<PolicyStore>> PolicyStore::Open(std::string path,
                                                                ReloadCallback on_reload) {
   std::unique_ptr<PolicyStore> store(new PolicyStore(std::move(path), registry, std::move(on_reload)));
   absl::MutexLock reload_lock(&store->reload_mu_);
-  absl::StatusOr<std::shared_ptr<const Profile>> profile = store->LoadLocked();
-  if (!profile.ok()) return profile.status();
+  absl::StatusOr<LoadedPolicy> policy = store->LoadLocked();
+  if (!policy.ok()) return policy.status();
   absl::MutexLock current_lock(&store->current_mu_);
-  store->current_ = *std::move(profile);
+  store->current_ = std::move(policy->profile);
+  store->telemetry_ = std::move(policy->telemetry);
   return store;
 }
 
@@ -24,7 +25,12 @@ std::shared_ptr<const Profile> PolicyStore::Current() const {
   return current_;
 }
 
-absl::StatusOr<std::shared_ptr<const Profile>> PolicyStore::LoadLocked() {
+std::optional<TelemetrySettings> PolicyStore::CurrentTelemetry() const {
+  absl::ReaderMutexLock lock(&current_mu_);
+  return telemetry_;
+}
+
+absl::StatusOr<LoadedPolicy> PolicyStore::LoadLocked() {
   // Stamp before reading: if the file changes in between, the next poll sees
   // a new stamp and loads it again, rather than missing the change.
   stamp_ = config_internal::StampFile(path_);
@@ -35,15 +41,16 @@ absl::StatusOr<std::shared_ptr<const Profile>> PolicyStore::LoadLocked() {
     return text.status();
   }
   content_ = *text;
-  return LoadPolicyText(*content_, path_, registry_);
+  return LoadPolicyDocument(*content_, path_, registry_);
 }
 
 absl::Status PolicyStore::ReloadLocked() {
-  absl::StatusOr<std::shared_ptr<const Profile>> profile = LoadLocked();
-  absl::Status status = profile.status();
-  if (profile.ok()) {
+  absl::StatusOr<LoadedPolicy> policy = LoadLocked();
+  absl::Status status = policy.status();
+  if (policy.ok()) {
     absl::MutexLock lock(&current_mu_);
-    current_ = *std::move(profile);
+    current_ = std::move(policy->profile);
+    telemetry_ = std::move(policy->telemetry);
   }
   if (on_reload_) on_reload_(status);
   return status;

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "config/file_util.h"
+#include "config/policy_loader.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/framework/registry.h"
 
@@ -48,6 +49,10 @@ class PolicyStore {
   /// and safe from any thread.
   [[nodiscard]] std::shared_ptr<const Profile> Current() const;
 
+  /// The file's `telemetry:` section in force (nullopt: none), published
+  /// together with the profile: a reload that fails keeps both.
+  [[nodiscard]] std::optional<TelemetrySettings> CurrentTelemetry() const;
+
   /// Loads the file again: on success publishes the new profile, on failure
   /// keeps the old one. Either way calls on_reload with the outcome.
   /// \return the outcome.
@@ -75,7 +80,7 @@ class PolicyStore {
       : path_(std::move(path)), registry_(registry), on_reload_(std::move(on_reload)) {}
 
   // Stamps, reads and loads the file; records what it saw for ReloadIfChanged.
-  absl::StatusOr<std::shared_ptr<const Profile>> LoadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
+  absl::StatusOr<LoadedPolicy> LoadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
   absl::Status ReloadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reload_mu_);
 
   const std::string path_;
@@ -94,6 +99,7 @@ class PolicyStore {
 
   mutable absl::Mutex current_mu_;
   std::shared_ptr<const Profile> current_ ABSL_GUARDED_BY(current_mu_);
+  std::optional<TelemetrySettings> telemetry_ ABSL_GUARDED_BY(current_mu_);
 };
 
 }  // namespace tessera

@@ -18,6 +18,9 @@ inline constexpr std::string_view kGpuModelExclude = "tessera.io/gpu-model-exclu
 
 // Pod annotation: what the pod holds (written by bind; source of truth).
 inline constexpr std::string_view kGpuAssignment = "tessera.io/gpu-assignment";
+// Pod annotation: the assigned GPUs' UUIDs (or indices when a UUID is
+// unknown), comma-separated, for NVIDIA_VISIBLE_DEVICES via the downward API.
+inline constexpr std::string_view kVisibleDevices = "tessera.io/visible-devices";
 
 // Node: the GPU inventory, in order of precedence.
 inline constexpr std::string_view kGpuInventory = "tessera.io/gpu-inventory";
@@ -25,5 +28,9 @@ inline constexpr std::string_view kGfdCountLabel = "nvidia.com/gpu.count";
 inline constexpr std::string_view kGfdProductLabel = "nvidia.com/gpu.product";
 inline constexpr std::string_view kGfdMemoryLabel = "nvidia.com/gpu.memory";
 inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
+
+// Node: how its GPUs are linked (NVLink, PCIe), as JSON or as the text of
+// `nvidia-smi topo -m` (k8s/gpu_topology.h).
+inline constexpr std::string_view kGpuTopology = "tessera.io/gpu-topology";
 
 }  // namespace tessera::k8s

@@ -65,9 +65,9 @@ absl::StatusOr<std::optional<std::string_view>> StringEntry(const std::optional<
   return std::optional<std::string_view>(s);
 }
 
-absl::StatusOr<WirePod> DecodePod(element e) {
+absl::StatusOr<WirePod> DecodePod(element e, std::string_view path = "ExtenderArgs.Pod") {
   object pod;
-  if (e.get(pod) != simdjson::SUCCESS) return WrongType("ExtenderArgs.Pod", "an object", e);
+  if (e.get(pod) != simdjson::SUCCESS) return WrongType(path, "an object", e);
   WirePod out;
   absl::StatusOr<std::optional<object>> meta = OptionalObject(pod, "metadata", "Pod.metadata");
   if (!meta.ok()) return meta.status();
@@ -95,8 +95,7 @@ absl::StatusOr<WirePod> DecodePod(element e) {
   return out;
 }
 
-absl::StatusOr<WireNode> DecodeNode(element e, size_t i) {
-  const std::string path = absl::StrCat("Nodes.items[", i, "]");
+absl::StatusOr<WireNode> DecodeNode(element e, const std::string& path) {
   object node;
   if (e.get(node) != simdjson::SUCCESS) return WrongType(path, "an object", e);
   WireNode out;
@@ -131,6 +130,7 @@ absl::StatusOr<WireNode> DecodeNode(element e, size_t i) {
   };
   const Field fields[] = {
       {&*annotations, kGpuInventory, ".metadata.annotations", &out.inventory.inventory_annotation},
+      {&*annotations, kGpuTopology, ".metadata.annotations", &out.inventory.topology_annotation},
       {&*labels, kGfdCountLabel, ".metadata.labels", &out.inventory.gfd_count},
       {&*labels, kGfdProductLabel, ".metadata.labels", &out.inventory.gfd_product},
       {&*labels, kGfdMemoryLabel, ".metadata.labels", &out.inventory.gfd_memory},
@@ -210,6 +210,14 @@ absl::StatusOr<std::vector<NodeVictims>> DecodeVictims(element e, std::string_vi
 
 }  // namespace
 
+absl::StatusOr<WirePod> DecodePodObject(simdjson::dom::element pod, std::string_view path) {
+  return DecodePod(pod, path);
+}
+
+absl::StatusOr<WireNode> DecodeNodeObject(simdjson::dom::element node, std::string_view path) {
+  return DecodeNode(node, std::string(path));
+}
+
 absl::StatusOr<ExtenderBindingArgs> DecodeBindingArgs(std::string_view body, simdjson::dom::parser& parser) {
   absl::StatusOr<object> obj = ParseObject(body, parser, "ExtenderBindingArgs");
   if (!obj.ok()) return obj.status();
@@ -272,7 +280,7 @@ absl::StatusOr<ExtenderArgs> DecodeExtenderArgs(std::string_view body, simdjson:
       out.nodes->reserve(array.size());
       size_t i = 0;
       for (element item : array) {
-        absl::StatusOr<WireNode> node = DecodeNode(item, i++);
+        absl::StatusOr<WireNode> node = DecodeNode(item, absl::StrCat("Nodes.items[", i++, "]"));
         if (!node.ok()) return node.status();
         out.nodes->push_back(std::move(*node));
       }

@@ -71,6 +71,11 @@ struct ExtenderPreemptionArgs {
 /// \param parser reused between calls (its buffers grow to the largest body).
 absl::StatusOr<ExtenderArgs> DecodeExtenderArgs(std::string_view body, simdjson::dom::parser& parser);
 
+/// Decodes one v1.Pod or v1.Node object (from the wire or the API server);
+/// `path` prefixes error messages ("Pods.items[3]"). Views point into `pod`/`node`.
+absl::StatusOr<WirePod> DecodePodObject(simdjson::dom::element pod, std::string_view path);
+absl::StatusOr<WireNode> DecodeNodeObject(simdjson::dom::element node, std::string_view path);
+
 /// Decodes a bind request; every field is required and must be a non-empty string.
 absl::StatusOr<ExtenderBindingArgs> DecodeBindingArgs(std::string_view body, simdjson::dom::parser& parser);
 

@@ -1,5 +1,6 @@
 #include "k8s/gpu_assignment.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -181,6 +182,21 @@ std::string FormatGpuAssignment(const GpuAssignment& assignment) {
     out += '}';
   }
   out += "]}";
+  return out;
+}
+
+std::string FormatVisibleDevices(const GpuAssignment& assignment) {
+  const bool all_uuids = std::all_of(assignment.gpus.begin(), assignment.gpus.end(),
+                                     [](const GpuShare& s) { return !s.uuid.empty(); });
+  std::string out;
+  for (const GpuShare& s : assignment.gpus) {
+    if (!out.empty()) out.push_back(',');
+    if (all_uuids) {
+      out.append(s.uuid);
+    } else {
+      absl::StrAppend(&out, s.index);
+    }
+  }
   return out;
 }
 

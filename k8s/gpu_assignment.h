@@ -26,4 +26,9 @@ absl::StatusOr<GpuAssignment> ParseGpuAssignment(std::string_view json);
 /// Strings must be valid UTF-8; the output is not validated.
 std::string FormatGpuAssignment(const GpuAssignment& assignment);
 
+/// The `tessera.io/visible-devices` value of an assignment: the GPUs' UUIDs,
+/// comma-separated, in assignment order; if any GPU's UUID is unknown, the
+/// indices instead (NVIDIA_VISIBLE_DEVICES accepts either, not a mix).
+std::string FormatVisibleDevices(const GpuAssignment& assignment);
+
 }  // namespace tessera::k8s

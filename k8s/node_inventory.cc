@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "k8s/annotations.h"
+#include "k8s/gpu_topology.h"
 #include "k8s/internal/errors.h"
 #include "k8s/internal/json.h"
 #include "k8s/quantity_parse.h"
@@ -124,7 +125,8 @@ absl::StatusOr<NodeInventory> ParseAnnotation(std::string_view json) {
     return absl::InvalidArgumentError(
         absl::StrCat(AnnotationPrefix(), "lists ", n, " GPUs, more than ", kMaxGpusPerNode, " per node"));
   }
-  NodeInventory inventory{InventorySource::kAnnotation, {}};
+  NodeInventory inventory;
+  inventory.source = InventorySource::kAnnotation;
   inventory.gpus.reserve(n);
   std::array<int, kMaxGpuIndex + 1> seen;
   seen.fill(-1);
@@ -176,7 +178,8 @@ absl::StatusOr<NodeInventory> ParseFeatureDiscovery(const NodeInventoryFields& f
   }
   if (!errors.empty()) return errors.ToStatus();
 
-  NodeInventory inventory{InventorySource::kFeatureDiscovery, {}};
+  NodeInventory inventory;
+  inventory.source = InventorySource::kFeatureDiscovery;
   inventory.gpus.resize(static_cast<size_t>(*count));
   for (int32_t i = 0; i < static_cast<int32_t>(*count); ++i) {
     GpuDevice& gpu = inventory.gpus[static_cast<size_t>(i)];
@@ -191,19 +194,81 @@ absl::StatusOr<NodeInventory> ParseFeatureDiscovery(const NodeInventoryFields& f
 absl::StatusOr<NodeInventory> ParseAllocatable(std::string_view value) {
   absl::StatusOr<int64_t> count = ParseGpuCount("allocatable", kGpuResource, value);
   if (!count.ok()) return count.status();
-  NodeInventory inventory{InventorySource::kAllocatable, {}};
+  NodeInventory inventory;
+  inventory.source = InventorySource::kAllocatable;
   inventory.gpus.resize(static_cast<size_t>(*count));
   for (int32_t i = 0; i < static_cast<int32_t>(*count); ++i) inventory.gpus[static_cast<size_t>(i)].index = i;
   return inventory;
 }
 
-}  // namespace
-
-absl::StatusOr<NodeInventory> ParseNodeInventory(const NodeInventoryFields& fields) {
+absl::StatusOr<NodeInventory> ParseInventorySource(const NodeInventoryFields& fields) {
   if (fields.inventory_annotation) return ParseAnnotation(*fields.inventory_annotation);
   if (fields.gfd_count || fields.gfd_product || fields.gfd_memory) return ParseFeatureDiscovery(fields);
   if (fields.allocatable_gpus) return ParseAllocatable(*fields.allocatable_gpus);
   return NodeInventory{};
+}
+
+// Whether `topology` describes the GPUs of `inventory`. Annotation indices
+// are nvidia-smi's, so any subset of the matrix is fine; labels and
+// allocatable only count GPUs (numbered 0..n-1 here), so they must count the
+// matrix's GPUs exactly, or a missing GPU would shift the others' links.
+absl::Status CheckCovers(const GpuTopology& topology, const NodeInventory& inventory) {
+  const int32_t n = topology.gpu_count();
+  if (inventory.source == InventorySource::kFeatureDiscovery || inventory.source == InventorySource::kAllocatable) {
+    if (inventory.gpus.size() != static_cast<size_t>(n)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "annotation ", Absl(kGpuTopology), ": describes ", n, " GPUs but the node has ", inventory.gpus.size(),
+          inventory.source == InventorySource::kAllocatable ? " (allocatable)" : " (GPU Feature Discovery labels)",
+          "; which GPU is missing is unknown"));
+    }
+    return absl::OkStatus();
+  }
+  for (const GpuDevice& gpu : inventory.gpus) {
+    if (gpu.index >= n) {
+      return absl::InvalidArgumentError(absl::StrCat("annotation ", Absl(kGpuTopology), ": describes GPUs 0..", n - 1,
+                                                     " but the inventory lists GPU ", gpu.index));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The model DefaultLinkBandwidths goes by: the first GPU's that has one.
+std::string_view FirstModel(const std::vector<GpuDevice>& gpus) {
+  for (const GpuDevice& gpu : gpus) {
+    if (!gpu.model.empty()) return gpu.model;
+  }
+  return {};
+}
+
+void AttachTopology(std::string_view annotation, const NodeInventory* previous, NodeInventory& inventory) {
+  std::shared_ptr<const GpuTopology> topology;
+  // Same text, same GPU model (hence the same default bandwidths): the same
+  // topology. This runs for every node of every full-Node request.
+  if (previous != nullptr && previous->topology != nullptr && previous->topology->source() == annotation &&
+      FirstModel(previous->gpus) == FirstModel(inventory.gpus)) {
+    topology = previous->topology;
+  } else {
+    absl::StatusOr<std::shared_ptr<const GpuTopology>> parsed =
+        ParseGpuTopology(annotation, DefaultLinkBandwidths(inventory.gpus));
+    if (!parsed.ok()) {
+      inventory.topology_error = parsed.status();
+      return;
+    }
+    topology = *std::move(parsed);
+  }
+  if (absl::Status covers = CheckCovers(*topology, inventory); !covers.ok()) {
+    inventory.topology_error = std::move(covers);
+    return;
+  }
+  inventory.topology = std::move(topology);
+}
+
+}  // namespace
+
+absl::StatusOr<NodeInventory> ParseNodeInventory(const NodeInventoryFields& fields, const NodeInventory* previous) {
+  absl::StatusOr<NodeInventory> inventory = ParseInventorySource(fields);
+  if (inventory.ok() && fields.topology_annotation) AttachTopology(*fields.topology_annotation, previous, *inventory);
+  return inventory;
 }
 
 }  // namespace tessera::k8s

@@ -19,6 +19,7 @@ struct NodeInventoryFields {
   std::optional<std::string_view> gfd_product{};           ///< label nvidia.com/gpu.product
   std::optional<std::string_view> gfd_memory{};            ///< label nvidia.com/gpu.memory (MiB)
   std::optional<std::string_view> allocatable_gpus{};      ///< status.allocatable["nvidia.com/gpu"]
+  std::optional<std::string_view> topology_annotation{};   ///< tessera.io/gpu-topology (k8s/gpu_topology.h)
 };
 
 /// The first source present wins; a malformed source is an InvalidArgument
@@ -38,6 +39,18 @@ struct NodeInventoryFields {
 ///
 /// A present source with a count of 0 is an empty inventory of that source.
 /// More than 64 GPUs on one node is an error.
-absl::StatusOr<NodeInventory> ParseNodeInventory(const NodeInventoryFields& fields);
+///
+/// The topology annotation, when present, fills `topology`. A bad one does not
+/// fail the inventory: the node keeps its GPUs, without a topology, and
+/// `topology_error` says why. So does a topology that does not cover the
+/// inventory (a GPU index past its matrix, or a label/allocatable count that
+/// differs from its GPU count: which GPU is missing is then unknown).
+///
+/// \param previous the node's inventory as parsed before (the cluster
+///   snapshot's), or null. When its topology came from the same annotation
+///   text and GPU models, that immutable object is shared instead of parsing
+///   the text again: a request's full Node objects then cost no topology work.
+absl::StatusOr<NodeInventory> ParseNodeInventory(const NodeInventoryFields& fields,
+                                                 const NodeInventory* previous = nullptr);
 
 }  // namespace tessera::k8s

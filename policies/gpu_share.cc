@@ -127,6 +127,55 @@ const GpuDevice* FindGpu(absl::Span<const GpuDevice> gpus, int32_t index) {
 
 MilliGpu GuaranteedOf(const PodGpuRequest& r) { return r.whole_gpu ? kOneGpu : r.guaranteed; }
 
+// A GPU the pod fits on now, with what the GPU choice orders GPUs by.
+struct Candidate {
+  int32_t index;
+  bool burst_room;
+  int64_t free_milli_after;
+  int64_t free_mib_after;
+};
+
+absl::InlinedVector<Candidate, 16> FittingGpus(const GpuShareArgs& args, const PodGpuRequest& r,
+                                               const NodeView& node) {
+  absl::InlinedVector<Candidate, 16> candidates;
+  const bool bursts = !r.whole_gpu && r.limit > r.guaranteed;
+  for (const GpuDevice& g : node.gpus) {
+    const GpuUsage u = node.UsageOf(g.index);
+    if (FitNow(args, r, g, u) != GpuFit::kFits) continue;
+    const MilliGpu after = u.guaranteed + GuaranteedOf(r);
+    candidates.push_back(Candidate{
+        .index = g.index,
+        .burst_room = bursts && (u.limit + r.limit) <= kOneGpu,
+        .free_milli_after = (kOneGpu - after).value(),
+        .free_mib_after = (UsableMemory(args, g) - u.memory - r.memory).value(),
+    });
+  }
+  return candidates;
+}
+
+// The GPU choice's order (step 3 of the file comment): "less" is better.
+struct Preference {
+  explicit Preference(const GpuShareArgs& args) : pack(args.gpu_strategy == PlacementStrategy::kBinpack) {}
+
+  // Equal up to the last resort, the index: one tier of RankGpus.
+  [[nodiscard]] bool SameTier(const Candidate& a, const Candidate& b) const {
+    return a.burst_room == b.burst_room && a.free_milli_after == b.free_milli_after &&
+           a.free_mib_after == b.free_mib_after;
+  }
+  bool operator()(const Candidate& a, const Candidate& b) const {
+    if (a.burst_room != b.burst_room) return a.burst_room;
+    if (a.free_milli_after != b.free_milli_after) {
+      return pack ? a.free_milli_after < b.free_milli_after : a.free_milli_after > b.free_milli_after;
+    }
+    if (a.free_mib_after != b.free_mib_after) {
+      return pack ? a.free_mib_after < b.free_mib_after : a.free_mib_after > b.free_mib_after;
+    }
+    return a.index < b.index;
+  }
+
+  bool pack;
+};
+
 }  // namespace
 
 bool GpuModelMatches(std::string_view pattern, std::string_view model) {
@@ -228,42 +277,26 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
 
 std::optional<GpuChoice> GpuSharePlugin::ChooseGpus(const PodGpuRequest& r, const NodeView& node) const {
   if (!node.inventory_ok()) return std::nullopt;
-  struct Candidate {
-    int32_t index;
-    bool burst_room;
-    int64_t free_milli_after;
-    int64_t free_mib_after;
-  };
-  absl::InlinedVector<Candidate, 16> candidates;
-  const bool bursts = !r.whole_gpu && r.limit > r.guaranteed;
-  for (const GpuDevice& g : node.gpus) {
-    const GpuUsage u = node.UsageOf(g.index);
-    if (FitNow(args_, r, g, u) != GpuFit::kFits) continue;
-    const MilliGpu after = u.guaranteed + GuaranteedOf(r);
-    candidates.push_back(Candidate{
-        .index = g.index,
-        .burst_room = bursts && (u.limit + r.limit) <= kOneGpu,
-        .free_milli_after = (kOneGpu - after).value(),
-        .free_mib_after = (UsableMemory(args_, g) - u.memory - r.memory).value(),
-    });
-  }
+  absl::InlinedVector<Candidate, 16> candidates = FittingGpus(args_, r, node);
   if (candidates.size() < static_cast<size_t>(r.count)) return std::nullopt;
-
-  const bool pack = args_.gpu_strategy == PlacementStrategy::kBinpack;
-  auto better = [pack](const Candidate& a, const Candidate& b) {
-    if (a.burst_room != b.burst_room) return a.burst_room;
-    if (a.free_milli_after != b.free_milli_after) {
-      return pack ? a.free_milli_after < b.free_milli_after : a.free_milli_after > b.free_milli_after;
-    }
-    if (a.free_mib_after != b.free_mib_after) {
-      return pack ? a.free_mib_after < b.free_mib_after : a.free_mib_after > b.free_mib_after;
-    }
-    return a.index < b.index;
-  };
-  std::partial_sort(candidates.begin(), candidates.begin() + r.count, candidates.end(), better);
+  std::partial_sort(candidates.begin(), candidates.begin() + r.count, candidates.end(), Preference{args_});
   GpuChoice choice;
   for (int32_t i = 0; i < r.count; ++i) choice.gpu_indices.push_back(candidates[i].index);
   return choice;
+}
+
+std::optional<RankedGpus> GpuSharePlugin::RankGpus(const PodGpuRequest& r, const NodeView& node) const {
+  std::optional<RankedGpus> ranked(std::in_place);  // one object, returned in place
+  if (!node.inventory_ok()) return ranked;
+  absl::InlinedVector<Candidate, 16> candidates = FittingGpus(args_, r, node);
+  const Preference better{args_};
+  std::sort(candidates.begin(), candidates.end(), better);
+  int32_t tier = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (i > 0 && !better.SameTier(candidates[i - 1], candidates[i])) ++tier;
+    ranked->push_back(RankedGpu{.index = candidates[i].index, .tier = tier});
+  }
+  return ranked;
 }
 
 int64_t GpuSharePlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) const {

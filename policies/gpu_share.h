@@ -20,7 +20,9 @@
 //            used GPUs before opening idle ones, which keeps whole GPUs free);
 //            spread: most free compute left;
 //        (c) the same for memory; (d) lower device index;
-//      and take the first `count`.
+//      and take the first `count`. With a GPU set plugin in the profile
+//      (nvlink-topology), this order is its ranking (RankGpus) and the set
+//      plugin picks the `count` GPUs among all that fit.
 //   4. Score: the node's guaranteed-compute utilisation after placement, in
 //      per-mille (binpack) or its complement (spread), normalised min-max over
 //      the candidates to 0..100 so the best node gets the full score.
@@ -73,13 +75,16 @@ class GpuSharePlugin final : public FilterPlugin, public GpuChooserPlugin, publi
   [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const override;
   [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
                                                     const NodeView& node) const override;
+  /// The GPUs that fit now in the order of step 3, one tier per equal (a)-(c).
+  [[nodiscard]] std::optional<RankedGpus> RankGpus(const PodGpuRequest& request,
+                                                   const NodeView& node) const override;
   [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
                               const GpuChoice& choice) const override;
   void NormalizeScores(absl::Span<int64_t> scores) const override;
 
   /// What the pod would hold on each chosen GPU (for the assignment annotation).
   [[nodiscard]] std::vector<GpuShare> SharesFor(const PodGpuRequest& request, const NodeView& node,
-                                                const GpuChoice& choice) const;
+                                                const GpuChoice& choice) const override;
 
   [[nodiscard]] const GpuShareArgs& args() const { return args_; }
 

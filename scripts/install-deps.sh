@@ -7,6 +7,7 @@ packages=(
   g++ cmake make pkg-config curl
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libabsl-dev libsimdjson-dev libssl-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  prometheus
 )
 
 missing=()

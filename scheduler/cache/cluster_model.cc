@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/model/absl_compat.h"
+#include "scheduler/model/gpu_topology.h"
 
 namespace tessera {
 
@@ -17,9 +18,34 @@ void ClusterModel::UpsertNode(std::string name, NodeInventory inventory, absl::S
   if (inserted) node_set_changed_ = true;
   NodeEntry& e = it->second;
   e.known = true;
+  inventory.topology = InternTopology(std::move(inventory.topology));
   e.inventory = std::move(inventory);
   e.inventory_error = std::move(inventory_error);
   MarkDirty(name);
+}
+
+std::shared_ptr<const GpuTopology> ClusterModel::InternTopology(std::shared_ptr<const GpuTopology> topology) {
+  if (topology == nullptr || topology->source().empty()) return topology;
+  auto [it, inserted] = topologies_.try_emplace(topology->source());
+  if (!inserted) {
+    if (std::shared_ptr<const GpuTopology> known = it->second.lock()) {
+      // The same text on GPUs of another generation has other bandwidths.
+      return known->bandwidths() == topology->bandwidths() ? known : topology;
+    }
+  }
+  it->second = topology;
+  // Now and then forget the texts no node uses any more (amortised O(1)).
+  if (topologies_.size() > 2 * topologies_after_sweep_ + 16) {
+    for (auto t = topologies_.begin(); t != topologies_.end();) {
+      if (t->second.expired()) {
+        topologies_.erase(t++);
+      } else {
+        ++t;
+      }
+    }
+    topologies_after_sweep_ = topologies_.size();
+  }
+  return topology;
 }
 
 void ClusterModel::RemoveNode(std::string_view name) {
@@ -30,20 +56,41 @@ void ClusterModel::RemoveNode(std::string_view name) {
   it->second.inventory = {};
   it->second.inventory_error = absl::OkStatus();
   // Pods bound there still hold their GPUs until they are removed themselves.
-  if (it->second.pods.empty()) nodes_.erase(it);
+  EraseIfEmpty(it);
   node_set_changed_ = true;
   MarkDirty(std::string(name));
 }
 
+void ClusterModel::EraseIfEmpty(absl::btree_map<std::string, NodeEntry>::iterator it) {
+  if (it->second.known || !it->second.pods.empty() || !it->second.reserved.empty()) return;
+  nodes_.erase(it);
+  node_set_changed_ = true;
+}
+
+void ClusterModel::DropReservation(std::string_view uid) {
+  auto r = reservations_.find(Absl(uid));
+  if (r == reservations_.end()) return;
+  const std::string node = std::move(r->second.node);
+  reservations_.erase(r);
+  if (auto n = nodes_.find(node); n != nodes_.end()) {
+    n->second.reserved.erase(Absl(uid));
+    EraseIfEmpty(n);
+  }
+  MarkDirty(node);
+}
+
 void ClusterModel::UpsertPod(PodHolding pod) {
   absl::MutexLock lock(&mu_);
+  // The pod as the API server records it supersedes a bind in flight for it.
+  DropReservation(pod.uid);
+  pod.in_flight = false;
   const std::string uid = pod.uid;
   const std::string node = pod.assignment.node;
   if (auto old = node_of_pod_.find(uid); old != node_of_pod_.end() && old->second != node) {
     auto n = nodes_.find(old->second);
     if (n != nodes_.end()) {
       n->second.pods.erase(uid);
-      if (!n->second.known && n->second.pods.empty()) { nodes_.erase(n); node_set_changed_ = true; }
+      EraseIfEmpty(n);
     }
     MarkDirty(old->second);
   }
@@ -63,9 +110,73 @@ void ClusterModel::RemovePod(std::string_view uid) {
   auto n = nodes_.find(node);
   if (n != nodes_.end()) {
     n->second.pods.erase(Absl(uid));
-    if (!n->second.known && n->second.pods.empty()) { nodes_.erase(n); node_set_changed_ = true; }
+    EraseIfEmpty(n);
   }
   MarkDirty(node);
+}
+
+void ClusterModel::Reserve(PodHolding pod, absl::Time expires_at) {
+  absl::MutexLock lock(&mu_);
+  DropReservation(pod.uid);
+  pod.in_flight = true;
+  std::string uid = pod.uid;
+  std::string node = pod.assignment.node;
+  auto [it, inserted] = nodes_.try_emplace(node);
+  if (inserted) node_set_changed_ = true;
+  it->second.reserved.insert_or_assign(uid, std::move(pod));
+  MarkDirty(node);
+  reservations_.insert_or_assign(std::move(uid), Reservation{std::move(node), expires_at});
+}
+
+bool ClusterModel::ReleaseReservation(std::string_view uid) {
+  absl::MutexLock lock(&mu_);
+  if (!reservations_.contains(Absl(uid))) return false;
+  DropReservation(uid);
+  return true;
+}
+
+std::vector<PodHolding> ClusterModel::ExpireReservations(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> expired;
+  for (const auto& [uid, r] : reservations_) {
+    if (r.expires_at < now) expired.push_back(uid);
+  }
+  std::vector<PodHolding> out;
+  for (const std::string& uid : expired) {
+    const std::string& node = reservations_.at(uid).node;
+    if (auto n = nodes_.find(node); n != nodes_.end()) {
+      if (auto p = n->second.reserved.find(uid); p != n->second.reserved.end()) out.push_back(p->second);
+    }
+    DropReservation(uid);
+  }
+  return out;
+}
+
+std::optional<PodHolding> ClusterModel::FindReservation(std::string_view uid) const {
+  absl::MutexLock lock(&mu_);
+  auto r = reservations_.find(Absl(uid));
+  if (r == reservations_.end()) return std::nullopt;
+  auto n = nodes_.find(r->second.node);
+  if (n == nodes_.end()) return std::nullopt;
+  auto p = n->second.reserved.find(Absl(uid));
+  if (p == n->second.reserved.end()) return std::nullopt;
+  return p->second;
+}
+
+std::optional<PodHolding> ClusterModel::FindPod(std::string_view uid) const {
+  absl::MutexLock lock(&mu_);
+  auto where = node_of_pod_.find(Absl(uid));
+  if (where == node_of_pod_.end()) return std::nullopt;
+  auto n = nodes_.find(where->second);
+  if (n == nodes_.end()) return std::nullopt;
+  auto p = n->second.pods.find(Absl(uid));
+  if (p == n->second.pods.end()) return std::nullopt;
+  return p->second;
+}
+
+size_t ClusterModel::reservation_count() const {
+  absl::MutexLock lock(&mu_);
+  return reservations_.size();
 }
 
 std::shared_ptr<const NodeState> ClusterModel::Build(const std::string& name, const NodeEntry& e) {
@@ -73,14 +184,26 @@ std::shared_ptr<const NodeState> ClusterModel::Build(const std::string& name, co
   s->name = name;
   s->inventory_error = e.inventory_error;
   if (e.inventory_error.ok()) s->inventory = e.inventory;
+  // A topology that could not be used leaves the node without one; say why.
+  if (!s->inventory.topology_error.ok()) s->problems.emplace_back(s->inventory.topology_error.message());
+  // Confirmed holdings and binds in flight count alike; a uid is in at most
+  // one of the two maps (UpsertPod drops the reservation it confirms).
+  std::vector<const PodHolding*> holders;
+  holders.reserve(e.pods.size() + e.reserved.size());
+  for (const auto& [uid, pod] : e.pods) holders.push_back(&pod);
+  for (const auto& [uid, pod] : e.reserved) holders.push_back(&pod);
+  std::sort(holders.begin(), holders.end(), [](const PodHolding* a, const PodHolding* b) { return a->uid < b->uid; });
   int32_t max_index = -1;
   for (const GpuDevice& g : s->inventory.gpus) max_index = std::max(max_index, g.index);
-  for (const auto& [uid, pod] : e.pods) {
-    for (const GpuShare& share : pod.assignment.gpus) max_index = std::max(max_index, share.index);
+  for (const PodHolding* pod : holders) {
+    for (const GpuShare& share : pod->assignment.gpus) max_index = std::max(max_index, share.index);
   }
   s->usage.resize(static_cast<size_t>(max_index + 1));
-  for (const auto& [uid, pod] : e.pods) {
+  s->pods.reserve(holders.size());
+  for (const PodHolding* holder : holders) {
+    const PodHolding& pod = *holder;
     s->pods.push_back(pod);
+    CountPodShape(pod.assignment.gpus, s->pod_shapes);
     for (const GpuShare& share : pod.assignment.gpus) {
       if (share.index < 0) continue;
       s->usage[static_cast<size_t>(share.index)].Add(share);
@@ -92,6 +215,15 @@ std::shared_ptr<const NodeState> ClusterModel::Build(const std::string& name, co
       }
     }
   }
+  for (const PodHolding* pod : holders) {
+    if (pod->bound_at == absl::InfinitePast()) continue;
+    for (const GpuShare& share : pod->assignment.gpus) {
+      s->bindings.push_back(GpuBinding{.bound_at = pod->bound_at, .index = share.index, .guaranteed = share.guaranteed,
+                                       .limit = share.limit, .memory = share.memory});
+    }
+  }
+  std::stable_sort(s->bindings.begin(), s->bindings.end(),
+                   [](const GpuBinding& a, const GpuBinding& b) { return a.bound_at > b.bound_at; });
   for (const GpuDevice& g : s->inventory.gpus) {
     const GpuUsage& u = s->usage[static_cast<size_t>(g.index)];
     if (u.guaranteed > kOneGpu) {
@@ -106,39 +238,114 @@ std::shared_ptr<const NodeState> ClusterModel::Build(const std::string& name, co
   return s;
 }
 
+// The flat view plugins read; points into `state`, which the snapshot keeps alive.
+static NodeView ViewOf(const NodeState& state) {
+  NodeView view{.name = state.name,
+                .gpus = state.inventory.gpus,
+                .inventory_error = state.inventory_error.ok() ? nullptr : &state.inventory_error,
+                .usage = state.usage,
+                .bindings = state.bindings,
+                .pod_shapes = state.pod_shapes};
+  view.topology = state.inventory.topology.get();
+  view.topology_error = state.inventory.topology_error.ok() ? nullptr : &state.inventory.topology_error;
+  return view;
+}
+
 std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
   absl::MutexLock lock(&mu_);
+  // Nothing changed: the current snapshot is already the truth.
+  if (dirty_.empty() && telemetry_dirty_.empty() && !node_set_changed_ && current_->index_ != nullptr) {
+    return current_;
+  }
   auto next = std::make_shared<ClusterSnapshot>();
   next->generation_ = current_->generation_ + 1;
-  next->nodes_.reserve(nodes_.size());
-  next->views_.reserve(nodes_.size());
   const ClusterSnapshot& prev = *current_;
-  for (const auto& [name, entry] : nodes_) {
-    std::shared_ptr<const NodeState> state;
-    if (!dirty_.contains(name)) {
-      if (auto i = prev.FindNode(name)) state = prev.nodes_[*i];
+
+  if (!node_set_changed_ && prev.index_ != nullptr) {
+    // Same nodes in the same order (the common case: pods come and go): copy
+    // the previous arrays and rebuild only the nodes that changed, so a
+    // publish costs O(nodes) pointer copies plus O(changed) rebuilds, with
+    // no per-node name lookups.
+    next->nodes_ = prev.nodes_;
+    next->views_ = prev.views_;
+    next->index_ = prev.index_;
+    next->gpu_count_ = prev.gpu_count_;
+    next->inventory_errors_ = prev.inventory_errors_;
+    for (const std::string& name : dirty_) {
+      auto entry = nodes_.find(name);
+      auto at = prev.index_->find(name);
+      if (entry == nodes_.end() || at == prev.index_->end()) continue;  // cannot happen: the set is unchanged
+      const NodeIndex i = at->second;
+      const NodeState& old = *next->nodes_[i];
+      next->gpu_count_ -= old.inventory.gpus.size();
+      if (!old.inventory_error.ok()) --next->inventory_errors_;
+      std::shared_ptr<const NodeState> state = Build(name, entry->second);
+      next->gpu_count_ += state->inventory.gpus.size();
+      if (!state->inventory_error.ok()) ++next->inventory_errors_;
+      next->views_[i] = ViewOf(*state);
+      next->nodes_[i] = std::move(state);
     }
-    if (state == nullptr) state = Build(name, entry);
-    next->gpu_count_ += state->inventory.gpus.size();
-    if (!state->inventory_error.ok()) ++next->inventory_errors_;
-    next->views_.push_back(NodeView{.name = state->name,
-                                    .gpus = state->inventory.gpus,
-                                    .inventory_error = state->inventory_error.ok() ? nullptr : &state->inventory_error,
-                                    .usage = state->usage});
-    next->nodes_.push_back(std::move(state));
-  }
-  if (node_set_changed_ || prev.index_ == nullptr) {
+  } else {
+    next->nodes_.reserve(nodes_.size());
+    next->views_.reserve(nodes_.size());
+    for (const auto& [name, entry] : nodes_) {
+      std::shared_ptr<const NodeState> state;
+      if (!dirty_.contains(name)) {
+        if (auto i = prev.FindNode(name)) state = prev.nodes_[*i];
+      }
+      if (state == nullptr) state = Build(name, entry);
+      next->gpu_count_ += state->inventory.gpus.size();
+      if (!state->inventory_error.ok()) ++next->inventory_errors_;
+      next->views_.push_back(ViewOf(*state));
+      next->nodes_.push_back(std::move(state));
+    }
     auto index = std::make_shared<absl::flat_hash_map<std::string, NodeIndex>>();
     index->reserve(next->nodes_.size());
     for (NodeIndex i = 0; i < next->nodes_.size(); ++i) index->emplace(next->nodes_[i]->name, i);
     next->index_ = std::move(index);
-  } else {
-    next->index_ = prev.index_;  // same names in the same order
   }
+  AttachTelemetry(*next, prev);
   dirty_.clear();
   node_set_changed_ = false;
   current_ = std::move(next);
   return current_;
+}
+
+void ClusterModel::SetNodeTelemetry(std::string name, std::shared_ptr<const NodeTelemetry> telemetry) {
+  absl::MutexLock lock(&mu_);
+  if (telemetry == nullptr) {
+    if (telemetry_.erase(name) == 0) return;
+  } else {
+    telemetry_.insert_or_assign(name, std::move(telemetry));
+  }
+  telemetry_dirty_.insert(std::move(name));
+}
+
+void ClusterModel::AttachTelemetry(ClusterSnapshot& next, const ClusterSnapshot& prev) {
+  const size_t n = next.nodes_.size();
+  if (telemetry_.empty() && prev.telemetry_.empty()) {  // no source reports anything: views stay null
+    telemetry_dirty_.clear();
+    return;
+  }
+  auto attach = [&](NodeIndex i) {
+    auto it = telemetry_.find(next.nodes_[i]->name);
+    next.telemetry_[i] = it == telemetry_.end() ? nullptr : it->second;
+    next.views_[i].telemetry = next.telemetry_[i].get();
+  };
+  if (next.index_ == prev.index_ && prev.telemetry_.size() == n) {
+    // Same node order: keep the previous pointers, re-attach where the node
+    // was rebuilt (its view was made anew) or its telemetry changed.
+    next.telemetry_ = prev.telemetry_;
+    for (const auto* names : {&dirty_, &telemetry_dirty_}) {
+      for (const std::string& name : *names) {
+        if (auto i = next.FindNode(name)) attach(*i);
+      }
+    }
+  } else {
+    next.telemetry_.assign(n, nullptr);
+    for (NodeIndex i = 0; i < n; ++i) attach(i);
+  }
+  telemetry_dirty_.clear();
 }
 
 std::shared_ptr<const ClusterSnapshot> ClusterModel::Current() const {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -9,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "scheduler/cache/cluster_snapshot.h"
 
 namespace tessera {
@@ -32,6 +34,30 @@ class ClusterModel {
   void UpsertPod(PodHolding pod);
   void RemovePod(std::string_view uid);
 
+  /// Counts `pod`'s GPUs from now on, before the API server has recorded
+  /// them: a bind in flight. The reservation ends when the watch shows the
+  /// pod itself (UpsertPod with the same uid confirms it), at
+  /// ReleaseReservation (the bind failed, the pod is gone), or when
+  /// ExpireReservations finds it past `expires_at`. A second reservation for
+  /// the same uid replaces the first, so a pod never holds twice.
+  void Reserve(PodHolding pod, absl::Time expires_at);
+  /// \return whether `uid` had a reservation.
+  bool ReleaseReservation(std::string_view uid);
+  /// Drops reservations that expired before `now`; returns them.
+  std::vector<PodHolding> ExpireReservations(absl::Time now);
+  /// The reservation for `uid`, if any.
+  [[nodiscard]] std::optional<PodHolding> FindReservation(std::string_view uid) const;
+  /// The confirmed holding (from the watch) of `uid`, if any.
+  [[nodiscard]] std::optional<PodHolding> FindPod(std::string_view uid) const;
+  [[nodiscard]] size_t reservation_count() const;
+
+  /// Replaces the live GPU metrics of node `name`; null removes them. Kept
+  /// apart from the node's inventory and pods, so a refresh of every node
+  /// every few seconds swaps one pointer per node and copies no pod list.
+  /// Telemetry may name a node the model does not know (yet): it applies
+  /// from the publish at which the node appears.
+  void SetNodeTelemetry(std::string name, std::shared_ptr<const NodeTelemetry> telemetry);
+
   /// Publishes every change since the last publish as a new snapshot.
   std::shared_ptr<const ClusterSnapshot> Publish();
   /// The last published snapshot (never null; empty before the first publish).
@@ -43,15 +69,36 @@ class ClusterModel {
     NodeInventory inventory;
     absl::Status inventory_error;
     absl::btree_map<std::string, PodHolding> pods;  // by uid
+    absl::btree_map<std::string, PodHolding> reserved;  // binds in flight, by uid
+  };
+  struct Reservation {
+    std::string node;
+    absl::Time expires_at;
   };
 
+  void DropReservation(std::string_view uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EraseIfEmpty(absl::btree_map<std::string, NodeEntry>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   void MarkDirty(const std::string& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Points `next`'s views at the telemetry in force (only where it may have
+  // changed when `next` keeps `prev`'s node order).
+  void AttachTelemetry(ClusterSnapshot& next, const ClusterSnapshot& prev) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static std::shared_ptr<const NodeState> Build(const std::string& name, const NodeEntry& e);
+  // Nodes of one kind of machine publish the same topology annotation: they
+  // share one object (same text, same bandwidths), so a request over
+  // thousands of nodes reads a few topologies that stay in cache.
+  std::shared_ptr<const GpuTopology> InternTopology(std::shared_ptr<const GpuTopology> topology)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   absl::btree_map<std::string, NodeEntry> nodes_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::string> node_of_pod_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Reservation> reservations_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> dirty_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<const NodeTelemetry>> telemetry_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> telemetry_dirty_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::weak_ptr<const GpuTopology>> topologies_ ABSL_GUARDED_BY(mu_);  // by source
+  size_t topologies_after_sweep_ ABSL_GUARDED_BY(mu_) = 0;
   bool node_set_changed_ ABSL_GUARDED_BY(mu_) = true;
   std::shared_ptr<const ClusterSnapshot> current_ ABSL_GUARDED_BY(mu_);
 };

@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "scheduler/framework/node_view.h"
 #include "scheduler/model/gpu.h"
 
@@ -29,6 +30,12 @@ struct PodHolding {
   std::string uid;        ///< Identity; the pod's metadata.uid.
   std::string pod_key;    ///< "namespace/name", for messages.
   GpuAssignment assignment;
+  /// A bind in flight: reserved by Tessera, not yet seen bound through the watch.
+  bool in_flight = false;
+  /// When the pod was bound to its node (InfinitePast: unknown). Lets the
+  /// load-aware plugin estimate the load of pods that live GPU metrics
+  /// sampled before the bind cannot show yet.
+  absl::Time bound_at = absl::InfinitePast();
   bool operator==(const PodHolding&) const = default;
 };
 
@@ -40,6 +47,8 @@ struct NodeState {
   std::vector<GpuUsage> usage;      ///< By GPU index; sized to cover every index pods hold.
   std::vector<PodHolding> pods;     ///< Pods holding GPUs here, sorted by uid.
   std::vector<std::string> problems;///< Inconsistencies found (overcommitted GPU, unknown GPU index).
+  std::vector<GpuBinding> bindings; ///< Shares of pods with a known bind time, newest first.
+  std::vector<GpuPodShape> pod_shapes; ///< The pods above by shape, in order of first appearance.
 };
 
 class ClusterSnapshot {
@@ -66,6 +75,9 @@ class ClusterSnapshot {
 
   std::vector<std::shared_ptr<const NodeState>> nodes_;  // sorted by name
   std::vector<NodeView> views_;                          // views_[i] points into *nodes_[i]
+  // Live GPU metrics by node index, apart from nodes_ so that a telemetry
+  // refresh swaps pointers instead of copying nodes; empty when no node has any.
+  std::vector<std::shared_ptr<const NodeTelemetry>> telemetry_;
   std::shared_ptr<const absl::flat_hash_map<std::string, NodeIndex>> index_;
   size_t gpu_count_ = 0;
   size_t inventory_errors_ = 0;

@@ -1,5 +1,7 @@
 #include "scheduler/common/log.h"
 
+#include <atomic>
+
 #include <cstdio>
 #include <string>
 
@@ -8,7 +10,14 @@
 
 namespace tessera {
 
+namespace {
+std::atomic<int> min_level{static_cast<int>(LogLevel::kInfo)};
+}  // namespace
+
+void SetMinLogLevel(LogLevel level) { min_level.store(static_cast<int>(level), std::memory_order_relaxed); }
+
 void Log(LogLevel level, std::string_view message) {
+  if (static_cast<int>(level) < min_level.load(std::memory_order_relaxed)) return;
   const char tag = level == LogLevel::kInfo ? 'I' : level == LogLevel::kWarning ? 'W' : 'E';
   std::string line = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
   line.push_back(' ');

@@ -9,8 +9,12 @@ namespace tessera {
 
 enum class LogLevel { kInfo, kWarning, kError };
 
-/// Writes `2026-11-21T22:57:00.123Z W message` as one line.
+/// Writes `2026-11-21T22:57:00.123Z W message` as one line, unless `level`
+/// is below the minimum.
 void Log(LogLevel level, std::string_view message);
+
+/// Lines below `level` are dropped (default kInfo: everything is written).
+void SetMinLogLevel(LogLevel level);
 
 inline void LogInfo(std::string_view m) { Log(LogLevel::kInfo, m); }
 inline void LogWarning(std::string_view m) { Log(LogLevel::kWarning, m); }

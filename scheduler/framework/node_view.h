@@ -5,10 +5,24 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "scheduler/model/gpu.h"
+#include "scheduler/model/host_resources.h"
+#include "scheduler/model/telemetry.h"
 
 namespace tessera {
+
+/// One GPU share of a pod whose bind time is known. Measurements taken before
+/// `bound_at` cannot show the pod's load yet; a load-aware plugin estimates it.
+struct GpuBinding {
+  absl::Time bound_at;
+  int32_t index = 0;       ///< GPU index on the node.
+  MilliGpu guaranteed{0};
+  MilliGpu limit{0};
+  MemoryMiB memory{0};
+  bool operator==(const GpuBinding&) const = default;
+};
 
 /// One candidate node as one request sees it: its GPUs (from the request's
 /// Node object or from the cluster snapshot) joined with what pods hold on
@@ -22,6 +36,21 @@ struct NodeView {
   absl::Span<const GpuDevice> gpus;              ///< Sorted by index; empty when unknown or unreadable.
   const absl::Status* inventory_error = nullptr; ///< Null when the inventory is fine; else why it is unreadable.
   absl::Span<const GpuUsage> usage;              ///< Indexed by GPU index; indices past the end are idle.
+  /// Measured GPU load (scheduler/model/telemetry.h); null when no source reports the node.
+  const NodeTelemetry* telemetry = nullptr;
+  /// Shares of the pods here whose bind time is known, newest first.
+  absl::Span<const GpuBinding> bindings = {};
+  /// Host CPU and memory; null when unknown (the extender: kube-scheduler
+  /// checks them itself), and then no plugin checks or weighs them.
+  const HostResources* host = nullptr;
+  /// The GPU pods on the node by shape (gpu-clustering keeps alike pods together).
+  absl::Span<const GpuPodShape> pod_shapes = {};
+  /// How the GPUs are linked, NVLink or PCIe (scheduler/model/gpu_topology.h);
+  /// null when unknown. One immutable object per node, shared, never copied.
+  const GpuTopology* topology = nullptr;
+  /// Why the node's `tessera.io/gpu-topology` annotation was not used; null
+  /// when it was, or when there is none.
+  const absl::Status* topology_error = nullptr;
 
   [[nodiscard]] bool inventory_ok() const { return inventory_error == nullptr; }
 
@@ -40,6 +69,7 @@ inline constexpr size_t kPrefetchDistance = 4;
 inline void PrefetchNode(const NodeView& node) {
   __builtin_prefetch(node.gpus.data());
   __builtin_prefetch(node.usage.data());
+  __builtin_prefetch(node.telemetry);  // null when unmeasured: a prefetch never faults
 }
 
 }  // namespace tessera

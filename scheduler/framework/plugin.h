@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
@@ -53,6 +54,16 @@ struct GpuChoice {
   bool operator==(const GpuChoice&) const = default;
 };
 
+/// A GPU that can take the pod now, in a GPU chooser's order of preference.
+struct RankedGpu {
+  int32_t index = 0;  ///< Device index.
+  /// Equal tiers: the chooser likes the GPUs equally, and only its last
+  /// resort (the lower index) orders them. Tiers never decrease down a list.
+  int32_t tier = 0;
+  bool operator==(const RankedGpu&) const = default;
+};
+using RankedGpus = absl::InlinedVector<RankedGpu, 16>;
+
 class Plugin {
  public:
   virtual ~Plugin() = default;
@@ -73,6 +84,46 @@ class GpuChooserPlugin : public virtual Plugin {
   /// \return nullopt when the pod does not fit on the node now.
   [[nodiscard]] virtual std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
                                                             const NodeView& node) const = 0;
+  /// What the pod holds on each GPU of `choice` (one share per index, same
+  /// order): what bind records in the pod's assignment annotation.
+  [[nodiscard]] virtual std::vector<GpuShare> SharesFor(const PodGpuRequest& request, const NodeView& node,
+                                                        const GpuChoice& choice) const = 0;
+  /// Every GPU of `node` that can take the pod now, the most preferred first,
+  /// for a GpuSetPlugin to choose among; ChooseGpus must be its first
+  /// `request.count`. The default, nullopt, means this chooser cannot rank:
+  /// its ChooseGpus then stands and no GpuSetPlugin is consulted.
+  [[nodiscard]] virtual std::optional<RankedGpus> RankGpus(const PodGpuRequest& request,
+                                                           const NodeView& node) const {
+    (void)request;
+    (void)node;
+    return std::nullopt;
+  }
+};
+
+/// Picks which of the GPUs the chooser ranked a pod gets, for a concern the
+/// chooser does not know (how the GPUs are linked). A profile has at most
+/// one; without one, the chooser's choice is final. The profile asks it on
+/// every node, so that filter, prioritize and bind see one and the same set.
+class GpuSetPlugin : public virtual Plugin {
+ public:
+  /// \param ranked what RankGpus returned; at least `request.count` GPUs.
+  /// \return `request.count` GPUs of `ranked`, or nullopt for no opinion (the
+  ///   chooser's first `count` then stand).
+  [[nodiscard]] virtual std::optional<GpuChoice> ChooseGpuSet(const PodGpuRequest& request, const NodeView& node,
+                                                              const RankedGpus& ranked) const = 0;
+  /// Whether FilterGpuSet can reject anything with these args. When false the
+  /// profile does not choose GPUs while filtering.
+  [[nodiscard]] virtual bool FiltersGpuSets() const { return false; }
+  /// Rejects the node when the set the pod would get there is not good enough.
+  /// Runs after every FilterPlugin passed. \param choice what the profile's
+  /// ChooseGpus gives on `node`.
+  [[nodiscard]] virtual FilterVerdict FilterGpuSet(const PodGpuRequest& request, const NodeView& node,
+                                                   const GpuChoice& choice) const {
+    (void)request;
+    (void)node;
+    (void)choice;
+    return FilterVerdict::Success();
+  }
 };
 
 /// Ranks nodes that passed filtering.

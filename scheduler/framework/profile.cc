@@ -7,11 +7,21 @@
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera {
+namespace {
+
+// The first `count` GPUs of a chooser's ranking: its own choice.
+GpuChoice FirstOf(const RankedGpus& ranked, size_t count) {
+  GpuChoice choice;
+  for (size_t i = 0; i < count; ++i) choice.gpu_indices.push_back(ranked[i].index);
+  return choice;
+}
+
+}  // namespace
 
 absl::StatusOr<std::shared_ptr<const Profile>> Profile::Create(std::vector<WeightedPlugin> plugins) {
   if (plugins.empty()) return absl::InvalidArgumentError("a profile needs at least one plugin");
   absl::flat_hash_set<std::string> seen;
-  int choosers = 0;
+  int choosers = 0, set_pickers = 0;
   for (const WeightedPlugin& p : plugins) {
     if (p.plugin == nullptr) return absl::InvalidArgumentError("a profile plugin is null");
     if (!seen.insert(std::string(p.plugin->Name())).second) {
@@ -22,10 +32,15 @@ absl::StatusOr<std::shared_ptr<const Profile>> Profile::Create(std::vector<Weigh
                                                      "\": weight must be 1..100, got ", p.weight));
     }
     if (dynamic_cast<const GpuChooserPlugin*>(p.plugin.get()) != nullptr) ++choosers;
+    if (dynamic_cast<const GpuSetPlugin*>(p.plugin.get()) != nullptr) ++set_pickers;
   }
   if (choosers != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a profile needs exactly one plugin that chooses GPUs (such as gpu-share); found ", choosers));
+  }
+  if (set_pickers > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a profile may have one plugin that picks the set of GPUs (such as nvlink-topology); found ", set_pickers));
   }
   return std::shared_ptr<const Profile>(new Profile(std::move(plugins)));
 }
@@ -35,6 +50,7 @@ Profile::Profile(std::vector<WeightedPlugin> plugins) : plugins_(std::move(plugi
     if (const auto* f = dynamic_cast<const FilterPlugin*>(p.plugin.get())) filters_.push_back(f);
     if (const auto* s = dynamic_cast<const ScorePlugin*>(p.plugin.get())) scorers_.push_back({s, p.weight});
     if (const auto* c = dynamic_cast<const GpuChooserPlugin*>(p.plugin.get())) chooser_ = c;
+    if (const auto* g = dynamic_cast<const GpuSetPlugin*>(p.plugin.get())) gpu_set_ = g;
   }
 }
 
@@ -43,11 +59,29 @@ FilterVerdict Profile::Filter(const PodGpuRequest& request, const NodeView& node
     FilterVerdict v = f->Filter(request, node);
     if (!v.ok()) return v;
   }
+  if (gpu_set_ != nullptr && gpu_set_->FiltersGpuSets()) {
+    // The filters passed, so the pod fits: judge the set it would get.
+    if (std::optional<GpuChoice> choice = ChooseGpus(request, node)) {
+      return gpu_set_->FilterGpuSet(request, node, *choice);
+    }
+  }
   return FilterVerdict::Success();
 }
 
 std::optional<GpuChoice> Profile::ChooseGpus(const PodGpuRequest& request, const NodeView& node) const {
-  return chooser_->ChooseGpus(request, node);
+  if (gpu_set_ == nullptr) return chooser_->ChooseGpus(request, node);
+  std::optional<RankedGpus> ranked = chooser_->RankGpus(request, node);
+  if (!ranked.has_value()) return chooser_->ChooseGpus(request, node);  // a chooser that cannot rank
+  const auto count = static_cast<size_t>(std::max(0, request.count));
+  if (ranked->size() < count) return std::nullopt;
+  std::optional<GpuChoice> set = gpu_set_->ChooseGpuSet(request, node, *ranked);
+  if (set.has_value() && set->gpu_indices.size() == count) return set;
+  return FirstOf(*ranked, count);  // no opinion: the chooser's own choice
+}
+
+std::vector<GpuShare> Profile::SharesFor(const PodGpuRequest& request, const NodeView& node,
+                                         const GpuChoice& choice) const {
+  return chooser_->SharesFor(request, node, choice);
 }
 
 std::vector<int64_t> Profile::Score(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
@@ -63,34 +97,48 @@ std::vector<int64_t> Profile::Score(const PodGpuRequest& request, absl::Span<con
   fitting.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     if (i + kPrefetchDistance < n) PrefetchNode(nodes[i + kPrefetchDistance]);
-    chosen[i] = chooser_->ChooseGpus(request, nodes[i]);
+    chosen[i] = ChooseGpus(request, nodes[i]);
     if (chosen[i].has_value()) fitting.push_back(i);
   }
 
-  std::vector<int64_t> weighted(n, 0);
-  int64_t total_weight = 0;
+  std::vector<int64_t> weighted(fitting.size(), 0);
   std::vector<int64_t> raw(fitting.size());
-  for (const WeightedScorer& s : scorers_) {
-    total_weight += s.weight;
+  for (size_t s = 0; s < scorers_.size(); ++s) {
     for (size_t k = 0; k < fitting.size(); ++k) {
       const size_t i = fitting[k];
-      raw[k] = s.plugin->Score(request, nodes[i], *chosen[i]);
+      raw[k] = RawScore(s, request, nodes[i], *chosen[i]);
     }
-    s.plugin->NormalizeScores(absl::MakeSpan(raw));
-    for (size_t k = 0; k < fitting.size(); ++k) {
-      const int64_t clamped = std::clamp<int64_t>(raw[k], 0, kMaxPluginScore);
-      weighted[fitting[k]] += clamped * s.weight;
-    }
+    AddWeighted(s, absl::MakeSpan(raw), absl::MakeSpan(weighted));
   }
 
   // Round once, at the wire: weighted mean in 0..100 scaled to 0..10.
   std::vector<int64_t> wire(n, 0);
+  const int64_t total_weight = this->total_weight();
   if (total_weight == 0) return wire;
   const int64_t denominator = total_weight * (kMaxPluginScore / kMaxWireScore);
-  for (size_t i = 0; i < n; ++i) {
-    wire[i] = (weighted[i] + denominator / 2) / denominator;
+  for (size_t k = 0; k < fitting.size(); ++k) {
+    wire[fitting[k]] = (weighted[k] + denominator / 2) / denominator;
   }
   return wire;
+}
+
+int64_t Profile::RawScore(size_t scorer, const PodGpuRequest& request, const NodeView& node,
+                          const GpuChoice& choice) const {
+  return scorers_[scorer].plugin->Score(request, node, choice);
+}
+
+void Profile::AddWeighted(size_t scorer, absl::Span<int64_t> raw, absl::Span<int64_t> totals) const {
+  const WeightedScorer& s = scorers_[scorer];
+  s.plugin->NormalizeScores(raw);
+  for (size_t k = 0; k < raw.size(); ++k) {
+    totals[k] += std::clamp<int64_t>(raw[k], 0, kMaxPluginScore) * s.weight;
+  }
+}
+
+int64_t Profile::total_weight() const {
+  int64_t total = 0;
+  for (const WeightedScorer& s : scorers_) total += s.weight;
+  return total;
 }
 
 std::vector<std::string> Profile::PluginNames() const {

@@ -25,20 +25,28 @@ struct WeightedPlugin {
 class Profile {
  public:
   /// Checks the combination: at least one plugin, exactly one GPU chooser,
-  /// no plugin twice.
+  /// at most one GPU set plugin, no plugin twice.
   static absl::StatusOr<std::shared_ptr<const Profile>> Create(std::vector<WeightedPlugin> plugins);
 
   /// Runs every filter plugin in order; the first rejection wins. (The GPU
   /// chooser's plugin is expected to filter on fit as well, so that the
-  /// rejection carries its precise reason.)
+  /// rejection carries its precise reason.) Then a GPU set plugin that
+  /// filters judges the set ChooseGpus gives.
   [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const;
 
   /// The GPUs the pod would get on `node`, or nullopt if it does not fit now.
   /// Choosers are deterministic, so this is how the choice prioritize scored
   /// is kept for bind: asked again on a node that has not changed since, it
   /// gives the same GPUs; on one that has, it gives the GPUs that fit now.
+  /// With a GPU set plugin, the chooser ranks the GPUs that fit and the set
+  /// plugin picks among them (the chooser's first ones when it has no opinion).
   [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
                                                     const NodeView& node) const;
+
+  /// What the pod would hold on each GPU of `choice` (the chooser decides:
+  /// a whole-GPU pod reserves the GPU's memory, a shared one its request).
+  [[nodiscard]] std::vector<GpuShare> SharesFor(const PodGpuRequest& request, const NodeView& node,
+                                                const GpuChoice& choice) const;
 
   /// Scores every node in 0..kMaxWireScore: for each node the chooser picks
   /// GPUs (a node where it finds none scores 0), every score plugin scores
@@ -50,6 +58,24 @@ class Profile {
 
   /// Names of the configured plugins, in order.
   [[nodiscard]] std::vector<std::string> PluginNames() const;
+
+  // Score() in stages, for a caller that keeps per-node results between
+  // pods (the placement simulator memoises raw scores per node and pod
+  // class): RawScore of every score plugin on every fitting node, then
+  // AddWeighted per plugin over the fitting nodes.
+
+  /// The number of score plugins, in profile order.
+  [[nodiscard]] size_t score_plugin_count() const { return scorers_.size(); }
+  /// Σ of the score plugins' weights.
+  [[nodiscard]] int64_t total_weight() const;
+  /// Score plugin `scorer`'s raw (not yet normalised) score of one node.
+  [[nodiscard]] int64_t RawScore(size_t scorer, const PodGpuRequest& request, const NodeView& node,
+                                 const GpuChoice& choice) const;
+  /// Normalises score plugin `scorer`'s raw scores of all fitting nodes in
+  /// place, then adds weight × score (clamped to 0..kMaxPluginScore) into
+  /// `totals`, node for node. Totals are at plugin resolution:
+  /// 0..kMaxPluginScore × total_weight().
+  void AddWeighted(size_t scorer, absl::Span<int64_t> raw, absl::Span<int64_t> totals) const;
 
  private:
   struct WeightedScorer {
@@ -63,6 +89,7 @@ class Profile {
   std::vector<const FilterPlugin*> filters_;
   std::vector<WeightedScorer> scorers_;
   const GpuChooserPlugin* chooser_ = nullptr;
+  const GpuSetPlugin* gpu_set_ = nullptr;  // optional
 };
 
 }  // namespace tessera

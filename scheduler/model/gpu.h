@@ -2,12 +2,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "scheduler/model/quantity.h"
 
 namespace tessera {
+
+class GpuTopology;  // scheduler/model/gpu_topology.h
 
 /// Where a node's GPU inventory came from, in order of precedence.
 enum class InventorySource {
@@ -33,6 +37,13 @@ struct GpuDevice {
 struct NodeInventory {
   InventorySource source = InventorySource::kNone;
   std::vector<GpuDevice> gpus;
+  /// How the GPUs are linked (`tessera.io/gpu-topology`); null when unknown.
+  /// Immutable and shared by every snapshot and request that sees the node
+  /// (so it compares by identity).
+  std::shared_ptr<const GpuTopology> topology{};
+  /// Why the node's topology annotation was not used (the node then has no
+  /// topology); OK when it was used or there is none.
+  absl::Status topology_error{};
 
   bool operator==(const NodeInventory&) const = default;
 };
@@ -75,5 +86,31 @@ struct GpuUsage {
   }
   bool operator==(const GpuUsage&) const = default;
 };
+
+/// How many pods of one shape hold GPUs on a node: a node summary for plugins
+/// that keep alike pods together (gpu-clustering).
+struct GpuPodShape {
+  int32_t gpus = 0;       ///< GPUs each pod holds.
+  bool whole_gpu = true;  ///< Each GPU held in full (1000 milli), or a share of it.
+  int32_t pods = 0;       ///< Pods of this shape on the node, ≥ 1.
+
+  [[nodiscard]] bool SameShape(const GpuPodShape& o) const { return gpus == o.gpus && whole_gpu == o.whole_gpu; }
+  bool operator==(const GpuPodShape&) const = default;
+};
+
+/// Counts one pod that holds `shares` into a node's `shapes` (a pod that
+/// holds no GPU has no shape). A pod holds whole GPUs when it holds all of each.
+inline void CountPodShape(const std::vector<GpuShare>& shares, std::vector<GpuPodShape>& shapes) {
+  if (shares.empty()) return;
+  GpuPodShape shape{.gpus = static_cast<int32_t>(shares.size()), .whole_gpu = true, .pods = 1};
+  for (const GpuShare& s : shares) shape.whole_gpu = shape.whole_gpu && s.guaranteed >= MilliGpu(1000);
+  for (GpuPodShape& known : shapes) {
+    if (known.SameShape(shape)) {
+      ++known.pods;
+      return;
+    }
+  }
+  shapes.push_back(shape);
+}
 
 }  // namespace tessera

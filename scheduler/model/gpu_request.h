@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/model/host_resources.h"
 #include "scheduler/model/quantity.h"
 
 namespace tessera {
@@ -22,6 +23,15 @@ struct PodGpuRequest {
   MemoryMiB memory_limit{0};         ///< Memory limit per GPU, ≥ memory (0: = memory).
   std::vector<std::string> models;          ///< Accepted models; empty = any.
   std::vector<std::string> excluded_models; ///< Refused models.
+  /// Host CPU and memory; zero (the extender's case: kube-scheduler checks
+  /// them itself) asks for nothing. The placement simulator sets them, and
+  /// `count` = 0 there for a pod that asks for no GPU at all.
+  HostRequest host;
+  /// Per-pod randomness for plugins that choose at random (random-score,
+  /// gpu-fit's random GPU choice): they hash it with the node, so a pod's
+  /// answers are reproducible. 0 when the caller has none. Plugins that do
+  /// not randomise ignore it.
+  uint64_t salt = 0;
 
   bool operator==(const PodGpuRequest&) const = default;
 };

@@ -35,6 +35,7 @@ class Quantity {
 struct MilliGpuTag {};
 struct MemoryMiBTag {};
 struct PerMilleTag {};
+struct MilliCpuTag {};
 
 /// A share of one GPU's compute: 1000 = one whole GPU, 250 = a quarter.
 using MilliGpu = Quantity<MilliGpuTag>;
@@ -42,6 +43,8 @@ using MilliGpu = Quantity<MilliGpuTag>;
 using MemoryMiB = Quantity<MemoryMiBTag>;
 /// A ratio in thousandths (utilisation, fractions of capacity).
 using PerMille = Quantity<PerMilleTag>;
+/// Host CPU in thousandths of a core, as Kubernetes counts it (1000 = one core).
+using MilliCpu = Quantity<MilliCpuTag>;
 
 inline constexpr MilliGpu kOneGpu{1000};
 

@@ -9,7 +9,11 @@ CandidateNodes::CandidateNodes(const k8s::ExtenderArgs& args, const ClusterSnaps
     inventories_.resize(nodes.size());
     inventory_errors_.resize(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) {
-      absl::StatusOr<NodeInventory> inv = k8s::ParseNodeInventory(nodes[i].inventory);
+      const std::optional<NodeIndex> known = snapshot.FindNode(nodes[i].name);
+      // The snapshot's parse of the same node lends its GPU topology when the
+      // annotation is unchanged: no per-request parse, one shared object.
+      const NodeInventory* previous = known ? &snapshot.node(*known).inventory : nullptr;
+      absl::StatusOr<NodeInventory> inv = k8s::ParseNodeInventory(nodes[i].inventory, previous);
       if (inv.ok()) {
         inventories_[i] = std::move(*inv);
       } else {
@@ -19,7 +23,14 @@ CandidateNodes::CandidateNodes(const k8s::ExtenderArgs& args, const ClusterSnaps
       v.name = nodes[i].name;
       v.gpus = inventories_[i].gpus;
       v.inventory_error = inventory_errors_[i].ok() ? nullptr : &inventory_errors_[i];
-      if (std::optional<NodeIndex> known = snapshot.FindNode(v.name)) v.usage = snapshot.node(*known).usage;
+      v.topology = inventories_[i].topology.get();
+      v.topology_error = inventories_[i].topology_error.ok() ? nullptr : &inventories_[i].topology_error;
+      if (known) {
+        const NodeView& cached = snapshot.View(*known);
+        v.usage = cached.usage;
+        v.telemetry = cached.telemetry;
+        v.bindings = cached.bindings;
+      }
     }
     return;
   }

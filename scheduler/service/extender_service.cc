@@ -5,10 +5,16 @@
 #include "k8s/extender_args.h"
 #include "k8s/extender_results.h"
 #include "k8s/pod_gpu_request.h"
+#include "scheduler/common/json_text.h"
 #include "scheduler/model/absl_compat.h"
 #include "scheduler/service/candidate_nodes.h"
 
 namespace tessera {
+
+// The Error filter and bind answer before the first full sync.
+constexpr std::string_view kNotSyncedError =
+    "Tessera is still reading nodes and pods from the API server; the pod will be retried";
+
 namespace {
 
 constexpr std::string_view kRejections = "tessera_filter_rejections_total";
@@ -45,6 +51,10 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
   absl::flat_hash_map<std::string_view, int64_t> rejections;
 
   absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(args->pod.annotations);
+  if (sources_.synced && !sources_.synced()) {
+    result.error = std::string(kNotSyncedError);
+    return k8s::EncodeFilterResult(*args, result);
+  }
   if (!request.ok()) {
     const std::string reason = absl::StrCat("pod has an invalid GPU request: ", request.status().message());
     for (size_t i = 0; i < n; ++i) result.unresolvable.push_back({NodeName(*args, i), reason});
@@ -112,11 +122,19 @@ absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) c
   return k8s::EncodeHostPriorityList(hosts, scores);
 }
 
-absl::Status ExtenderService::Bind(std::string_view body) const {
+absl::StatusOr<std::string> ExtenderService::Bind(std::string_view body) const {
   absl::StatusOr<k8s::ExtenderBindingArgs> args = k8s::DecodeBindingArgs(body, ThreadParser());
   if (!args.ok()) return args.status();
-  return absl::UnimplementedError(
-      "bind is not implemented in this version of Tessera; leave bindVerb unset so kube-scheduler binds the pod");
+  if (sources_.binder == nullptr) {
+    return absl::UnimplementedError(
+        "bind needs the API server: Tessera runs from a cluster file; leave bindVerb unset so kube-scheduler binds");
+  }
+  const absl::Status bound = sources_.synced && !sources_.synced() ? absl::UnavailableError(Absl(kNotSyncedError))
+                                                                  : sources_.binder->Bind(*args);
+  std::string out = "{\"Error\":";
+  AppendJsonString(out, bound.ok() ? std::string_view() : Std(bound.message()));
+  out += '}';
+  return out;
 }
 
 absl::Status ExtenderService::Preempt(std::string_view body) const {

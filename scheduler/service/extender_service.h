@@ -11,6 +11,7 @@
 #include "scheduler/cache/cluster_snapshot.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/metrics/metrics.h"
+#include "scheduler/service/binder.h"
 
 namespace tessera {
 
@@ -19,6 +20,14 @@ namespace tessera {
 struct ExtenderSources {
   std::function<std::shared_ptr<const ClusterSnapshot>()> snapshot;
   std::function<std::shared_ptr<const Profile>()> profile;
+  /// Binds pods through the API server; null when Tessera runs without one
+  /// (a --cluster-file), and then bind is not served.
+  Binder* binder = nullptr;
+  /// False while the model is still being filled from the API server; then
+  /// filter and bind answer an Error (kube-scheduler retries the pod later)
+  /// rather than place pods on GPUs the model does not yet know are taken.
+  /// Null: always in sync (a cluster file).
+  std::function<bool()> synced = {};
 };
 
 class ExtenderService {
@@ -36,10 +45,15 @@ class ExtenderService {
   /// in request order. Nodes where the pod does not fit score 0.
   absl::StatusOr<std::string> Prioritize(std::string_view body) const;
 
-  /// `POST /bind` and `POST /preempt` are not served by this version: the
-  /// body is validated (InvalidArgument, HTTP 400, if malformed) and then
-  /// Unimplemented (HTTP 501) is returned.
-  absl::Status Bind(std::string_view body) const;
+  /// `POST /bind`: ExtenderBindingArgs -> ExtenderBindingResult JSON,
+  /// `{"Error":""}` when the pod was bound, else the reason, which
+  /// kube-scheduler records before it retries the pod.
+  /// \return InvalidArgument for a malformed body (HTTP 400); Unimplemented
+  ///   (HTTP 501) when there is no binder.
+  absl::StatusOr<std::string> Bind(std::string_view body) const;
+
+  /// `POST /preempt` is not served by this version: the body is validated
+  /// (InvalidArgument, HTTP 400, if malformed), then Unimplemented (HTTP 501).
   absl::Status Preempt(std::string_view body) const;
 
  private:

@@ -18,7 +18,7 @@ struct Route {
 constexpr Route kRoutes[] = {
     {"filter", http::verb::post},  {"prioritize", http::verb::post}, {"bind", http::verb::post},
     {"preempt", http::verb::post}, {"healthz", http::verb::get},     {"readyz", http::verb::get},
-    {"metrics", http::verb::get},
+    {"metrics", http::verb::get},  {"debug", http::verb::get},
 };
 
 HttpResponse Respond(const HttpRequest& req, http::status status, std::string body,
@@ -71,7 +71,7 @@ HttpResponse Router::Handle(const HttpRequest& request) const {
       return JsonError(request, http::status::not_found,
                        absl::StrCat("no such path: ", Absl(request.target()),
                                     "; Tessera serves POST /filter, /prioritize, /bind, /preempt and GET /healthz, "
-                                    "/readyz, /metrics"));
+                                    "/readyz, /metrics, /debug"));
     }
     if (request.method() != route->method) {
       HttpResponse res = JsonError(request, http::status::method_not_allowed,
@@ -99,8 +99,15 @@ HttpResponse Router::Dispatch(const HttpRequest& request, std::string_view verb)
     if (!body.ok()) return JsonError(request, http::status::bad_request, Std(body.status().message()));
     return Respond(request, http::status::ok, std::move(*body));
   }
-  if (verb == "bind" || verb == "preempt") {
-    const absl::Status st = verb == "bind" ? service_.Bind(request.body()) : service_.Preempt(request.body());
+  if (verb == "bind") {
+    absl::StatusOr<std::string> body = service_.Bind(request.body());
+    if (body.ok()) return Respond(request, http::status::ok, std::move(*body));
+    const http::status code =
+        absl::IsUnimplemented(body.status()) ? http::status::not_implemented : http::status::bad_request;
+    return JsonError(request, code, Std(body.status().message()));
+  }
+  if (verb == "preempt") {
+    const absl::Status st = service_.Preempt(request.body());
     const http::status code =
         absl::IsUnimplemented(st) ? http::status::not_implemented : http::status::bad_request;
     return JsonError(request, code, Std(st.message()));
@@ -110,6 +117,7 @@ HttpResponse Router::Dispatch(const HttpRequest& request, std::string_view verb)
     return options_.ready() ? Respond(request, http::status::ok, "{\"status\":\"ready\"}")
                             : JsonError(request, http::status::service_unavailable, "not ready");
   }
+  if (verb == "debug") return Respond(request, http::status::ok, options_.debug_state());
   options_.refresh_gauges();
   return Respond(request, http::status::ok, metrics_.Render(), "text/plain; version=0.0.4; charset=utf-8");
 }

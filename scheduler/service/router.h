@@ -17,6 +17,9 @@ struct RouterOptions {
   std::string url_prefix;
   /// `/readyz` answers 200 only while this returns true.
   std::function<bool()> ready = [] { return true; };
+  /// `GET /debug`: a JSON document of Tessera's internal state (sync status,
+  /// binds in flight, inconsistencies found), for people, not for machines.
+  std::function<std::string()> debug_state = [] { return std::string("{}"); };
   /// Called before `/metrics` renders, to refresh gauges (model size, ...).
   std::function<void()> refresh_gauges = [] {};
 };

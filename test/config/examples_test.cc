@@ -1,5 +1,7 @@
 // The shipped example policies load with the built-in plugins.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "config/policy_loader.h"
 #include "gmock/gmock.h"
@@ -13,12 +15,17 @@ using ::testing::ElementsAre;
 
 TEST(ExamplePoliciesTest, EveryExampleLoadsWithTheBuiltinPlugins) {
   const PluginRegistry registry = NewBuiltinRegistry();
-  for (std::string name : {"default-policy.yaml", "spread-policy.yaml"}) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> examples = {
+      {"default-policy.yaml", {"host-resources", "fgd", "host-stranding"}},
+      {"binpack-policy.yaml", {"gpu-share"}},
+      {"spread-policy.yaml", {"gpu-share"}},
+  };
+  for (const auto& [name, plugins] : examples) {
     SCOPED_TRACE(name);
     absl::StatusOr<std::shared_ptr<const Profile>> profile =
         LoadPolicyFile(std::string(TESSERA_SOURCE_DIR) + "/config/examples/" + name, registry);
     ASSERT_TRUE(profile.ok()) << profile.status();
-    EXPECT_THAT((*profile)->PluginNames(), ElementsAre("gpu-share"));
+    EXPECT_EQ((*profile)->PluginNames(), plugins);
   }
 }
 

@@ -30,6 +30,17 @@ class FakeChooser final : public FilterPlugin, public GpuChooserPlugin {
   FakeChooser(int64_t gpus, bool last) : gpus_(gpus), last_(last) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
+  std::vector<GpuShare> SharesFor(const PodGpuRequest& r, const NodeView&, const GpuChoice& c) const override {
+    std::vector<GpuShare> shares;
+    for (int32_t i : c.gpu_indices) {
+      GpuShare s;
+      s.index = i;
+      s.guaranteed = r.guaranteed;
+      s.limit = r.limit;
+      shares.push_back(s);
+    }
+    return shares;
+  }
   [[nodiscard]] FilterVerdict Filter(const PodGpuRequest&, const NodeView&) const override {
     return FilterVerdict::Success();
   }

@@ -14,6 +14,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "test/testing/fake_api_server.h"
 #include "test/testing/http_client.h"
 
 namespace tessera {
@@ -179,6 +180,50 @@ TEST_F(ExtenderBinaryTest, AnInvalidReloadKeepsThePolicyInForceAndSigtermExitsZe
   e.Signal(SIGTERM);
   EXPECT_EQ(e.Wait(), 0);
   EXPECT_THAT(e.AllOutput(), HasSubstr("stopped"));
+}
+
+TEST_F(ExtenderBinaryTest, AgainstAnApiServerItIsReadyOnlyOnceSyncedAndBindsPods) {
+  testing::FakeApiServerOptions api_options;
+  api_options.bearer_token = "binary-test-token";
+  testing::FakeApiServer api(api_options);
+  ASSERT_TRUE(api.Start().ok());
+  nlohmann::json node = testing::FakeApiServer::MinimalNode("n1");
+  node["metadata"]["labels"] = {{"nvidia.com/gpu.count", "2"}, {"nvidia.com/gpu.product", "NVIDIA-L4"}};
+  ASSERT_TRUE(api.AddNode(node).ok());
+  nlohmann::json pod = testing::FakeApiServer::MinimalPod("ml", "p");
+  pod["metadata"]["annotations"]["tessera.io/gpu-fraction"] = "0.5";
+  pod = *api.AddPod(pod);
+  absl::StatusOr<std::string> kubeconfig = api.WriteKubeconfig();
+  ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
+  // The pod list answers late, so the extender is seen not ready first.
+  testing::RequestMatch pod_list;
+  pod_list.method = "GET";
+  pod_list.path_prefix = "/api/v1/pods";
+  pod_list.watch = false;
+  api.DelayNext(pod_list, std::chrono::milliseconds(1500));
+
+  Extender e({"--port=0", "--kubeconfig=" + *kubeconfig, "--policy-file=" + Path("policy.yaml")});
+  const uint16_t port = Port(e);
+  ASSERT_NE(port, 0) << e.AllOutput();
+  testing::HttpClient client(port);
+  EXPECT_EQ(client.Get("/readyz").status, 503);
+  EXPECT_TRUE(testing::WaitFor([&] { return client.Get("/readyz").status == 200; })) << e.AllOutput();
+
+  const std::string args = nlohmann::json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"n1"}}}.dump();
+  const testing::HttpAnswer filter = client.Post("/filter", args);
+  EXPECT_EQ(nlohmann::json::parse(filter.body)["NodeNames"], nlohmann::json({"n1"})) << filter.body;
+  const std::string bind = nlohmann::json{{"PodName", "p"}, {"PodNamespace", "ml"},
+                                          {"PodUID", pod["metadata"]["uid"]}, {"Node", "n1"}}.dump();
+  EXPECT_EQ(client.Post("/bind", bind).body, R"({"Error":""})");
+  const nlohmann::json bound = *api.Pod("ml", "p");
+  EXPECT_EQ(bound["spec"]["nodeName"], "n1");
+  EXPECT_EQ(bound["metadata"]["annotations"]["tessera.io/visible-devices"], "0");
+  EXPECT_THAT(client.Get("/metrics").body, HasSubstr(R"(tessera_binds_total{result="success"} 1)"));
+  const nlohmann::json debug = nlohmann::json::parse(client.Get("/debug").body);
+  EXPECT_EQ(debug["watches"]["nodes"]["synced"], true);
+
+  e.Signal(SIGTERM);
+  EXPECT_EQ(e.Wait(), 0);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace tessera {
 namespace {
 
@@ -117,6 +119,109 @@ TEST(ClusterModel, InconsistenciesAreReportedNotFatal) {
   EXPECT_EQ(s->nodes_with_inventory_errors(), 1u);
   // A pod on a node the model has no inventory for still counts there.
   EXPECT_EQ(Held(m, "elsewhere", 0), 100);
+}
+
+// --- binds in flight -----------------------------------------------------------
+
+TEST(Reservations, ABindInFlightCountsFromTheMomentItIsReserved) {
+  ClusterModel m;
+  m.UpsertNode("n1", Gpus(2), absl::OkStatus());
+  m.Reserve(Pod("u1", "n1", {0}, 600), absl::Now() + absl::Minutes(1));
+  m.Publish();
+  EXPECT_EQ(Held(m, "n1", 0), 600);
+  EXPECT_EQ(m.reservation_count(), 1u);
+  const auto snapshot = m.Current();
+  ASSERT_EQ(snapshot->node(*snapshot->FindNode("n1")).pods.size(), 1u);
+  EXPECT_TRUE(snapshot->node(*snapshot->FindNode("n1")).pods[0].in_flight);
+}
+
+TEST(Reservations, TheWatchShowingThePodConfirmsItWithoutCountingTwice) {
+  ClusterModel m;
+  m.UpsertNode("n1", Gpus(1), absl::OkStatus());
+  m.Reserve(Pod("u1", "n1", {0}, 600), absl::Now() + absl::Minutes(1));
+  m.UpsertPod(Pod("u1", "n1", {0}, 600));
+  m.Publish();
+  EXPECT_EQ(Held(m, "n1", 0), 600);
+  EXPECT_EQ(m.reservation_count(), 0u);
+  EXPECT_FALSE(m.FindReservation("u1").has_value());
+  ASSERT_TRUE(m.FindPod("u1").has_value());
+  EXPECT_FALSE(m.FindPod("u1")->in_flight);
+}
+
+TEST(Reservations, ReservingTheSamePodAgainReplacesTheFirstReservation) {
+  ClusterModel m;
+  m.UpsertNode("n1", Gpus(2), absl::OkStatus());
+  m.Reserve(Pod("u1", "n1", {0}, 600), absl::Now() + absl::Minutes(1));
+  m.Reserve(Pod("u1", "n1", {1}, 600), absl::Now() + absl::Minutes(1));
+  m.Publish();
+  EXPECT_EQ(Held(m, "n1", 0), 0);
+  EXPECT_EQ(Held(m, "n1", 1), 600);
+}
+
+TEST(Reservations, ARemovedPodHoldingLeavesItsBindInFlightAlone) {
+  // The watch shows the pod pending (annotation written, Binding not yet):
+  // the sink removes any confirmed holding, but the bind still counts.
+  ClusterModel m;
+  m.UpsertNode("n1", Gpus(1), absl::OkStatus());
+  m.Reserve(Pod("u1", "n1", {0}, 300), absl::Now() + absl::Minutes(1));
+  m.RemovePod("u1");
+  m.Publish();
+  EXPECT_EQ(Held(m, "n1", 0), 300);
+}
+
+TEST(Reservations, ReleasingAndExpiringFreeTheGpus) {
+  ClusterModel m;
+  m.UpsertNode("n1", Gpus(2), absl::OkStatus());
+  const absl::Time now = absl::Now();
+  m.Reserve(Pod("failed", "n1", {0}, 500), now + absl::Minutes(1));
+  m.Reserve(Pod("late", "n1", {1}, 400), now + absl::Seconds(1));
+  EXPECT_TRUE(m.ReleaseReservation("failed"));
+  EXPECT_FALSE(m.ReleaseReservation("failed"));
+  EXPECT_TRUE(m.ExpireReservations(now).empty());
+  const std::vector<PodHolding> expired = m.ExpireReservations(now + absl::Seconds(2));
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].uid, "late");
+  m.Publish();
+  EXPECT_EQ(Held(m, "n1", 0), 0);
+  EXPECT_EQ(Held(m, "n1", 1), 0);
+  EXPECT_EQ(m.reservation_count(), 0u);
+}
+
+TEST(Reservations, AReservationOnANodeTheModelDoesNotKnowDisappearsWithIt) {
+  ClusterModel m;
+  m.Reserve(Pod("u1", "ghost", {0}, 500), absl::Now() + absl::Minutes(1));
+  EXPECT_EQ(m.Publish()->node_count(), 1u);
+  m.ReleaseReservation("u1");
+  EXPECT_EQ(m.Publish()->node_count(), 0u);
+}
+
+// --- incremental publish ----------------------------------------------------------
+
+TEST(IncrementalPublish, RebuildsOnlyChangedNodesAndMatchesAFullRebuild) {
+  ClusterModel m;
+  for (int i = 0; i < 20; ++i) m.UpsertNode(absl::StrCat("n", i), Gpus(4), absl::OkStatus());
+  const auto before = m.Publish();
+  m.UpsertPod(Pod("u1", "n3", {1}, 250));
+  m.UpsertPod(Pod("u2", "n7", {0, 1}, 1000));
+  const auto after = m.Publish();
+  EXPECT_EQ(after->node_count(), 20u);
+  EXPECT_EQ(after->gpu_count(), 80u);
+  for (NodeIndex i = 0; i < after->node_count(); ++i) {
+    const std::string& name = after->node(i).name;
+    const bool changed = name == "n3" || name == "n7";
+    EXPECT_EQ(&after->node(i) == &before->node(i), !changed) << name;
+    EXPECT_EQ(after->View(i).name, name);
+  }
+  EXPECT_EQ(Held(m, "n3", 1), 250);
+  EXPECT_EQ(Held(m, "n7", 0), 1000);
+  // The earlier snapshot is untouched.
+  EXPECT_EQ(before->View(*before->FindNode("n3")).UsageOf(1).guaranteed.value(), 0);
+  // A node whose inventory turns unreadable keeps the counts right.
+  m.UpsertNode("n5", NodeInventory{}, absl::InvalidArgumentError("bad"));
+  const auto broken = m.Publish();
+  EXPECT_EQ(broken->gpu_count(), 76u);
+  EXPECT_EQ(broken->nodes_with_inventory_errors(), 1u);
+  EXPECT_FALSE(broken->View(*broken->FindNode("n5")).inventory_ok());
 }
 
 }  // namespace

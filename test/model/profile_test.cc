@@ -23,6 +23,17 @@ class FakeChooser final : public GpuChooserPlugin, public FilterPlugin {
     c.gpu_indices.push_back(n.gpus.front().index);
     return c;
   }
+  std::vector<GpuShare> SharesFor(const PodGpuRequest& r, const NodeView&, const GpuChoice& c) const override {
+    std::vector<GpuShare> shares;
+    for (int32_t i : c.gpu_indices) {
+      GpuShare s;
+      s.index = i;
+      s.guaranteed = r.guaranteed;
+      s.limit = r.limit;
+      shares.push_back(s);
+    }
+    return shares;
+  }
   FilterVerdict Filter(const PodGpuRequest&, const NodeView& n) const override {
     if (n.name == "never") return FilterVerdict::Never("never", "chooser says never");
     return FilterVerdict::Success();

@@ -48,10 +48,26 @@ class Node {
     return *this;
   }
 
-  [[nodiscard]] NodeView View() const {
-    return NodeView{.name = name_, .gpus = inventory_.gpus, .inventory_error = error_.ok() ? nullptr : &error_,
-                    .usage = usage_};
+  /// How the GPUs are linked (test/testing/topologies.h parses the references).
+  Node& Topology(std::shared_ptr<const GpuTopology> topology) {
+    inventory_.topology = std::move(topology);
+    return *this;
   }
+  /// The node's topology annotation could not be used.
+  Node& TopologyError(std::string why) {
+    inventory_.topology = nullptr;
+    inventory_.topology_error = absl::InvalidArgumentError(std::move(why));
+    return *this;
+  }
+
+  [[nodiscard]] NodeView View() const {
+    NodeView view{.name = name_, .gpus = inventory_.gpus, .inventory_error = error_.ok() ? nullptr : &error_,
+                  .usage = usage_};
+    view.topology = inventory_.topology.get();
+    view.topology_error = inventory_.topology_error.ok() ? nullptr : &inventory_.topology_error;
+    return view;
+  }
+  [[nodiscard]] const NodeInventory& inventory() const { return inventory_; }
   [[nodiscard]] const std::string& name() const { return name_; }
 
  private:

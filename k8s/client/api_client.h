@@ -1,0 +1,88 @@
+// A small HTTPS client for the Kubernetes API server: one-shot requests over
+// a pool of keep-alive connections, and line-by-line watch streams.
+//
+// Blocking by design: it is called from the watch threads and from bind
+// requests, each of which waits for the answer anyway. Every operation has a
+// deadline; nothing it does can block forever.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "k8s/client/api_server_config.h"
+
+namespace tessera::k8s {
+
+struct ApiResponse {
+  int status = 0;    ///< HTTP status code.
+  std::string body;  ///< For errors, a Kubernetes Status object.
+};
+
+struct ApiClientOptions {
+  absl::Duration connect_timeout = absl::Seconds(5);  ///< TCP connect plus TLS handshake.
+  absl::Duration request_timeout = absl::Seconds(30); ///< Whole request, connect included.
+  size_t max_idle_connections = 8;
+  uint64_t max_response_bytes = uint64_t{1} << 30;    ///< A list page of big objects can be large.
+  std::string user_agent = "tessera-extender";
+};
+
+/// How a watch stream ended.
+struct StreamEnd {
+  int status = 0;          ///< HTTP status; 200 when the stream itself ran.
+  std::string error_body;  ///< The body of a non-200 answer.
+  bool stopped = false;    ///< `stop` was set.
+};
+
+class ApiClient {
+ public:
+  /// Prepares TLS (CA, client certificate, verification) from `config`.
+  static absl::StatusOr<std::unique_ptr<ApiClient>> Create(ApiServerConfig config, ApiClientOptions options = {});
+  ~ApiClient();
+  ApiClient(const ApiClient&) = delete;
+  ApiClient& operator=(const ApiClient&) = delete;
+
+  /// One request. Any HTTP status is a response; only transport problems are
+  /// errors: Unavailable (connect, TLS, connection lost) or DeadlineExceeded.
+  /// A request that failed on a reused keep-alive connection before any byte
+  /// of the answer arrived is retried once on a fresh connection.
+  absl::StatusOr<ApiResponse> Send(std::string_view method, std::string_view target, std::string_view body = {},
+                                   std::string_view content_type = {});
+  absl::StatusOr<ApiResponse> Get(std::string_view target) { return Send("GET", target); }
+
+  /// Opens `target` (a watch) and calls `on_line` for every newline-ended
+  /// line of the body as it arrives, until the server ends the stream, no
+  /// byte arrives for `idle_timeout`, `stop` becomes true (checked at least
+  /// every 100 ms), or `on_line` returns false. `on_batch_end` runs after the
+  /// lines of each read are delivered: the moment to publish them together.
+  absl::StatusOr<StreamEnd> Stream(std::string_view target, absl::Duration idle_timeout,
+                                   const std::atomic<bool>& stop, absl::FunctionRef<bool(std::string_view)> on_line,
+                                   absl::FunctionRef<void()> on_batch_end);
+
+  [[nodiscard]] const ApiServerConfig& config() const { return config_; }
+
+ private:
+  struct Tls;
+  struct Connection;
+
+  ApiClient(ApiServerConfig config, ApiClientOptions options, std::unique_ptr<Tls> tls);
+  absl::StatusOr<std::unique_ptr<Connection>> Connect(absl::Time deadline);
+  std::unique_ptr<Connection> TakeIdle();
+  void ReturnIdle(std::unique_ptr<Connection> c);
+  absl::StatusOr<std::string> AuthorizationHeader();
+
+  ApiServerConfig config_;
+  ApiClientOptions options_;
+  std::unique_ptr<Tls> tls_;
+  BearerToken token_;
+  absl::Mutex idle_mu_;
+  std::vector<std::unique_ptr<Connection>> idle_ ABSL_GUARDED_BY(idle_mu_);
+};
+
+}  // namespace tessera::k8s

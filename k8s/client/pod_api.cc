@@ -1,0 +1,92 @@
+#include "k8s/client/pod_api.h"
+
+#include "absl/strings/str_cat.h"
+#include "k8s/internal/json.h"
+#include "k8s/pod_record.h"
+#include "k8s/client/reflector.h"
+#include "scheduler/common/json_text.h"
+#include "scheduler/model/absl_compat.h"
+
+namespace tessera::k8s {
+namespace {
+
+std::string PodPath(std::string_view ns, std::string_view name) {
+  return absl::StrCat("/api/v1/namespaces/", QueryEscape(ns), "/pods/", QueryEscape(name));
+}
+
+// The message of a Kubernetes Status answer.
+std::string MessageOf(const ApiResponse& r) {
+  simdjson::dom::element root;
+  if (internal::ParseJson(r.body).get(root) == simdjson::SUCCESS) {
+    std::string_view m;
+    if (root["message"].get(m) == simdjson::SUCCESS && !m.empty()) return std::string(m);
+  }
+  return r.body.substr(0, 200);
+}
+
+absl::Status ErrorOf(std::string_view what, const ApiResponse& r) {
+  const std::string message = absl::StrCat(Absl(what), ": HTTP ", r.status, ": ", MessageOf(r));
+  switch (r.status) {
+    case 404: return absl::NotFoundError(message);
+    case 409: return absl::FailedPreconditionError(message);
+    case 401:
+    case 403: return absl::PermissionDeniedError(message);
+    case 408:
+    case 504: return absl::DeadlineExceededError(message);
+    default: return absl::UnavailableError(message);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<PodRecord> KubePodApi::GetPod(std::string_view namespace_name, std::string_view name) {
+  const std::string path = PodPath(namespace_name, name);
+  absl::StatusOr<ApiResponse> r = client_.Get(path);
+  if (!r.ok()) return r.status();
+  if (r->status != 200) return ErrorOf(absl::StrCat("GET ", path), *r);
+  simdjson::dom::element root;
+  if (auto err = internal::ParseJson(r->body).get(root); err) {
+    return absl::DataLossError(absl::StrCat("GET ", path, ": ", simdjson::error_message(err)));
+  }
+  return DecodePodRecord(root);
+}
+
+absl::Status KubePodApi::Annotate(const PodRef& pod,
+                                  const std::vector<std::pair<std::string, std::string>>& annotations) {
+  // A JSON merge patch; metadata.uid cannot change, so the API server treats
+  // it as a precondition and answers 409 if the pod was replaced meanwhile.
+  std::string body = "{\"metadata\":{\"uid\":";
+  AppendJsonString(body, pod.uid);
+  body += ",\"annotations\":{";
+  for (size_t i = 0; i < annotations.size(); ++i) {
+    if (i > 0) body += ',';
+    AppendJsonString(body, annotations[i].first);
+    body += ':';
+    AppendJsonString(body, annotations[i].second);
+  }
+  body += "}}}";
+  const std::string path = PodPath(pod.namespace_name, pod.name);
+  absl::StatusOr<ApiResponse> r = client_.Send("PATCH", path, body, "application/merge-patch+json");
+  if (!r.ok()) return r.status();
+  if (r->status != 200) return ErrorOf(absl::StrCat("PATCH ", path), *r);
+  return absl::OkStatus();
+}
+
+absl::Status KubePodApi::Bind(const PodRef& pod, std::string_view node) {
+  std::string body = "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":";
+  AppendJsonString(body, pod.name);
+  body += ",\"namespace\":";
+  AppendJsonString(body, pod.namespace_name);
+  body += ",\"uid\":";
+  AppendJsonString(body, pod.uid);
+  body += "},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":";
+  AppendJsonString(body, node);
+  body += "}}";
+  const std::string path = absl::StrCat(PodPath(pod.namespace_name, pod.name), "/binding");
+  absl::StatusOr<ApiResponse> r = client_.Send("POST", path, body, "application/json");
+  if (!r.ok()) return r.status();
+  if (r->status != 201 && r->status != 200) return ErrorOf(absl::StrCat("POST ", path), *r);
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::k8s

@@ -1,0 +1,51 @@
+// The pod writes bind makes on the API server, behind an interface so that
+// bind's logic is tested without a server and benchmarked without one.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "k8s/client/api_client.h"
+#include "scheduler/cache/pod_directory.h"
+
+namespace tessera::k8s {
+
+struct PodRef {
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+};
+
+/// Errors: NotFound (the pod is gone), FailedPrecondition (409: the pod was
+/// replaced by one with another uid, or is already bound), Unavailable or
+/// DeadlineExceeded (the server or the connection failed), PermissionDenied
+/// (401/403: RBAC).
+class PodApi {
+ public:
+  virtual ~PodApi() = default;
+  /// Reads the pod.
+  virtual absl::StatusOr<PodRecord> GetPod(std::string_view namespace_name, std::string_view name) = 0;
+  /// Sets annotations on the pod if its uid is still `pod.uid` (the uid in
+  /// the patch is a precondition the API server checks).
+  virtual absl::Status Annotate(const PodRef& pod, const std::vector<std::pair<std::string, std::string>>& annotations) = 0;
+  /// Creates the pod's Binding to `node`.
+  virtual absl::Status Bind(const PodRef& pod, std::string_view node) = 0;
+};
+
+/// PodApi over the API server.
+class KubePodApi final : public PodApi {
+ public:
+  explicit KubePodApi(ApiClient& client) : client_(client) {}
+  absl::StatusOr<PodRecord> GetPod(std::string_view namespace_name, std::string_view name) override;
+  absl::Status Annotate(const PodRef& pod, const std::vector<std::pair<std::string, std::string>>& annotations) override;
+  absl::Status Bind(const PodRef& pod, std::string_view node) override;
+
+ private:
+  ApiClient& client_;
+};
+
+}  // namespace tessera::k8s

@@ -1,0 +1,45 @@
+#include "k8s/sync/cluster_watch.h"
+
+namespace tessera::k8s {
+namespace {
+
+ReflectorOptions OptionsFor(std::string resource, std::string path, const ClusterWatchOptions& o) {
+  ReflectorOptions r;
+  r.resource = std::move(resource);
+  r.path = std::move(path);
+  r.page_size = o.page_size;
+  r.watch_timeout = o.watch_timeout;
+  r.min_backoff = o.min_backoff;
+  r.max_backoff = o.max_backoff;
+  return r;
+}
+
+}  // namespace
+
+ClusterWatch::ClusterWatch(ApiClient& client, ClusterModel& model, PodDirectory& pods, MetricsRegistry* metrics,
+                           ClusterWatchOptions options)
+    : node_sink_(model, metrics),
+      pod_sink_(model, pods, metrics),
+      nodes_(client, node_sink_, OptionsFor("nodes", "/api/v1/nodes", options), metrics),
+      // Every pod, not only pending ones: bound pods' annotations are the
+      // allocations, and finished pods must free their GPUs.
+      pods_(client, pod_sink_, OptionsFor("pods", "/api/v1/pods", options), metrics) {}
+
+ClusterWatch::~ClusterWatch() { Stop(); }
+
+void ClusterWatch::Start() {
+  nodes_.Start();
+  pods_.Start();
+}
+
+void ClusterWatch::Stop() {
+  nodes_.Stop();
+  pods_.Stop();
+}
+
+bool ClusterWatch::WaitForSync(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  return nodes_.WaitForSync(timeout) && pods_.WaitForSync(std::max(absl::ZeroDuration(), deadline - absl::Now()));
+}
+
+}  // namespace tessera::k8s

@@ -1,0 +1,53 @@
+// Keeps the cluster model in step with the API server: one reflector for
+// Nodes and one for Pods, each feeding its sink.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "k8s/client/api_client.h"
+#include "k8s/client/reflector.h"
+#include "k8s/sync/node_sink.h"
+#include "k8s/sync/pod_sink.h"
+#include "scheduler/cache/cluster_model.h"
+#include "scheduler/cache/pod_directory.h"
+#include "scheduler/metrics/metrics.h"
+
+namespace tessera::k8s {
+
+struct ClusterWatchOptions {
+  int64_t page_size = 500;
+  absl::Duration watch_timeout = absl::Minutes(5);
+  absl::Duration min_backoff = absl::Milliseconds(200);
+  absl::Duration max_backoff = absl::Seconds(30);
+};
+
+class ClusterWatch {
+ public:
+  /// \param metrics may be null. Nothing runs before Start().
+  ClusterWatch(ApiClient& client, ClusterModel& model, PodDirectory& pods, MetricsRegistry* metrics,
+               ClusterWatchOptions options = {});
+  ~ClusterWatch();  ///< Stop()s.
+
+  void Start();
+  void Stop();
+  /// Both initial lists are applied: the model is as complete as the API
+  /// server's state, so answers (and /readyz) can be trusted.
+  [[nodiscard]] bool synced() const { return nodes_.synced() && pods_.synced(); }
+  bool WaitForSync(absl::Duration timeout);
+
+  [[nodiscard]] ReflectorStatus node_status() const { return nodes_.status(); }
+  [[nodiscard]] ReflectorStatus pod_status() const { return pods_.status(); }
+  [[nodiscard]] std::vector<PodProblem> pod_problems() const { return pod_sink_.problems(); }
+  /// See NodeSink::set_utilization_observer; before Start().
+  void set_utilization_observer(NodeSink::UtilizationObserver o) { node_sink_.set_utilization_observer(std::move(o)); }
+
+ private:
+  NodeSink node_sink_;
+  PodSink pod_sink_;
+  Reflector nodes_;
+  Reflector pods_;
+};
+
+}  // namespace tessera::k8s

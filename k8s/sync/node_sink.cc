@@ -1,0 +1,78 @@
+#include "k8s/sync/node_sink.h"
+
+#include "absl/strings/str_cat.h"
+#include "k8s/extender_args.h"
+#include "k8s/gpu_utilization.h"
+#include "k8s/node_inventory.h"
+#include "scheduler/common/log.h"
+
+namespace tessera::k8s {
+
+NodeSink::NodeSink(ClusterModel& model, MetricsRegistry* metrics) : model_(model), metrics_(metrics) {}
+
+void NodeSink::BeginList() {
+  listing_ = true;
+  listed_.clear();
+}
+
+absl::Status NodeSink::Upsert(simdjson::dom::element object) {
+  absl::StatusOr<WireNode> node = DecodeNodeObject(object, "Node");
+  if (!node.ok()) return node.status();
+  if (node->name.empty()) return absl::InvalidArgumentError("Node.metadata.name is missing");
+  std::string name(node->name);
+  absl::StatusOr<NodeInventory> inventory = ParseNodeInventory(node->inventory);
+  if (!inventory.ok()) {
+    LogWarning(absl::StrCat("node ", name, ": ", inventory.status().message()));
+    if (metrics_ != nullptr) {
+      metrics_->Counter("tessera_node_inventory_errors_total", "Node updates whose GPU inventory was unreadable.").Inc();
+    }
+    model_.UpsertNode(name, NodeInventory{}, inventory.status());
+  } else {
+    model_.UpsertNode(name, std::move(*inventory), absl::OkStatus());
+  }
+  if (utilization_observer_) {
+    std::optional<std::string_view> utilization;
+    std::string_view value;
+    if (object["metadata"]["annotations"][kGpuUtilization].get(value) == simdjson::SUCCESS) utilization = value;
+    utilization_observer_(name, utilization);
+  }
+  if (listing_) listed_.insert(name);
+  known_.insert(std::move(name));
+  dirty_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status NodeSink::Delete(simdjson::dom::element object) {
+  absl::StatusOr<WireNode> node = DecodeNodeObject(object, "Node");
+  if (!node.ok()) return node.status();
+  const std::string name(node->name);
+  model_.RemoveNode(name);
+  if (utilization_observer_) utilization_observer_(name, std::nullopt);
+  known_.erase(name);
+  dirty_ = true;
+  return absl::OkStatus();
+}
+
+void NodeSink::EndList() {
+  // Nodes deleted while no watch was running.
+  for (auto it = known_.begin(); it != known_.end();) {
+    if (!listed_.contains(*it)) {
+      model_.RemoveNode(*it);
+      if (utilization_observer_) utilization_observer_(*it, std::nullopt);
+      known_.erase(it++);
+      dirty_ = true;
+    } else {
+      ++it;
+    }
+  }
+  listing_ = false;
+  listed_.clear();
+}
+
+void NodeSink::Flush() {
+  if (!dirty_) return;
+  model_.Publish();
+  dirty_ = false;
+}
+
+}  // namespace tessera::k8s

@@ -1,0 +1,138 @@
+#include "k8s/sync/pod_sink.h"
+
+#include "absl/strings/str_cat.h"
+#include "k8s/annotations.h"
+#include "k8s/gpu_assignment.h"
+#include "k8s/pod_record.h"
+#include "scheduler/common/log.h"
+#include "scheduler/model/absl_compat.h"
+
+namespace tessera::k8s {
+
+PodSink::PodSink(ClusterModel& model, PodDirectory& directory, MetricsRegistry* metrics)
+    : model_(model), directory_(directory), metrics_(metrics) {}
+
+void PodSink::BeginList() {
+  listing_ = true;
+  listed_.clear();
+}
+
+void PodSink::Forget(const std::string& uid) {
+  model_.RemovePod(uid);
+  model_.ReleaseReservation(uid);
+  directory_.Remove(uid);
+  ClearProblem(uid);
+  tracked_.erase(uid);
+  dirty_ = true;
+}
+
+void PodSink::SetProblem(const PodRecord& pod, std::string kind, std::string message) {
+  const std::string key = absl::StrCat(pod.namespace_name, "/", pod.name);
+  absl::MutexLock lock(&problems_mu_);
+  auto [it, inserted] = problems_.try_emplace(pod.uid);
+  if (inserted || it->second.message != message) {
+    LogWarning(absl::StrCat("pod ", key, ": ", message));
+    if (metrics_ != nullptr) {
+      metrics_->Counter("tessera_pod_assignment_problems_total",
+                        "Pods whose GPU assignment annotation is inconsistent, by kind.", {{"kind", kind}})
+          .Inc();
+    }
+  }
+  it->second = PodProblem{pod.uid, key, std::move(kind), std::move(message)};
+}
+
+void PodSink::ClearProblem(const std::string& uid) {
+  absl::MutexLock lock(&problems_mu_);
+  problems_.erase(uid);
+}
+
+absl::Status PodSink::Upsert(simdjson::dom::element object) {
+  absl::StatusOr<PodRecord> pod = DecodePodRecord(object);
+  if (!pod.ok()) return pod.status();
+  const std::string uid = pod->uid;
+  if (listing_) listed_.insert(uid);
+  if (pod->annotations.empty() || IsTerminalPhase(pod->phase)) {
+    // Not Tessera's pod, or finished: it holds no GPUs (any more).
+    if (tracked_.contains(uid)) Forget(uid);
+    return absl::OkStatus();
+  }
+  tracked_.insert(uid);
+  dirty_ = true;
+
+  auto assignment_text = pod->annotations.find(Absl(kGpuAssignment));
+  if (pod->node_name.empty() || assignment_text == pod->annotations.end()) {
+    // Pending, or bound without an assignment (bound by another scheduler):
+    // it holds nothing that Tessera counts. A bind in flight for it stays.
+    model_.RemovePod(uid);
+    ClearProblem(uid);
+    directory_.Upsert(std::move(*pod));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<GpuAssignment> assignment = ParseGpuAssignment(assignment_text->second);
+  if (!assignment.ok()) {
+    // The pod runs, but what it holds is unknown: report it; counting a guess
+    // could be worse than counting nothing.
+    SetProblem(*pod, "invalid_assignment", std::string(assignment.status().message()));
+    model_.RemovePod(uid);
+    directory_.Upsert(std::move(*pod));
+    return absl::OkStatus();
+  }
+  if (assignment->node != pod->node_name) {
+    // The pod runs where spec.nodeName says, and the device plugin hands it
+    // the GPU indices of the annotation there: count them on that node.
+    SetProblem(*pod, "node_mismatch",
+               absl::StrCat("assignment names node ", assignment->node, " but the pod is bound to ", pod->node_name,
+                            "; its GPUs are counted on ", pod->node_name));
+    assignment->node = pod->node_name;
+  } else {
+    ClearProblem(uid);
+  }
+  PodHolding holding;
+  holding.uid = uid;
+  holding.pod_key = absl::StrCat(pod->namespace_name, "/", pod->name);
+  holding.assignment = std::move(*assignment);
+  holding.bound_at = pod->scheduled_at;
+  // A bind Tessera made itself knows its time better than the condition
+  // (same second at best): keep the reservation's.
+  if (std::optional<PodHolding> reserved = model_.FindReservation(uid)) holding.bound_at = reserved->bound_at;
+  model_.UpsertPod(std::move(holding));
+  directory_.Upsert(std::move(*pod));
+  return absl::OkStatus();
+}
+
+absl::Status PodSink::Delete(simdjson::dom::element object) {
+  absl::StatusOr<PodRecord> pod = DecodePodRecord(object);
+  if (!pod.ok()) return pod.status();
+  // Also releases a bind in flight for a pod deleted before it was confirmed.
+  model_.ReleaseReservation(pod->uid);
+  if (tracked_.contains(pod->uid)) Forget(pod->uid);
+  dirty_ = true;
+  return absl::OkStatus();
+}
+
+void PodSink::EndList() {
+  // Pods deleted while no watch was running.
+  std::vector<std::string> gone;
+  for (const std::string& uid : tracked_) {
+    if (!listed_.contains(uid)) gone.push_back(uid);
+  }
+  for (const std::string& uid : gone) Forget(uid);
+  listing_ = false;
+  listed_.clear();
+}
+
+void PodSink::Flush() {
+  if (!dirty_) return;
+  model_.Publish();
+  dirty_ = false;
+}
+
+std::vector<PodProblem> PodSink::problems() const {
+  absl::MutexLock lock(&problems_mu_);
+  std::vector<PodProblem> out;
+  out.reserve(problems_.size());
+  for (const auto& [uid, p] : problems_) out.push_back(p);
+  return out;
+}
+
+}  // namespace tessera::k8s

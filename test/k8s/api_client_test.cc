@@ -1,0 +1,150 @@
+// The HTTPS client against the fake API server: TLS verification, the ways
+// to authenticate, keep-alive reuse across a server restart, deadlines.
+#include "k8s/client/api_client.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "k8s/client/pod_api.h"
+#include "test/testing/fake_api_server.h"
+
+namespace tessera::k8s {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::FakeApiServer;
+
+testing::FakeApiServerOptions WithToken(bool client_cert = false) {
+  testing::FakeApiServerOptions o;
+  o.bearer_token = "client-test-token";
+  o.require_client_cert = client_cert;
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<ApiClient>> ClientFromKubeconfig(FakeApiServer& server,
+                                                                const testing::KubeconfigOptions& options) {
+  absl::StatusOr<std::string> path = server.WriteKubeconfig(options);
+  if (!path.ok()) return path.status();
+  absl::StatusOr<ApiServerConfig> config = LoadKubeconfig(*path);
+  if (!config.ok()) return config.status();
+  ApiClientOptions client_options;
+  client_options.request_timeout = absl::Seconds(2);
+  return ApiClient::Create(*config, client_options);
+}
+
+testing::KubeconfigOptions Kubeconfig(bool inline_data, bool token, bool client_cert, bool insecure) {
+  testing::KubeconfigOptions o;
+  o.inline_data = inline_data;
+  o.token = token;
+  o.client_cert = client_cert;
+  o.insecure_skip_tls_verify = insecure;
+  return o;
+}
+
+struct AuthCase {
+  std::string name;
+  bool server_wants_client_cert;
+  testing::KubeconfigOptions kubeconfig;
+  int want_status;        // 0: the connection itself must fail
+  std::string want_error;
+};
+
+class Authentication : public ::testing::TestWithParam<AuthCase> {};
+
+TEST_P(Authentication, TheServerAnswersOnlyAProperlyAuthenticatedVerifiedClient) {
+  const AuthCase& c = GetParam();
+  FakeApiServer server(WithToken(c.server_wants_client_cert));
+  ASSERT_TRUE(server.Start().ok());
+  absl::StatusOr<std::unique_ptr<ApiClient>> client = ClientFromKubeconfig(server, c.kubeconfig);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<ApiResponse> r = (*client)->Get("/api/v1/nodes");
+  if (c.want_status == 0) {
+    // TLS 1.3 reports a missing client certificate after the handshake, as an alert.
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.want_error));
+  } else {
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->status, c.want_status) << r->body;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kubeconfigs, Authentication,
+    ::testing::Values(
+        AuthCase{"TokenAndInlineCa", false, Kubeconfig(true, true, false, false), 200, ""},
+        AuthCase{"TokenAndCaFile", false, Kubeconfig(false, true, false, false), 200, ""},
+        AuthCase{"NoTokenIsUnauthorized", false, Kubeconfig(true, false, false, false), 401, ""},
+        AuthCase{"ClientCertificateWhenRequired", true, Kubeconfig(true, true, true, false), 200, ""},
+        AuthCase{"NoClientCertificateWhenRequiredFailsTheHandshake", true, Kubeconfig(true, true, false, false), 0,
+                 "certificate required"},
+        AuthCase{"InsecureSkipVerifyOnlyWhenSet", false, Kubeconfig(true, true, false, true), 200, ""}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(ApiClient, AServerSignedByAnotherCaIsRefused) {
+  FakeApiServer server(WithToken());
+  ASSERT_TRUE(server.Start().ok());
+  testing::TlsTestCertOptions other;
+  other.ca_common_name = "someone-else";
+  absl::StatusOr<testing::TlsTestCerts> foreign = testing::TlsTestCerts::Generate(other);
+  ASSERT_TRUE(foreign.ok());
+  ApiServerConfig config;
+  config.host = "127.0.0.1";
+  config.port = std::to_string(server.port());
+  config.ca_pem = foreign->ca.cert_pem;
+  config.token = "client-test-token";
+  auto client = *ApiClient::Create(config);
+  EXPECT_THAT(std::string(client->Get("/api/v1/nodes").status().message()), HasSubstr("TLS handshake"));
+}
+
+TEST(ApiClient, AKeepAliveConnectionClosedByAServerRestartIsReplacedTransparently) {
+  FakeApiServer server(WithToken());
+  ASSERT_TRUE(server.Start().ok());
+  testing::KubeconfigOptions kubeconfig;
+  auto client = *ClientFromKubeconfig(server, kubeconfig);
+  ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);
+  server.Stop();
+  ASSERT_TRUE(server.Start().ok());
+  absl::StatusOr<ApiResponse> again = client->Get("/api/v1/nodes");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->status, 200);
+}
+
+TEST(ApiClient, ASlowAnswerHitsTheRequestDeadline) {
+  FakeApiServer server(WithToken());
+  ASSERT_TRUE(server.Start().ok());
+  testing::KubeconfigOptions kubeconfig;
+  auto client = *ClientFromKubeconfig(server, kubeconfig);  // 2 s request timeout
+  testing::RequestMatch slow;
+  slow.path_prefix = "/api/v1/nodes";
+  server.DelayNext(slow, std::chrono::milliseconds(4000));
+  const absl::Time start = absl::Now();
+  absl::StatusOr<ApiResponse> r = client->Get("/api/v1/nodes");
+  EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3.5));
+}
+
+TEST(KubePodApi, MapsApiServerAnswersToErrorsBindUnderstands) {
+  FakeApiServer server(WithToken());
+  ASSERT_TRUE(server.Start().ok());
+  testing::KubeconfigOptions kubeconfig;
+  auto client = *ClientFromKubeconfig(server, kubeconfig);
+  KubePodApi api(*client);
+  const nlohmann::json pod = *server.AddPod(FakeApiServer::MinimalPod("ml", "p"));
+  const PodRef ref{"ml", "p", pod["metadata"]["uid"]};
+
+  EXPECT_TRUE(absl::IsNotFound(api.GetPod("ml", "missing").status()));
+  absl::StatusOr<PodRecord> read = api.GetPod("ml", "p");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->uid, ref.uid);
+
+  // The uid in the patch is a precondition.
+  EXPECT_TRUE(absl::IsFailedPrecondition(api.Annotate({"ml", "p", "another-uid"}, {{"tessera.io/x", "1"}})));
+  ASSERT_TRUE(api.Annotate(ref, {{"tessera.io/x", "1"}, {"tessera.io/y", "a \"quoted\" value"}}).ok());
+  EXPECT_EQ((*server.Pod("ml", "p"))["metadata"]["annotations"]["tessera.io/y"], "a \"quoted\" value");
+
+  ASSERT_TRUE(api.Bind(ref, "n1").ok());
+  EXPECT_EQ((*server.Pod("ml", "p"))["spec"]["nodeName"], "n1");
+  EXPECT_TRUE(absl::IsFailedPrecondition(api.Bind(ref, "n2")));  // already bound
+}
+
+}  // namespace
+}  // namespace tessera::k8s
