@@ -1,0 +1,209 @@
+#include "policies/load_aware.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "config/plugin_args.h"
+
+namespace tessera {
+namespace {
+
+constexpr size_t kMaxListedGpus = 4;
+
+bool Known(int64_t v) { return v >= 0; }
+
+// The pod-independent load estimate of a share, in per-mille of one GPU.
+int64_t Estimate(const LoadAwareArgs& a, MilliGpu guaranteed, MilliGpu limit) {
+  const int64_t burst = std::max<int64_t>(0, (limit - guaranteed).value());
+  return (guaranteed.value() * a.guaranteed_estimate_percent + burst * a.burst_estimate_percent) / 100;
+}
+
+// The GPU's measured load: the short window (SM activity when asked for and
+// reported) blended with the sustained one; nullopt when neither is known.
+std::optional<int64_t> Measured(const LoadAwareArgs& a, const GpuTelemetry& g) {
+  const int64_t short_window =
+      a.use_sm_active && Known(g.sm_active.value()) ? g.sm_active.value() : g.utilization.value();
+  const int64_t long_window = g.sustained_utilization.value();
+  const bool has_short = Known(short_window), has_long = Known(long_window);
+  if (has_short && has_long && a.short_window_weight + a.long_window_weight > 0) {
+    return (short_window * a.short_window_weight + long_window * a.long_window_weight) /
+           (a.short_window_weight + a.long_window_weight);
+  }
+  if (has_short) return short_window;
+  if (has_long) return long_window;
+  return std::nullopt;
+}
+
+// What pods bound to GPU `index` since its sample (less the warm-up) add:
+// their estimated load and their reserved memory.
+struct Recent {
+  int64_t load = 0;
+  int64_t memory_mib = 0;
+};
+
+Recent RecentOn(const LoadAwareArgs& a, const NodeView& node, int32_t index, absl::Time sampled_at) {
+  Recent r;
+  const absl::Time cutoff = sampled_at - a.pod_warmup;
+  for (const GpuBinding& b : node.bindings) {  // newest first
+    if (b.bound_at <= cutoff) break;
+    if (b.index != index) continue;
+    r.load += Estimate(a, b.guaranteed, b.limit);
+    r.memory_mib += b.memory.value();
+  }
+  return r;
+}
+
+// "97%" or "97.5%".
+std::string Percent(int64_t per_mille) {
+  if (per_mille % 10 == 0) return absl::StrCat(per_mille / 10, "%");
+  return absl::StrCat(per_mille / 10, ".", per_mille % 10, "%");
+}
+
+// Whether the pod could go on this GPU by what pods reserved (the chooser's
+// business; checked here only so that load-aware counts the GPUs that matter).
+bool HasRoom(const PodGpuRequest& r, const GpuDevice& gpu, const GpuUsage& u) {
+  if (r.whole_gpu) return u.idle();
+  if (u.guaranteed + r.guaranteed > kOneGpu) return false;
+  return !gpu.memory_known() || u.memory + r.memory <= gpu.memory;
+}
+
+}  // namespace
+
+absl::Time LoadAwarePlugin::CoarseNow() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return absl::TimeFromTimespec(ts);
+}
+
+absl::StatusOr<std::unique_ptr<Plugin>> LoadAwarePlugin::New(PluginArgs& args) {
+  LoadAwareArgs a;
+  a.utilization_weight = args.Int("utilizationWeight", 0, 100, a.utilization_weight);
+  a.memory_weight = args.Int("memoryWeight", 0, 100, a.memory_weight);
+  if (a.utilization_weight + a.memory_weight == 0) {
+    args.Error("memoryWeight", "utilizationWeight and memoryWeight cannot both be 0");
+  }
+  a.short_window_weight = args.Int("shortWindowWeight", 0, 100, a.short_window_weight);
+  a.long_window_weight = args.Int("longWindowWeight", 0, 100, a.long_window_weight);
+  if (a.short_window_weight + a.long_window_weight == 0) {
+    args.Error("longWindowWeight", "shortWindowWeight and longWindowWeight cannot both be 0");
+  }
+  a.use_sm_active = args.Bool("useSmActive", a.use_sm_active);
+  a.guaranteed_estimate_percent = args.Int("guaranteedEstimatePercent", 0, 200, a.guaranteed_estimate_percent);
+  a.burst_estimate_percent = args.Int("burstEstimatePercent", 0, 100, a.burst_estimate_percent);
+  a.pod_warmup = absl::Seconds(args.Int("podWarmupSeconds", 0, 3600, absl::ToInt64Seconds(a.pod_warmup)));
+  a.hot_spot_threshold_percent = args.Int("hotSpotThresholdPercent", 1, 99, a.hot_spot_threshold_percent);
+  a.hot_spot_penalty_percent = args.Int("hotSpotPenaltyPercent", 0, 100, a.hot_spot_penalty_percent);
+  a.neutral_score = args.Int("neutralScore", 0, kMaxPluginScore, a.neutral_score);
+  a.reject_busy_gpus = args.Bool("rejectBusyGpus", a.reject_busy_gpus);
+  a.busy_threshold_percent = args.Int("busyThresholdPercent", 1, 100, a.busy_threshold_percent);
+  a.memory_guard = args.Bool("memoryGuard", a.memory_guard);
+  if (absl::Status st = args.Finish(); !st.ok()) return st;
+  return std::make_unique<LoadAwarePlugin>(a);
+}
+
+FilterVerdict LoadAwarePlugin::Filter(const PodGpuRequest& r, const NodeView& node) const {
+  const NodeTelemetry* t = node.telemetry;
+  if (t == nullptr || (!args_.reject_busy_gpus && !args_.memory_guard) || !node.inventory_ok()) {
+    return FilterVerdict::Success();
+  }
+  const absl::Time now = clock_();
+  const int64_t busy_above = args_.busy_threshold_percent * 10;
+  int32_t usable = 0;
+  size_t refused = 0;
+  bool any_busy = false;
+  std::string why;
+  auto refuse = [&](auto&&... parts) {
+    if (++refused > kMaxListedGpus) return;
+    if (refused > 1) why += "; ";
+    absl::StrAppend(&why, parts...);
+  };
+  for (const GpuDevice& gpu : node.gpus) {
+    if (!HasRoom(r, gpu, node.UsageOf(gpu.index))) continue;
+    const GpuTelemetry* g = t->Find(gpu.index);
+    if (g == nullptr || !t->Fresh(*g, now)) {
+      ++usable;  // unknown is never held against a GPU
+      continue;
+    }
+    if (args_.reject_busy_gpus) {
+      const bool sustained = Known(g->sustained_utilization.value());
+      const int64_t load = sustained ? g->sustained_utilization.value() : g->utilization.value();
+      if (Known(load) && load > busy_above) {
+        any_busy = true;
+        refuse("GPU ", gpu.index, " at ", Percent(load), " utilisation (",
+               sustained ? t->sustained_window : t->utilization_window, ") above the ",
+               args_.busy_threshold_percent, "% threshold");
+        continue;
+      }
+    }
+    if (args_.memory_guard && r.memory.value() > 0 && Known(g->memory_free.value())) {
+      const int64_t free_mib =
+          g->memory_free.value() - RecentOn(args_, node, gpu.index, g->sampled_at).memory_mib;
+      if (free_mib < r.memory.value()) {
+        refuse("GPU ", gpu.index, " has ", std::max<int64_t>(0, free_mib), " MiB of memory free in fact (measured",
+               Known(g->memory_used.value()) ? absl::StrCat(", ", g->memory_used.value(), " MiB in use") : "",
+               "), pod needs ", r.memory.value(), " MiB");
+        continue;
+      }
+    }
+    ++usable;
+  }
+  // Nothing refused for load: any shortfall is gpu-share's to explain.
+  if (usable >= r.count || refused == 0) return FilterVerdict::Success();
+  if (refused > kMaxListedGpus) {
+    const size_t more = refused - kMaxListedGpus;
+    absl::StrAppend(&why, " (and ", more, more == 1 ? " more GPU)" : " more GPUs)");
+  }
+  return FilterVerdict::NotNow(any_busy ? kBusyReason : kMemoryReason, std::move(why));
+}
+
+int64_t LoadAwarePlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) const {
+  const NodeTelemetry* t = node.telemetry;
+  if (t == nullptr || choice.gpu_indices.empty()) return args_.neutral_score;
+  const absl::Time now = clock_();
+  const int64_t neutral = args_.neutral_score * 10;
+  const int64_t own_load = r.whole_gpu ? 0 : Estimate(args_, r.guaranteed, r.limit);
+  const int64_t hot_above = args_.hot_spot_threshold_percent * 10;
+  int64_t total = 0;
+  for (const int32_t index : choice.gpu_indices) {
+    const GpuTelemetry* g = t->Find(index);
+    if (g == nullptr || !t->Fresh(*g, now)) {
+      total += neutral;
+      continue;
+    }
+    const std::optional<int64_t> measured = Measured(args_, *g);
+    const bool has_memory = Known(g->memory_used.value()) && Known(g->memory_free.value()) &&
+                            g->memory_used.value() + g->memory_free.value() > 0;
+    if (!measured && !has_memory) {
+      total += neutral;
+      continue;
+    }
+    const Recent recent = RecentOn(args_, node, index, g->sampled_at);
+    int64_t weighted = 0, weights = 0;
+    int64_t demand = 0;
+    if (measured) {
+      demand = *measured + recent.load + own_load;
+      weighted += args_.utilization_weight * (1000 - std::min<int64_t>(1000, demand));
+      weights += args_.utilization_weight;
+    }
+    if (has_memory) {
+      const int64_t capacity = g->memory_used.value() + g->memory_free.value();
+      const int64_t used = std::min(capacity, g->memory_used.value() + recent.memory_mib + r.memory.value());
+      weighted += args_.memory_weight * (1000 - used * 1000 / capacity);
+      weights += args_.memory_weight;
+    }
+    int64_t score = weights > 0 ? weighted / weights : neutral;
+    if (demand > hot_above) {
+      const int64_t excess = std::min<int64_t>(1000, (demand - hot_above) * 1000 / (1000 - hot_above));
+      score = score * (100'000 - args_.hot_spot_penalty_percent * excess) / 100'000;
+    }
+    total += score;
+  }
+  const int64_t per_mille = total / static_cast<int64_t>(choice.gpu_indices.size());
+  return std::clamp<int64_t>((per_mille + 5) / 10, 0, kMaxPluginScore);
+}
+
+}  // namespace tessera

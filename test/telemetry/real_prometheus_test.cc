@@ -1,0 +1,251 @@
+// Load-aware scheduling end to end with a real Prometheus: the test serves a
+// fake DCGM exporter whose values it controls, Prometheus (Debian's package,
+// started here on loopback) scrapes it every second, the refresher queries
+// Prometheus into the cluster model, and the policy loaded from a policy file
+// text scores and filters from the model's snapshot.
+//
+// Prometheus is stopped by PrometheusProcess's destructor, also when a test
+// fails; a missing binary fails the test with the install hint.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+#include "config/plugin_args.h"
+#include "config/policy_loader.h"
+#include "policies/builtin_registry.h"
+#include "policies/load_aware.h"
+#include "scheduler/model/absl_compat.h"
+#include "scheduler/telemetry/telemetry_refresher.h"
+#include "test/telemetry/fake_endpoints.h"
+#include "test/testing/builders.h"
+#include "test/testing/prometheus_process.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::DcgmGpu;
+using testing::FakeEndpoint;
+using testing::PrometheusProcess;
+
+constexpr std::string_view kPolicy = R"(apiVersion: tessera.io/v1alpha1
+kind: SchedulingPolicy
+plugins:
+  - name: gpu-share
+  - name: load-aware
+    weight: 5
+    args: {rejectBusyGpus: true, busyThresholdPercent: 90, podWarmupSeconds: 0}
+telemetry:
+  refreshInterval: 1s
+  staleAfter: 4s
+  prometheus:
+    url: http://127.0.0.1:PORT
+    timeout: 2s
+    queries:
+      utilization: DCGM_FI_DEV_GPU_UTIL
+      sustainedUtilization: max_over_time(DCGM_FI_DEV_GPU_UTIL[3s])
+    windows: {utilization: now, sustainedUtilization: 3s max}
+)";
+
+constexpr absl::Duration kPatience = absl::Seconds(30);
+
+class RealPrometheusTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SetLoad(5, 5);
+    absl::StatusOr<std::unique_ptr<PrometheusProcess>> p = PrometheusProcess::Start({.target_port = exporter_.port()});
+    ASSERT_TRUE(p.ok()) << p.status();
+    prometheus_ = *std::move(p);
+
+    for (const std::string node : {"node-a", "node-b"}) {
+      NodeInventory inventory;
+      for (int i = 0; i < 2; ++i) {
+        GpuDevice& g = inventory.gpus.emplace_back();
+        g.index = i;
+        g.uuid = absl::StrCat("GPU-", node, "-", i);
+        g.model = testing::kA100;
+        g.memory = MemoryMiB(81920);
+      }
+      model_.UpsertNode(node, inventory, absl::OkStatus());
+    }
+    model_.Publish();
+
+    const std::string text = absl::StrReplaceAll(Absl(kPolicy), {{"PORT", std::to_string(prometheus_->port())}});
+    absl::StatusOr<LoadedPolicy> policy = LoadPolicyDocument(text, "load-aware-test.yaml", registry_);
+    ASSERT_TRUE(policy.ok()) << policy.status();
+    policy_ = *std::move(policy);
+    ASSERT_TRUE(policy_.telemetry.has_value());
+    ASSERT_TRUE(refresher_.Configure(policy_.telemetry).ok());
+
+    LoadAwareArgs args;
+    args.reject_busy_gpus = true;
+    args.pod_warmup = absl::ZeroDuration();
+    load_aware_ = std::make_unique<LoadAwarePlugin>(args);
+  }
+
+  // Both GPUs of node-a at `a` percent, of node-b at `b`.
+  void SetLoad(double a, double b) {
+    std::vector<DcgmGpu> gpus;
+    for (int i = 0; i < 2; ++i) {
+      gpus.push_back({"node-a", i, absl::StrCat("GPU-node-a-", i), a, 1024, 80896});
+      gpus.push_back({"node-b", i, absl::StrCat("GPU-node-b-", i), b, 1024, 80896});
+    }
+    exporter_.Set("/metrics", {.content_type = "text/plain; version=0.0.4",
+                               .body = testing::DcgmExposition(gpus)});
+  }
+
+  [[nodiscard]] NodeView View(const std::string& node) {
+    snapshot_ = model_.Current();
+    return snapshot_->View(*snapshot_->FindNode(node));
+  }
+
+  // The GPU `gpu` of `node` as the snapshot has it; null when unmeasured.
+  const GpuTelemetry* Gpu(const std::string& node, int32_t gpu) {
+    const NodeView v = View(node);
+    return v.telemetry == nullptr ? nullptr : v.telemetry->Find(gpu);
+  }
+
+  // Refresh rounds until `done` holds; false after kPatience.
+  bool RefreshUntil(const std::function<bool()>& done) {
+    const absl::Time deadline = absl::Now() + kPatience;
+    while (absl::Now() < deadline) {
+      refresher_.RefreshNow().IgnoreError();  // Prometheus may still be warming up
+      if (done()) return true;
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    return false;
+  }
+
+  bool Measured(const std::string& node, int64_t util_permille, int64_t sustained_permille) {
+    for (int32_t i = 0; i < 2; ++i) {
+      const GpuTelemetry* g = Gpu(node, i);
+      if (g == nullptr || g->utilization != PerMille(util_permille) ||
+          g->sustained_utilization != PerMille(sustained_permille)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  int64_t LoadAwareScore(const std::string& node, const PodGpuRequest& pod) {
+    GpuChoice gpu0;
+    gpu0.gpu_indices.push_back(0);
+    return load_aware_->Score(pod, View(node), gpu0);
+  }
+
+  // The profile's wire scores (0..10) for node-a and node-b.
+  std::vector<int64_t> WireScores(const PodGpuRequest& pod) {
+    snapshot_ = model_.Current();
+    const std::vector<NodeView> views = {View("node-a"), View("node-b")};
+    return policy_.profile->Score(pod, views, nullptr);
+  }
+
+  const PluginRegistry registry_ = NewBuiltinRegistry();
+  FakeEndpoint exporter_;
+  std::unique_ptr<PrometheusProcess> prometheus_;
+  ClusterModel model_;
+  MetricsRegistry metrics_;
+  TelemetryRefresher refresher_{model_, metrics_, TelemetryRefresher::Mode::kManual};
+  LoadedPolicy policy_;
+  std::unique_ptr<LoadAwarePlugin> load_aware_;
+  std::shared_ptr<const ClusterSnapshot> snapshot_;
+};
+
+TEST_F(RealPrometheusTest, ScoresAndFilterReasonsFollowTheExportersValues) {
+  const PodGpuRequest pod = testing::Pod().Fraction(250);
+  SetLoad(95, 5);
+  ASSERT_TRUE(RefreshUntil([&] { return Measured("node-a", 950, 950) && Measured("node-b", 50, 50); }))
+      << prometheus_->Log();
+  const FilterVerdict hot = policy_.profile->Filter(pod, View("node-a"));
+  EXPECT_FALSE(hot.ok());
+  EXPECT_THAT(hot.message, HasSubstr("GPU 0 at 95% utilisation (3s max) above the 90% threshold"));
+  EXPECT_TRUE(policy_.profile->Filter(pod, View("node-b")).ok());
+  EXPECT_LT(LoadAwareScore("node-a", pod), LoadAwareScore("node-b", pod));
+  std::vector<int64_t> wire = WireScores(pod);
+  EXPECT_LT(wire[0], wire[1]);
+
+  SetLoad(5, 95);
+  ASSERT_TRUE(RefreshUntil([&] { return Measured("node-a", 50, 50) && Measured("node-b", 950, 950); }));
+  EXPECT_TRUE(policy_.profile->Filter(pod, View("node-a")).ok());
+  EXPECT_THAT(policy_.profile->Filter(pod, View("node-b")).message, HasSubstr("at 95% utilisation (3s max)"));
+  EXPECT_GT(LoadAwareScore("node-a", pod), LoadAwareScore("node-b", pod));
+  wire = WireScores(pod);
+  EXPECT_GT(wire[0], wire[1]);
+}
+
+TEST_F(RealPrometheusTest, EstimatesForJustBoundPodsApplyUntilNewSamplesArrive) {
+  const PodGpuRequest pod = testing::Pod().Fraction(100);
+  SetLoad(10, 10);
+  ASSERT_TRUE(RefreshUntil([&] { return Measured("node-a", 100, 100); })) << prometheus_->Log();
+  const int64_t before = LoadAwareScore("node-a", pod);
+
+  // A pod lands on node-a's GPU 0 after its last sample.
+  const absl::Time bound_at = absl::Now();
+  PodHolding holding;
+  holding.uid = "uid-burst-1";
+  holding.pod_key = "ml/burst-1";
+  holding.assignment.node = "node-a";
+  holding.assignment.gpus.push_back(GpuShare{.index = 0, .uuid = "", .guaranteed = MilliGpu(500), .limit = MilliGpu(500),
+                                             .memory = MemoryMiB(0), .memory_limit = MemoryMiB(0)});
+  holding.bound_at = bound_at;
+  model_.UpsertPod(holding);
+  model_.Publish();
+  ASSERT_LT(Gpu("node-a", 0)->sampled_at, bound_at);
+  const int64_t estimated = LoadAwareScore("node-a", pod);
+  EXPECT_LT(estimated, before);
+
+  // Samples taken after the bind show the GPU as it is (the pod did not
+  // really start here, so the load stays at 10%): the estimate is dropped.
+  ASSERT_TRUE(RefreshUntil([&] { return Gpu("node-a", 0) != nullptr && Gpu("node-a", 0)->sampled_at > bound_at; }));
+  EXPECT_EQ(LoadAwareScore("node-a", pod), before);
+}
+
+TEST_F(RealPrometheusTest, DataGoesStaleWhenTheExporterStops) {
+  const PodGpuRequest pod = testing::Pod().Fraction(250);
+  SetLoad(95, 5);
+  ASSERT_TRUE(RefreshUntil([&] { return Measured("node-a", 950, 950); })) << prometheus_->Log();
+  ASSERT_FALSE(policy_.profile->Filter(pod, View("node-a")).ok());
+
+  exporter_.Stop();
+  ASSERT_TRUE(RefreshUntil([&] { return View("node-a").telemetry == nullptr; }));
+  EXPECT_TRUE(policy_.profile->Filter(pod, View("node-a")).ok());
+  EXPECT_EQ(LoadAwareScore("node-a", pod), load_aware_->args().neutral_score);
+  EXPECT_EQ(LoadAwareScore("node-b", pod), load_aware_->args().neutral_score);
+}
+
+TEST_F(RealPrometheusTest, PrometheusDownGivesNeutralScoresAndIsCounted) {
+  const PodGpuRequest pod = testing::Pod().Fraction(250);
+  SetLoad(95, 5);
+  ASSERT_TRUE(RefreshUntil([&] { return Measured("node-a", 950, 950); })) << prometheus_->Log();
+  EXPECT_NE(LoadAwareScore("node-a", pod), load_aware_->args().neutral_score);
+
+  prometheus_->Kill();
+  const absl::Status down = refresher_.RefreshNow();
+  EXPECT_EQ(down.code(), absl::StatusCode::kUnavailable) << down;
+  EXPECT_THAT(metrics_.Render(),
+              HasSubstr(R"(tessera_telemetry_queries_total{query="utilization",result="unreachable"} )"));
+  // The last values hold until their TTL, then nothing is trusted.
+  ASSERT_TRUE(RefreshUntil([&] { return View("node-a").telemetry == nullptr; }));
+  EXPECT_EQ(LoadAwareScore("node-a", pod), load_aware_->args().neutral_score);
+  EXPECT_EQ(LoadAwareScore("node-b", pod), load_aware_->args().neutral_score);
+  EXPECT_TRUE(policy_.profile->Filter(pod, View("node-a")).ok());
+}
+
+TEST(PrometheusProcessTest, AMissingBinaryIsAnErrorWithTheInstallHint) {
+  ::setenv("TESSERA_PROMETHEUS", "/nonexistent/prometheus", 1);
+  const absl::StatusOr<std::string> binary = PrometheusProcess::FindBinary();
+  ::unsetenv("TESSERA_PROMETHEUS");
+  ASSERT_FALSE(binary.ok());
+  EXPECT_THAT(binary.status().message(), HasSubstr("/nonexistent/prometheus"));
+  EXPECT_TRUE(PrometheusProcess::FindBinary().ok())
+      << "scripts/install-deps.sh installs Debian's prometheus package; the load-aware tests need it";
+}
+
+}  // namespace
+}  // namespace tessera
