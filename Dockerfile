@@ -1,0 +1,54 @@
+# syntax=docker/dockerfile:1
+# The tessera-extender image: built and tested on Debian 12, run on Debian 12
+# slim with only the shared libraries the binary links. From the repository root:
+#
+#   docker build --build-context shared=../shared -t tessera-extender:0.1.0 .
+#   docker build --build-arg SKIP_TESTS=1 -t tessera-extender:0.1.0 .
+#
+# The test suite reads recorded kube-scheduler requests and the Alibaba GPU
+# trace from ../shared, beside the repository: pass that folder as the build
+# context named "shared", or skip the tests. The Helm chart (k8s/helm/tessera)
+# runs this image beside kube-scheduler.
+
+# Empty unless `--build-context shared=<folder>` replaces it.
+FROM scratch AS shared
+
+FROM debian:bookworm AS build
+ARG SKIP_TESTS=0
+# The packages README's set-up installs, by the same script.
+COPY scripts/install-deps.sh /tmp/install-deps.sh
+RUN /tmp/install-deps.sh && rm -rf /var/lib/apt/lists/*
+WORKDIR /src/tessera
+COPY . .
+COPY --from=shared . /src/shared/
+RUN if [ "$SKIP_TESTS" = 1 ]; then \
+      cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCHMARKS=OFF && \
+      cmake --build build -j"$(nproc)" --target tessera-extender; \
+    else \
+      if [ ! -d /src/shared/fixtures ]; then \
+        echo "The tests need ../shared: add --build-context shared=../shared, or --build-arg SKIP_TESTS=1." >&2; \
+        exit 1; \
+      fi && \
+      cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_BENCHMARKS=OFF && \
+      cmake --build build -j"$(nproc)" && \
+      ctest --test-dir build --output-on-failure -j"$(nproc)"; \
+    fi && \
+    strip build/tessera-extender
+
+FROM debian:bookworm-slim
+# What `ldd tessera-extender` lists, by Debian 12 package: abseil, yaml-cpp,
+# simdjson, OpenSSL (libssl and libcrypto), the C++ runtime. ca-certificates
+# for API servers reached through a kubeconfig that names no CA.
+RUN apt-get update && \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libabsl20220623 libyaml-cpp0.7 libsimdjson14 libssl3 libstdc++6 libgcc-s1 ca-certificates && \
+    rm -rf /var/lib/apt/lists/*
+COPY --from=build /src/tessera/build/tessera-extender /usr/local/bin/tessera-extender
+COPY config/examples/default-policy.yaml /etc/tessera/policy.yaml
+# Numeric, so Kubernetes' runAsNonRoot can check it; no home, no shell needed.
+USER 65532:65532
+EXPOSE 8888
+ENTRYPOINT ["/usr/local/bin/tessera-extender"]
+# Defaults: the shipped policy, 127.0.0.1:8888 (the containers of the same pod),
+# the in-cluster service account. The Helm chart passes its own flags.
+CMD ["--policy-file=/etc/tessera/policy.yaml"]
