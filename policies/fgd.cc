@@ -1,0 +1,142 @@
+#include "policies/fgd.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "config/plugin_args.h"
+#include "policies/gpu_fit.h"
+#include "policies/node_resources.h"
+#include "scheduler/model/absl_compat.h"
+
+namespace tessera {
+namespace {
+
+// The node's free milli-GPU per GPU (in inventory order) and free CPU.
+struct NodeFree {
+  absl::InlinedVector<int64_t, 8> gpu;
+  std::optional<int64_t> cpu;
+};
+
+NodeFree FreeOf(const NodeView& node) {
+  NodeFree f;
+  for (const GpuDevice& g : node.gpus) f.gpu.push_back(FreeMilli(node, g));
+  if (node.host != nullptr) f.cpu = node.host->cpu_free().value();
+  return f;
+}
+
+// `free` after the pod takes its share of the GPUs at inventory positions `at` and its CPU.
+NodeFree After(NodeFree free, const PodGpuRequest& r, absl::Span<const size_t> at) {
+  for (size_t i : at) free.gpu[i] -= PerGpuMilli(r);
+  if (free.cpu.has_value()) *free.cpu -= r.host.cpu.value();
+  return free;
+}
+
+}  // namespace
+
+int64_t FragmentationScore(double before, double after) {
+  const double delta = (before - after) / 1000;
+  return static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta)) * static_cast<double>(kMaxPluginScore));
+}
+
+int64_t PlacementFragmentationScore(const TargetWorkload& workload, const FragmentationOptions& options,
+                                    const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) {
+  const NodeGpuAccess access(workload, node.gpus);
+  const NodeFree now = FreeOf(node);
+  absl::InlinedVector<size_t, 8> at;
+  for (int32_t index : choice.gpu_indices) {
+    for (size_t i = 0; i < node.gpus.size(); ++i) {
+      if (node.gpus[i].index == index) at.push_back(i);
+    }
+  }
+  const NodeFree after = After(now, r, at);
+  return FragmentationScore(NodeFragmentation(workload, access, now.gpu, now.cpu, options),
+                            NodeFragmentation(workload, access, after.gpu, after.cpu, options));
+}
+
+std::optional<TargetWorkload> ReadWorkloadArg(PluginArgs& args, std::string_view key) {
+  const bool present = args.Has(key);
+  const std::vector<std::string> items = args.StringList(key);
+  if (!present) {
+    args.Error(key, "required: list the kinds of pod the cluster expects, as in [\"1078 cpu=3152m gpu=810m\"]");
+    return std::nullopt;
+  }
+  std::vector<WorkloadPod> pods;
+  bool ok = true;
+  for (size_t i = 0; i < items.size(); ++i) {
+    absl::StatusOr<WorkloadPod> pod = ParseWorkloadPod(items[i]);
+    if (!pod.ok()) {
+      args.Error(key, absl::StrCat("item ", i, " \"", items[i], "\": ", pod.status().message()));
+      ok = false;
+      continue;
+    }
+    pods.push_back(*std::move(pod));
+  }
+  if (!ok) return std::nullopt;
+  absl::StatusOr<TargetWorkload> workload = TargetWorkload::Create(std::move(pods));
+  if (!workload.ok()) {
+    args.Error(key, Std(workload.status().message()));
+    return std::nullopt;
+  }
+  return *std::move(workload);
+}
+
+absl::StatusOr<std::unique_ptr<Plugin>> FgdPlugin::New(PluginArgs& args) {
+  std::optional<TargetWorkload> workload = ReadWorkloadArg(args, "workload");
+  // gpu-share reads its own args and finishes: it reports any key neither read.
+  absl::StatusOr<std::unique_ptr<Plugin>> fit = GpuSharePlugin::New(args);
+  if (!fit.ok()) return fit.status();
+  const auto* share = dynamic_cast<const GpuSharePlugin*>(fit->get());
+  if (share == nullptr || !workload.has_value()) return absl::InternalError("fgd: gpu-share args unreadable");
+  return std::make_unique<FgdPlugin>(*std::move(workload), share->args());
+}
+
+FilterVerdict FgdPlugin::Filter(const PodGpuRequest& r, const NodeView& node) const {
+  if (r.count <= 0) return FilterVerdict::Success();
+  return fit_.Filter(r, node);
+}
+
+std::optional<GpuChoice> FgdPlugin::ChooseGpus(const PodGpuRequest& r, const NodeView& node) const {
+  if (r.count <= 0) return std::optional<GpuChoice>(std::in_place);  // asks for no GPU: none to choose
+  if (!SharesOneGpu(r)) return fit_.ChooseGpus(r, node);
+  const NodeGpuAccess access(workload_, node.gpus);
+  const NodeFree now = FreeOf(node);
+  const double before = NodeFragmentation(workload_, access, now.gpu, now.cpu);
+  std::optional<int32_t> chosen;
+  int64_t best = 0;
+  absl::InlinedVector<size_t, 8> tried;
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    const GpuDevice& g = node.gpus[i];
+    // A GPU like one tried already (same model, same free) scores the same,
+    // and the earlier one wins a tie.
+    const bool like_tried = std::any_of(tried.begin(), tried.end(), [&](size_t j) {
+      return now.gpu[j] == now.gpu[i] && node.gpus[j].model == g.model;
+    });
+    if (like_tried || now.gpu[i] < r.guaranteed.value() || !FitsOnGpu(fit_, r, node, g)) continue;
+    tried.push_back(i);
+    const size_t at[] = {i};
+    const NodeFree after = After(now, r, at);
+    const int64_t score = FragmentationScore(before, NodeFragmentation(workload_, access, after.gpu, after.cpu));
+    if (!chosen.has_value() || score > best) {
+      best = score;
+      chosen = g.index;
+    }
+  }
+  if (!chosen.has_value()) return std::nullopt;
+  GpuChoice choice;
+  choice.gpu_indices.push_back(*chosen);
+  return choice;
+}
+
+std::vector<GpuShare> FgdPlugin::SharesFor(const PodGpuRequest& r, const NodeView& node,
+                                           const GpuChoice& choice) const {
+  if (r.count <= 0) return {};
+  return fit_.SharesFor(r, node, choice);
+}
+
+int64_t FgdPlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) const {
+  return PlacementFragmentationScore(workload_, FragmentationOptions{}, r, node, choice);
+}
+
+}  // namespace tessera

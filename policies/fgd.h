@@ -1,0 +1,76 @@
+// fgd: Fragmentation Gradient Descent (Weng et al., ATC '23).
+//
+// Places each pod where the node's GPU fragmentation under a target
+// workload (policies/fragmentation.h) grows least, and on the GPU of that
+// node where it grows least. The target workload, the kinds of pod the
+// cluster expects and how often, is the plugin's `workload` arg; the
+// placement simulator fills it from the trace it replays.
+//
+// Assumptions
+//   - Fit, GPU accounting and whole-GPU choice are gpu-share's (the same
+//     code; fgd takes gpu-share's args for them, e.g. gpuMemoryReserve).
+//   - Memory does not enter the measure; CPU does where the node's host
+//     resources are known (NodeView::host), else CPU never falls short.
+//
+// Algorithm, per node
+//   1. Filter: gpu-share's; a pod that asks for no GPU fits everywhere.
+//   2. Choose: a share of one GPU tries every GPU it fits on and takes the
+//      best score below (the first GPU reaching it); other pods take
+//      gpu-share's choice (the lowest idle GPUs).
+//   3. Score: Δ = F(node now) − F(node after placing the pod on the chosen
+//      GPUs, CPU included); score = trunc(100 · σ(Δ / 1000)), σ the
+//      logistic function: no change scores 50, less fragmentation more.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "policies/fragmentation.h"
+#include "policies/gpu_share.h"
+#include "scheduler/framework/plugin.h"
+
+namespace tessera {
+
+class PluginArgs;
+
+class FgdPlugin final : public FilterPlugin, public GpuChooserPlugin, public ScorePlugin {
+ public:
+  static constexpr std::string_view kName = "fgd";
+
+  /// Reads `workload`, a list of workload items (required; see
+  /// fragmentation.h), then gpu-share's args for the fit.
+  static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
+
+  explicit FgdPlugin(TargetWorkload workload, GpuShareArgs fit = {})
+      : workload_(std::move(workload)), fit_(fit) {}
+
+  [[nodiscard]] std::string_view Name() const override { return kName; }
+  [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const override;
+  [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
+                                                    const NodeView& node) const override;
+  [[nodiscard]] std::vector<GpuShare> SharesFor(const PodGpuRequest& request, const NodeView& node,
+                                                const GpuChoice& choice) const override;
+  [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
+                              const GpuChoice& choice) const override;
+
+ private:
+  TargetWorkload workload_;
+  GpuSharePlugin fit_;
+};
+
+/// Reads a `workload` arg into a TargetWorkload, recording each bad item at
+/// `key` (shared by the plugins that take a workload).
+std::optional<TargetWorkload> ReadWorkloadArg(PluginArgs& args, std::string_view key);
+
+/// FGD's score of a change in fragmentation: trunc(100 · σ((before − after) / 1000)).
+int64_t FragmentationScore(double before, double after);
+
+/// FGD's score of placing `request` on `node`'s GPUs `choice` (positions
+/// absent from the node are ignored), under `workload` measured with `options`.
+int64_t PlacementFragmentationScore(const TargetWorkload& workload, const FragmentationOptions& options,
+                                    const PodGpuRequest& request, const NodeView& node, const GpuChoice& choice);
+
+}  // namespace tessera

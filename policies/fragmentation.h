@@ -1,0 +1,134 @@
+// GPU fragmentation of a node under a target workload, as the FGD paper
+// (Weng et al., ATC '23, §4 and pkg/utils/frag.go) defines it, with one
+// optional extension (host stranding, below).
+//
+// A node's free milli-GPU is "fragmented" for a kind of pod when that pod
+// could not use it: all of it when the pod cannot run on the node at all
+// (no accepted GPU model, too few GPUs with room, too little CPU), or, when
+// it can run, the GPUs individually too small for it. A pod that asks for no
+// GPU counts all free GPU as fragment: it can only ever strand it. The
+// node's fragmentation is the expectation over the workload's pods:
+//
+//   F(node) = Σ_m p_m · frag(node, m)      (milli-GPU, float64)
+//
+// and the cluster's is Σ over nodes. FGD places each pod where F grows least.
+//
+// Host stranding. The paper asks only whether *one* pod of a kind fits. A
+// node whose free CPU is short for its free GPUs strands some of them even
+// when every kind still fits once: at the workload's ratio of CPU to GPU
+// (Σ p·cpu / Σ p·GPUs over the kinds that ask for GPUs), its free CPU serves
+// only so much GPU. With the extension, a kind that fits also counts the GPU
+// on the GPUs it fits on beyond that as fragment. It applies on nodes every
+// GPU kind of the workload can use (models permitting): where some cannot,
+// which node to spend is a question of model scarcity, which the paper's
+// no-access term answers, and a CPU-rich node of a scarce model must not look
+// better for its CPU.
+//
+// Workload text (one item per kind of pod, in `workload:` args):
+//   "<weight> cpu=<cpu> [gpu=<gpu>] [models=<A|B|...>]"
+//   weight  positive integer, relative frequency (e.g. a pod count)
+//   cpu     "3152m" (milli-CPU) or "12" (cores)
+//   gpu     "810m" (a share of one GPU), "2" (two whole GPUs), "2x500m"; absent or "0": none
+//   models  accepted GPU models, as gpu-share matches them; absent: any
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "scheduler/model/gpu.h"
+#include "scheduler/model/quantity.h"
+
+namespace tessera {
+
+/// One kind of pod in a target workload.
+struct WorkloadPod {
+  int64_t weight = 1;                ///< Relative frequency, ≥ 1.
+  MilliCpu cpu{0};
+  int32_t gpus = 0;                  ///< 0: the pod asks for no GPU.
+  MilliGpu milli{0};                 ///< Per GPU, 1..1000; 0 when gpus is 0.
+  std::vector<std::string> models;   ///< Accepted GPU models; empty = any.
+
+  bool operator==(const WorkloadPod&) const = default;
+};
+
+/// Parses one workload item ("1078 cpu=3152m gpu=810m"); the error says what is wrong with it.
+absl::StatusOr<WorkloadPod> ParseWorkloadPod(std::string_view text);
+/// The item text ParseWorkloadPod reads back to `pod`.
+std::string FormatWorkloadPod(const WorkloadPod& pod);
+
+/// The kinds of pod a cluster expects, with their probabilities.
+class TargetWorkload {
+ public:
+  /// \return InvalidArgument when `pods` is empty or a pod is malformed.
+  static absl::StatusOr<TargetWorkload> Create(std::vector<WorkloadPod> pods);
+
+  [[nodiscard]] const std::vector<WorkloadPod>& pods() const { return pods_; }
+  /// p_m = weight_m / Σ weight, in pods() order.
+  [[nodiscard]] const std::vector<double>& probabilities() const { return probabilities_; }
+  /// milli-CPU per whole GPU over the kinds that ask for GPUs, weighted by
+  /// probability: Σ p·cpu / Σ p·GPUs; 0 when no kind asks for a GPU.
+  [[nodiscard]] double cpu_per_gpu() const { return cpu_per_gpu_; }
+  /// Whether some kind accepts only some GPU models.
+  [[nodiscard]] bool has_models() const { return has_models_; }
+  /// The distinct per-GPU shares of the kinds that ask for GPUs, ascending,
+  /// and for each kind the position of its share there (for kinds that ask
+  /// for none, 0): the measure counts fitting GPUs once per distinct share.
+  [[nodiscard]] const std::vector<int64_t>& shares() const { return shares_; }
+  [[nodiscard]] size_t share_of(size_t pod) const { return share_of_[pod]; }
+
+ private:
+  TargetWorkload() = default;
+  std::vector<WorkloadPod> pods_;
+  std::vector<double> probabilities_;
+  double cpu_per_gpu_ = 0;
+  bool has_models_ = false;
+  std::vector<int64_t> shares_;
+  std::vector<size_t> share_of_;
+};
+
+/// Which GPUs of one node each workload pod may use (its accepted models):
+/// fixed for a node, so computed once and shared by every state of it.
+class NodeGpuAccess {
+ public:
+  NodeGpuAccess(const TargetWorkload& workload, absl::Span<const GpuDevice> gpus);
+  [[nodiscard]] bool usable(size_t pod, size_t gpu) const {
+    return uniform_ ? any_usable(pod) : usable_[pod * gpus_ + gpu] != 0;
+  }
+  /// Whether workload pod `pod` may use some GPU of the node.
+  [[nodiscard]] bool any_usable(size_t pod) const { return any_.empty() ? gpus_ > 0 : any_[pod] != 0; }
+  /// Whether every workload pod may use all of the node's GPUs or none (as
+  /// on a node of one model): then only the free amounts matter, not which GPU has them.
+  [[nodiscard]] bool uniform() const { return uniform_; }
+  /// Whether every workload pod that asks for GPUs may use some GPU here.
+  [[nodiscard]] bool open() const { return open_; }
+
+ private:
+  size_t gpus_;
+  bool uniform_ = true;
+  bool open_ = true;
+  absl::InlinedVector<uint8_t, 64> any_;    // empty when no kind names models: any GPU will do
+  absl::InlinedVector<uint8_t, 8> usable_;  // [pod][gpu], only when not uniform
+};
+
+/// What the measure takes into account beyond the paper's.
+struct FragmentationOptions {
+  /// Host stranding (see the top of this file).
+  bool host_stranding = false;
+};
+
+/// F(node): the expected free milli-GPU of the node a pod drawn from
+/// `workload` could not use. `free_milli[i]` is GPU i's free milli (the GPUs
+/// of `access`, in order); `cpu_free` nullopt means the node's CPU is unknown
+/// and never short (and nothing is stranded). Summed in the paper's order,
+/// so an unchanged node gives a bit-identical F and a zero difference.
+double NodeFragmentation(const TargetWorkload& workload, const NodeGpuAccess& access,
+                         absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_free,
+                         const FragmentationOptions& options = {});
+
+}  // namespace tessera

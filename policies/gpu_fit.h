@@ -1,0 +1,60 @@
+// gpu-fit: where a pod's GPUs fit, and which GPUs it gets there; no score.
+//
+// The GPU filter and GPU choice of gpu-share (the same code), without
+// gpu-share's node score, so that a profile can pair it with any score
+// plugin: the placement baselines of the FGD paper are gpu-fit plus one
+// score each (config/examples/placement/). A pod that asks for no GPU
+// (count 0, the simulator's CPU-only pods) fits everywhere and gets none.
+//
+// GPU choice (`gpuSelection`)
+//   - best: gpu-share's binpack choice; for a share, the GPU with the least
+//     free compute that still fits, then the lower index; whole GPUs: the
+//     idle ones in index order.
+//   - random: for a share of one GPU, one of the GPUs it fits on, chosen by a
+//     hash of the pod's salt, the node and the GPU (uniform, reproducible);
+//     whole GPUs as `best`.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "policies/gpu_share.h"
+#include "scheduler/framework/plugin.h"
+
+namespace tessera {
+
+class PluginArgs;
+
+/// How gpu-fit picks the GPU for a share of one GPU.
+enum class GpuSelection { kBest, kRandom };
+
+class GpuFitPlugin final : public FilterPlugin, public GpuChooserPlugin {
+ public:
+  static constexpr std::string_view kName = "gpu-fit";
+
+  /// Reads `gpuSelection` (best | random, default best).
+  static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
+
+  explicit GpuFitPlugin(GpuSelection selection) : selection_(selection), fit_(GpuShareArgs{}) {}
+
+  [[nodiscard]] std::string_view Name() const override { return kName; }
+  [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const override;
+  [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
+                                                    const NodeView& node) const override;
+  [[nodiscard]] std::vector<GpuShare> SharesFor(const PodGpuRequest& request, const NodeView& node,
+                                                const GpuChoice& choice) const override;
+
+ private:
+  GpuSelection selection_;
+  GpuSharePlugin fit_;  // gpu-share's fit and choice, with its defaults
+};
+
+/// Whether a pod that asks for one GPU fits on `gpu` of `node` now, by
+/// gpu-share's rules (model, compute, memory, burst limits).
+bool FitsOnGpu(const GpuSharePlugin& fit, const PodGpuRequest& request, const NodeView& node,
+               const GpuDevice& gpu);
+
+}  // namespace tessera

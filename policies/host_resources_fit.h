@@ -1,0 +1,35 @@
+// host-resources: a node must have the CPU and memory the pod requests.
+//
+// kube-scheduler's NodeResourcesFit for the two host resources, for where no
+// kube-scheduler runs in front of Tessera (the placement simulator). A node
+// whose host resources are unknown (NodeView::host null, the extender's
+// case) passes: kube-scheduler has checked them already.
+//
+// Algorithm, per node
+//   1. Host unknown, or the pod asks for no CPU and no memory: passes.
+//   2. The request exceeds the node's capacity: never.
+//   3. The request exceeds what is free now: not now.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "scheduler/framework/plugin.h"
+
+namespace tessera {
+
+class PluginArgs;
+
+class HostResourcesFitPlugin final : public FilterPlugin {
+ public:
+  static constexpr std::string_view kName = "host-resources";
+
+  /// Takes no args.
+  static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
+
+  [[nodiscard]] std::string_view Name() const override { return kName; }
+  [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const override;
+};
+
+}  // namespace tessera

@@ -1,0 +1,25 @@
+#include "policies/host_stranding.h"
+
+#include <algorithm>
+
+#include "config/plugin_args.h"
+#include "policies/fgd.h"
+
+namespace tessera {
+
+absl::StatusOr<std::unique_ptr<Plugin>> HostStrandingPlugin::New(PluginArgs& args) {
+  std::optional<TargetWorkload> workload = ReadWorkloadArg(args, "workload");
+  if (absl::Status st = args.Finish(); !st.ok()) return st;
+  return std::make_unique<HostStrandingPlugin>(*std::move(workload));
+}
+
+int64_t HostStrandingPlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) const {
+  // Unknown host resources strand nothing: the measure would be fgd's own,
+  // and repeating fgd's score orders nothing fgd has not.
+  if (node.host == nullptr) return 0;
+  const int64_t score =
+      PlacementFragmentationScore(workload_, FragmentationOptions{.host_stranding = true}, r, node, choice);
+  return std::min(score, kMaxPluginScore - 1);
+}
+
+}  // namespace tessera

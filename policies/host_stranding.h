@@ -1,0 +1,55 @@
+// host-stranding: among nodes FGD finds equally good, prefer the one where
+// the pod strands the least GPU behind short CPU.
+//
+// FGD's score (policies/fgd.h) is an integer 0..100 and many nodes share
+// the best one; kube-scheduler and the placement simulator then take any of
+// them. This plugin scores the same placement with FGD's measure extended
+// by host stranding (policies/fragmentation.h): GPU on a node that the
+// node's free CPU cannot serve at the workload's CPU-to-GPU ratio counts as
+// fragment too. Its scores stay below 100, so that at weight 1 beside fgd at
+// weight 100 it only orders nodes fgd scores equal:
+//
+//   plugins:
+//     - name: fgd
+//       weight: 100
+//       args: {workload: [...]}
+//     - name: host-stranding
+//       weight: 1
+//       args: {workload: [...]}      # the same workload
+//
+// It scores the GPUs the profile's chooser picked (fgd's). Where host
+// resources are unknown (the extender today) it scores 0 everywhere and so
+// adds nothing to fgd.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "policies/fragmentation.h"
+#include "scheduler/framework/plugin.h"
+
+namespace tessera {
+
+class PluginArgs;
+
+class HostStrandingPlugin final : public ScorePlugin {
+ public:
+  static constexpr std::string_view kName = "host-stranding";
+
+  /// Reads `workload` (required; see fragmentation.h).
+  static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
+
+  explicit HostStrandingPlugin(TargetWorkload workload) : workload_(std::move(workload)) {}
+
+  [[nodiscard]] std::string_view Name() const override { return kName; }
+  /// FGD's score under the extended measure, at most kMaxPluginScore − 1;
+  /// 0 where the node's host resources are unknown.
+  [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
+                              const GpuChoice& choice) const override;
+
+ private:
+  TargetWorkload workload_;
+};
+
+}  // namespace tessera

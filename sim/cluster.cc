@@ -1,0 +1,49 @@
+#include "sim/cluster.h"
+
+namespace tessera::sim {
+
+Cluster::Cluster(const std::vector<TraceNode>& nodes) {
+  nodes_.reserve(nodes.size());
+  for (const TraceNode& t : nodes) {
+    Node n;
+    n.name = t.name;
+    for (int32_t i = 0; i < t.gpus; ++i) n.gpus.push_back(GpuDevice{.index = i, .uuid = {}, .model = t.model, .memory = MemoryMiB(0), .numa = -1});
+    n.usage.resize(n.gpus.size());
+    n.host = HostResources{.cpu_capacity = MilliCpu(t.cpu_milli), .cpu_used = MilliCpu(0),
+                           .memory_capacity = MemoryMiB(t.memory_mib), .memory_used = MemoryMiB(0)};
+    capacity_milli_ += kOneGpu.value() * t.gpus;
+    nodes_.push_back(std::move(n));
+  }
+  views_.resize(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) Refresh(i);
+}
+
+Cluster::Cluster(const Cluster& other)
+    : nodes_(other.nodes_), capacity_milli_(other.capacity_milli_), used_milli_(other.used_milli_) {
+  views_.resize(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) Refresh(i);
+}
+
+void Cluster::Refresh(size_t i) {
+  const Node& n = nodes_[i];
+  views_[i] = NodeView{.name = n.name, .gpus = n.gpus, .inventory_error = nullptr, .usage = n.usage};
+  views_[i].host = &n.host;
+  views_[i].pod_shapes = n.pod_shapes;
+}
+
+void Cluster::Place(size_t i, const PodGpuRequest& request, const std::vector<GpuShare>& shares) {
+  Node& n = nodes_[i];
+  for (const GpuShare& s : shares) {
+    if (s.index < 0) continue;
+    if (static_cast<size_t>(s.index) >= n.usage.size()) n.usage.resize(static_cast<size_t>(s.index) + 1);
+    n.usage[static_cast<size_t>(s.index)].Add(s);
+    used_milli_ += s.guaranteed.value();
+  }
+  n.host.cpu_used += request.host.cpu;
+  n.host.memory_used += request.host.memory;
+  CountPodShape(shares, n.pod_shapes);
+  ++n.version;
+  Refresh(i);
+}
+
+}  // namespace tessera::sim

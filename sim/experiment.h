@@ -1,0 +1,73 @@
+// A set of replay runs: policies × traces × seeds on one node list, run in
+// parallel, each reduced to its curves and failure counts as it finishes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "policies/fragmentation.h"
+#include "scheduler/framework/profile.h"
+#include "scheduler/framework/registry.h"
+#include "sim/metrics.h"
+#include "sim/replay.h"
+
+namespace tessera::sim {
+
+/// A name for a file: a policy ("fgd" for .../fgd.yaml) or a trace
+/// ("default" for .../openb_pod_list_default.csv).
+struct NamedPath {
+  std::string name;
+  std::string path;
+};
+
+/// "name=path" or a path (named after its file: the stem, less an
+/// "openb_pod_list_" prefix).
+NamedPath ParseNamedPath(std::string_view text);
+
+struct ExperimentOptions {
+  std::string nodes;                 ///< Node list CSV.
+  std::vector<NamedPath> traces;     ///< Pod list CSVs.
+  std::vector<NamedPath> policies;   ///< Policy files.
+  std::vector<uint64_t> seeds;
+  int jobs = 1;                      ///< Runs in parallel.
+  MemoMode memo = MemoMode::kAuto;
+  /// Replace the `workload` arg of every plugin that has one with the
+  /// trace's typical pods (as the paper gives FGD the replayed trace's).
+  bool workload_from_trace = true;
+  int64_t inflation_percent = 130;   ///< Submit until this % of GPU capacity has been requested.
+  int64_t typical_coverage_percent = 95;
+};
+
+/// One run, reduced.
+struct RunSummary {
+  std::string trace;
+  std::string policy;
+  uint64_t seed = 0;
+  RunCurve curve;
+  std::array<int64_t, kPodKinds> failed_pods{};
+  std::array<int64_t, kPodKinds> failed_milli{};
+  int64_t submitted_pods = 0;
+  int64_t placed_pods = 0;
+  int64_t capacity_milli = 0;
+  bool memoised = false;
+  double seconds = 0;
+};
+
+/// Loads a policy file; with `typical`, every plugin arg named `workload`
+/// is first replaced by those pods. The file is validated as written too, so
+/// errors point at its own lines.
+absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyForTrace(const std::string& path,
+                                                                  const PluginRegistry& registry,
+                                                                  const std::vector<WorkloadPod>* typical);
+
+/// Loads everything (every error names its file), then runs. `progress`, if
+/// set, is called after each run (from the running thread, serialised).
+absl::StatusOr<std::vector<RunSummary>> RunExperiment(const ExperimentOptions& options,
+                                                      const std::function<void(const RunSummary&)>& progress = {});
+
+}  // namespace tessera::sim

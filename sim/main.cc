@@ -1,0 +1,152 @@
+// tessera-sim: replays the Alibaba GPU-sharing trace through Tessera's
+// policies and reports placement quality as the FGD paper measures it.
+//
+//   tessera-sim --policies config/examples/placement/fgd-policy.yaml,config/examples/default-policy.yaml
+//               --pods ../shared/data/openb/openb_pod_list_default.csv --seeds 42-51 --out sim-out
+//
+// Writes <out>/curves.csv, <out>/summary.md and <out>/<trace>.svg, and
+// prints the summary. The only place with flags.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "scheduler/model/absl_compat.h"
+#include "sim/experiment.h"
+#include "sim/report.h"
+#include "sim/trace.h"
+#include "sim/workload.h"
+
+ABSL_FLAG(std::string, nodes, "../shared/data/openb/openb_node_list_gpu_node.csv", "Node list CSV.");
+ABSL_FLAG(std::string, pods, "../shared/data/openb/openb_pod_list_default.csv",
+          "Pod list CSVs, comma-separated; each is a trace, named after its file (or name=path).");
+ABSL_FLAG(std::string, policies, "",
+          "Policy files, comma-separated; each named after its file less \"-policy.yaml\" (or name=path).");
+ABSL_FLAG(std::string, seeds, "42-51", "Seeds: a list of numbers and ranges, e.g. 42-51 or 42,45.");
+ABSL_FLAG(int, jobs, 0, "Runs in parallel (0: one per CPU).");
+ABSL_FLAG(std::string, out, "", "Directory for curves.csv, summary.md and one SVG per trace (created).");
+ABSL_FLAG(std::string, memo, "auto", "auto: memoise per node and pod class unless a plugin randomises per pod; off.");
+ABSL_FLAG(bool, workload_from_trace, true,
+          "Give plugins with a `workload` arg the replayed trace's typical pods (as the paper gives FGD).");
+ABSL_FLAG(bool, progress, true, "Print a line per finished run to stderr.");
+ABSL_FLAG(bool, print_workload, false,
+          "Print the first trace's typical pods as a `workload:` arg (for fgd in a policy file) and exit.");
+
+namespace {
+
+using tessera::sim::NamedPath;
+
+std::vector<NamedPath> ParseList(const std::string& text) {
+  std::vector<NamedPath> out;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    out.push_back(tessera::sim::ParseNamedPath(tessera::Std(item)));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
+  std::vector<uint64_t> seeds;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::vector<absl::string_view> ends = absl::StrSplit(item, '-');
+    uint64_t from = 0, to = 0;
+    if (ends.size() > 2 || !absl::SimpleAtoi(ends[0], &from) || !absl::SimpleAtoi(ends.back(), &to) || to < from ||
+        to - from > 100000) {
+      return absl::InvalidArgumentError(absl::StrCat("--seeds: \"", item, "\" is not a number or a range such as 42-51"));
+    }
+    for (uint64_t s = from; s <= to; ++s) seeds.push_back(s);
+  }
+  if (seeds.empty()) return absl::InvalidArgumentError("--seeds: list at least one seed");
+  return seeds;
+}
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "tessera-sim: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+absl::Status WriteFile(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat(path.string(), ": cannot write"));
+  return absl::OkStatus();
+}
+
+// The typical pods of the first trace in `pods`, as policy-file YAML.
+int PrintWorkload(const std::string& pods) {
+  const std::vector<NamedPath> traces = ParseList(pods);
+  if (traces.empty()) return Fail(absl::InvalidArgumentError("--pods: name a pod list"));
+  absl::StatusOr<std::vector<tessera::sim::TracePod>> trace = tessera::sim::LoadPodList(traces[0].path);
+  if (!trace.ok()) return Fail(trace.status());
+  const tessera::sim::ExperimentOptions defaults;
+  std::printf("workload:  # %s: the kinds of pod covering %lld%% of its pods; weight = pod count\n",
+              traces[0].path.c_str(), static_cast<long long>(defaults.typical_coverage_percent));
+  for (const tessera::WorkloadPod& p : tessera::sim::TypicalPods(*trace, defaults.typical_coverage_percent)) {
+    std::printf("  - \"%s\"\n", tessera::FormatWorkloadPod(p).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Replays a trace's pods through Tessera policies and reports placement quality "
+      "(see README, \"Measure placement quality\").");
+  absl::ParseCommandLine(argc, argv);
+
+  if (absl::GetFlag(FLAGS_print_workload)) return PrintWorkload(absl::GetFlag(FLAGS_pods));
+
+  tessera::sim::ExperimentOptions options;
+  options.nodes = absl::GetFlag(FLAGS_nodes);
+  options.traces = ParseList(absl::GetFlag(FLAGS_pods));
+  options.policies = ParseList(absl::GetFlag(FLAGS_policies));
+  if (options.policies.empty()) return Fail(absl::InvalidArgumentError("--policies: list at least one policy file"));
+  absl::StatusOr<std::vector<uint64_t>> seeds = ParseSeeds(absl::GetFlag(FLAGS_seeds));
+  if (!seeds.ok()) return Fail(seeds.status());
+  options.seeds = *seeds;
+  const int jobs = absl::GetFlag(FLAGS_jobs);
+  options.jobs = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::string memo = absl::GetFlag(FLAGS_memo);
+  if (memo != "auto" && memo != "off") return Fail(absl::InvalidArgumentError("--memo: must be auto or off"));
+  options.memo = memo == "off" ? tessera::sim::MemoMode::kOff : tessera::sim::MemoMode::kAuto;
+  options.workload_from_trace = absl::GetFlag(FLAGS_workload_from_trace);
+
+  const bool progress = absl::GetFlag(FLAGS_progress);
+  absl::StatusOr<std::vector<tessera::sim::RunSummary>> runs = tessera::sim::RunExperiment(
+      options, [progress](const tessera::sim::RunSummary& r) {
+        if (!progress) return;
+        const std::optional<double> alloc = r.curve.alloc_percent[100];
+        std::fprintf(stderr, "%s %s seed %llu: Alloc%%(100) %.2f, %lld/%lld pods placed, %.1f s%s\n", r.trace.c_str(),
+                     r.policy.c_str(), static_cast<unsigned long long>(r.seed), alloc.value_or(0),
+                     static_cast<long long>(r.placed_pods), static_cast<long long>(r.submitted_pods), r.seconds,
+                     r.memoised ? "" : " (not memoised)");
+      });
+  if (!runs.ok()) return Fail(runs.status());
+
+  const std::string summary = tessera::sim::MarkdownSummary(*runs);
+  std::fputs(summary.c_str(), stdout);
+  const std::string out_dir = absl::GetFlag(FLAGS_out);
+  if (!out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(out_dir, ec);
+    if (ec) return Fail(absl::UnavailableError(absl::StrCat(out_dir, ": cannot create: ", ec.message())));
+    std::ostringstream csv;
+    tessera::sim::WriteCurvesCsv(*runs, csv);
+    absl::Status st = WriteFile(std::filesystem::path(out_dir) / "curves.csv", csv.str());
+    if (st.ok()) st = WriteFile(std::filesystem::path(out_dir) / "summary.md", summary);
+    for (const std::string& trace : tessera::sim::TracesOf(*runs)) {
+      if (st.ok()) st = WriteFile(std::filesystem::path(out_dir) / (trace + ".svg"), tessera::sim::SvgPlot(*runs, trace));
+    }
+    if (!st.ok()) return Fail(st);
+  }
+  return 0;
+}

@@ -1,0 +1,207 @@
+#include "sim/replay.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "policies/node_resources.h"
+#include "policies/stable_hash.h"
+
+namespace tessera::sim {
+namespace {
+
+// What the profile said about one node for one pod class.
+struct Verdict {
+  uint32_t version = 0;  // the node's version it was computed at; 0: never
+  bool fits = false;
+  GpuChoice choice;
+};
+
+// Filter, choose and score one node; raw scores go to `raw` (one per score plugin).
+void Evaluate(const Profile& profile, const PodGpuRequest& request, const NodeView& node, Verdict& v,
+              absl::Span<int64_t> raw) {
+  v.fits = profile.Filter(request, node).ok();
+  if (!v.fits) return;
+  std::optional<GpuChoice> choice = profile.ChooseGpus(request, node);
+  v.fits = choice.has_value();
+  if (!v.fits) return;
+  v.choice = *std::move(choice);
+  for (size_t s = 0; s < raw.size(); ++s) raw[s] = profile.RawScore(s, request, node, v.choice);
+}
+
+uint64_t SaltOf(uint64_t seed, size_t position) { return MixBits(MixBits(seed) ^ static_cast<uint64_t>(position)); }
+
+PodKind KindOf(const TracePod& p) {
+  if (p.gpus == 0) return PodKind::kCpuOnly;
+  if (p.gpus == 1) return p.gpu_milli < kOneGpu.value() ? PodKind::kShare : PodKind::kOneGpu;
+  return PodKind::kMultiGpu;
+}
+
+// Per-node fragmentation under the trace's typical pods, kept up to date
+// node by node for the record.
+class FragmentationRecord {
+ public:
+  FragmentationRecord(const TargetWorkload* typical, const Cluster& cluster) : typical_(typical) {
+    if (typical_ == nullptr) return;
+    access_.reserve(cluster.size());
+    node_.resize(cluster.size());
+    for (size_t i = 0; i < cluster.size(); ++i) {
+      access_.emplace_back(*typical_, cluster.View(i).gpus);
+      Update(cluster, i);
+    }
+  }
+  void Update(const Cluster& cluster, size_t i) {
+    if (typical_ == nullptr) return;
+    const NodeView& view = cluster.View(i);
+    absl::InlinedVector<int64_t, 8> free;
+    for (const GpuDevice& g : view.gpus) free.push_back(FreeMilli(view, g));
+    const double f = NodeFragmentation(*typical_, access_[i], free, view.host->cpu_free().value());
+    total_ += f - node_[i];
+    node_[i] = f;
+  }
+  [[nodiscard]] double total() const { return total_; }
+
+ private:
+  const TargetWorkload* typical_;
+  std::vector<NodeGpuAccess> access_;
+  std::vector<double> node_;
+  double total_ = 0;
+};
+
+}  // namespace
+
+const char* PodKindName(PodKind kind) {
+  switch (kind) {
+    case PodKind::kCpuOnly: return "cpu-only";
+    case PodKind::kShare: return "gpu-share";
+    case PodKind::kOneGpu: return "1-gpu";
+    case PodKind::kMultiGpu: return "multi-gpu";
+  }
+  return "?";
+}
+
+PodGpuRequest RequestOf(const TracePod& p) {
+  PodGpuRequest r;
+  r.count = p.gpus;
+  r.whole_gpu = p.gpus == 0 || p.gpu_milli >= kOneGpu.value();
+  r.guaranteed = r.limit = MilliGpu(p.gpus == 0 ? 0 : p.gpu_milli);
+  if (r.whole_gpu) r.guaranteed = r.limit = kOneGpu;
+  r.models = p.models;
+  r.host = HostRequest{.cpu = MilliCpu(p.cpu_milli), .memory = MemoryMiB(p.memory_mib)};
+  return r;
+}
+
+PodClasses ClassifyPods(const std::vector<TracePod>& pods) {
+  PodClasses c;
+  std::map<std::tuple<int64_t, int64_t, int32_t, int64_t, std::string>, uint32_t> index;
+  c.class_of.reserve(pods.size());
+  for (const TracePod& p : pods) {
+    auto [it, inserted] = index.try_emplace({p.cpu_milli, p.memory_mib, p.gpus, p.gpu_milli, p.gpu_spec},
+                                            static_cast<uint32_t>(c.requests.size()));
+    if (inserted) {
+      c.requests.push_back(RequestOf(p));
+      c.kinds.push_back(KindOf(p));
+    }
+    c.class_of.push_back(it->second);
+  }
+  return c;
+}
+
+bool AnswersDependOnSalt(const Profile& profile, const Cluster& cluster, const PodClasses& classes) {
+  // A few classes of every kind, on the first nodes: a randomising plugin
+  // answers differently under two salts on some of them.
+  constexpr size_t kClassesPerKind = 2, kNodes = 128;
+  std::array<size_t, kPodKinds> taken{};
+  const size_t k = profile.score_plugin_count();
+  std::vector<int64_t> raw_a(k), raw_b(k);
+  for (size_t c = 0; c < classes.requests.size(); ++c) {
+    size_t& count = taken[static_cast<size_t>(classes.kinds[c])];
+    if (count == kClassesPerKind) continue;
+    ++count;
+    PodGpuRequest a = classes.requests[c], b = classes.requests[c];
+    a.salt = 1;
+    b.salt = 2;
+    for (size_t i = 0; i < std::min(kNodes, cluster.size()); ++i) {
+      Verdict va, vb;
+      Evaluate(profile, a, cluster.View(i), va, absl::MakeSpan(raw_a));
+      Evaluate(profile, b, cluster.View(i), vb, absl::MakeSpan(raw_b));
+      if (va.fits != vb.fits || (va.fits && (!(va.choice == vb.choice) || raw_a != raw_b))) return true;
+    }
+  }
+  return false;
+}
+
+ReplayResult Replay(const ReplayInput& in) {
+  const Profile& profile = *in.profile;
+  auto owned = std::make_shared<Cluster>(*in.empty_cluster);
+  Cluster& cluster = *owned;
+  const size_t n = cluster.size();
+  const size_t k = profile.score_plugin_count();
+  const std::vector<uint32_t>& rank = in.workload->node_rank;
+
+  ReplayResult result;
+  result.memoised = in.memo == MemoMode::kAuto && !AnswersDependOnSalt(profile, cluster, *in.classes);
+  const size_t slots = result.memoised ? in.classes->requests.size() : 1;
+  std::vector<std::vector<Verdict>> verdicts(slots);
+  std::vector<std::vector<int64_t>> raw(slots);
+
+  FragmentationRecord fragmentation(in.typical, cluster);
+  std::vector<uint32_t> feasible;
+  std::vector<std::vector<int64_t>> scores(k);
+  std::vector<int64_t> totals;
+  feasible.reserve(n);
+  result.events.reserve(in.workload->pods.size());
+
+  int64_t arrived = 0;
+  for (size_t position = 0; position < in.workload->pods.size(); ++position) {
+    const TracePod& pod = (*in.pods)[in.workload->pods[position]];
+    const uint32_t cls = in.classes->class_of[in.workload->pods[position]];
+    PodGpuRequest request = in.classes->requests[cls];
+    request.salt = SaltOf(in.seed, position);
+    const size_t slot = result.memoised ? cls : 0;
+    std::vector<Verdict>& verdict = verdicts[slot];
+    std::vector<int64_t>& memo_raw = raw[slot];
+    if (verdict.empty()) {
+      verdict.resize(n);
+      memo_raw.resize(n * k);
+    }
+
+    feasible.clear();
+    for (auto& s : scores) s.clear();
+    for (size_t i = 0; i < n; ++i) {
+      Verdict& v = verdict[i];
+      if (!result.memoised || v.version != cluster.version(i)) {
+        Evaluate(profile, request, cluster.View(i), v, absl::MakeSpan(memo_raw.data() + i * k, k));
+        v.version = cluster.version(i);
+      }
+      if (!v.fits) continue;
+      feasible.push_back(static_cast<uint32_t>(i));
+      for (size_t s = 0; s < k; ++s) scores[s].push_back(memo_raw[i * k + s]);
+    }
+
+    arrived += pod.total_milli();
+    if (feasible.empty()) {
+      const size_t kind = static_cast<size_t>(in.classes->kinds[cls]);
+      ++result.failed_pods[kind];
+      result.failed_milli[kind] += pod.total_milli();
+    } else {
+      totals.assign(feasible.size(), 0);
+      for (size_t s = 0; s < k; ++s) profile.AddWeighted(s, absl::MakeSpan(scores[s]), absl::MakeSpan(totals));
+      size_t best = 0;
+      for (size_t j = 1; j < feasible.size(); ++j) {
+        if (totals[j] > totals[best] || (totals[j] == totals[best] && rank[feasible[j]] < rank[feasible[best]])) best = j;
+      }
+      const size_t node = feasible[best];
+      const std::vector<GpuShare> shares = profile.SharesFor(request, cluster.View(node), verdict[node].choice);
+      cluster.Place(node, request, shares);
+      fragmentation.Update(cluster, node);
+      ++result.placed_pods;
+    }
+    result.events.push_back(ReplayEvent{.arrived_milli = arrived, .used_milli = cluster.used_milli(),
+                                        .fragmented_milli = fragmentation.total()});
+  }
+  if (in.keep_cluster) result.cluster = std::move(owned);
+  return result;
+}
+
+}  // namespace tessera::sim

@@ -1,0 +1,56 @@
+// The Alibaba GPU-sharing trace's node and pod lists (the "openb" CSVs of
+// the FGD paper's artifact; ../shared/data/openb/README.md), parsed as the
+// paper's replay reads them (../shared/notes/placement-benchmark.md §8.1).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tessera::sim {
+
+/// One node of a node list (`sn, cpu_milli, memory_mib, gpu, model`).
+struct TraceNode {
+  std::string name;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int32_t gpus = 0;
+  std::string model;  ///< Empty for a node without GPUs.
+  bool operator==(const TraceNode&) const = default;
+};
+
+/// One pod of a pod list (`name, cpu_milli, memory_mib, num_gpu, gpu_milli`,
+/// optionally `gpu_spec` and columns the replay ignores).
+struct TracePod {
+  std::string name;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int32_t gpus = 0;                 ///< 0: asks for no GPU.
+  int64_t gpu_milli = 0;            ///< Per GPU: min(gpu_milli, 1000); 0 when gpus is 0.
+  std::string gpu_spec;             ///< As written, e.g. "V100M16|V100M32"; empty: any model.
+  std::vector<std::string> models;  ///< gpu_spec split on '|', empty parts dropped.
+
+  /// milli-GPU the pod asks for in all.
+  [[nodiscard]] int64_t total_milli() const { return gpus * gpu_milli; }
+  bool operator==(const TracePod&) const = default;
+};
+
+/// Reads a node list, sorted by name. Columns are found by header name, so
+/// their order and extra columns do not matter.
+/// \return NotFound for a missing file; InvalidArgument naming the file and
+///   line for a missing column, a short row, a bad number, a duplicate name,
+///   or a node with a GPU model but no GPUs.
+absl::StatusOr<std::vector<TraceNode>> LoadNodeList(const std::string& path);
+
+/// Reads a pod list, sorted by name (`gpu_spec` may be absent, as in the
+/// multigpu lists). Errors as LoadNodeList, plus a pod asking for GPUs with
+/// no gpu_milli.
+absl::StatusOr<std::vector<TracePod>> LoadPodList(const std::string& path);
+
+/// The same from text already read; `file_name` names it in errors.
+absl::StatusOr<std::vector<TraceNode>> ParseNodeList(std::string_view text, std::string_view file_name);
+absl::StatusOr<std::vector<TracePod>> ParsePodList(std::string_view text, std::string_view file_name);
+
+}  // namespace tessera::sim

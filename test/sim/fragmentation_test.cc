@@ -1,0 +1,223 @@
+// FGD's fragmentation measure and the fgd plugin: the paper's definitions
+// on nodes small enough to check by hand, and the workload text.
+#include "policies/fragmentation.h"
+
+#include <string>
+#include <vector>
+
+#include "config/plugin_args.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "policies/fgd.h"
+#include "policies/host_stranding.h"
+#include "test/testing/builders.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Node;
+using testing::Pod;
+
+TargetWorkload Workload(const std::vector<std::string>& items) {
+  std::vector<WorkloadPod> pods;
+  for (const std::string& item : items) {
+    absl::StatusOr<WorkloadPod> pod = ParseWorkloadPod(item);
+    EXPECT_TRUE(pod.ok()) << item << ": " << pod.status();
+    if (pod.ok()) pods.push_back(*pod);
+  }
+  absl::StatusOr<TargetWorkload> workload = TargetWorkload::Create(std::move(pods));
+  EXPECT_TRUE(workload.ok()) << workload.status();
+  return *std::move(workload);
+}
+
+std::vector<GpuDevice> Gpus(int n, std::string model = "G2") {
+  std::vector<GpuDevice> gpus;
+  for (int i = 0; i < n; ++i) gpus.push_back(GpuDevice{.index = i, .uuid = {}, .model = model, .memory = MemoryMiB(0), .numa = -1});
+  return gpus;
+}
+
+double F(const TargetWorkload& w, const std::vector<GpuDevice>& gpus, std::vector<int64_t> free,
+         std::optional<int64_t> cpu_free) {
+  return NodeFragmentation(w, NodeGpuAccess(w, gpus), free, cpu_free);
+}
+
+TEST(WorkloadTextTest, ParsesAndFormatsEveryForm) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"1078 cpu=3152m gpu=810m", "1078 cpu=3152m gpu=810m"},
+      {"5 cpu=12 gpu=2", "5 cpu=12000m gpu=2"},
+      {"3 cpu=0", "3 cpu=0m"},
+      {"3 cpu=500m gpu=0", "3 cpu=500m"},
+      {"2  cpu=8000m   gpu=2x500m models=V100M16|V100M32", "2 cpu=8000m gpu=2x500m models=V100M16|V100M32"},
+      {"1 cpu=1000m gpu=1000m", "1 cpu=1000m gpu=1"},
+  };
+  for (const auto& [text, canonical] : cases) {
+    SCOPED_TRACE(text);
+    absl::StatusOr<WorkloadPod> pod = ParseWorkloadPod(text);
+    ASSERT_TRUE(pod.ok()) << pod.status();
+    EXPECT_EQ(FormatWorkloadPod(*pod), canonical);
+    EXPECT_EQ(*ParseWorkloadPod(canonical), *pod);
+  }
+}
+
+TEST(WorkloadTextTest, BadItemsSayWhatIsWrong) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"cpu=1000m", "must start with a positive integer weight"},
+      {"0 cpu=1000m", "must start with a positive integer weight"},
+      {"3 gpu=1", "cpu= is required"},
+      {"3 cpu=1.5", "cpu=1.5: must be milli-CPU such as 3152m or whole cores such as 12"},
+      {"3 cpu=1000m gpu=1500m", "gpu=1500m: must be a share of one GPU"},
+      {"3 cpu=1000m gpu=half", "gpu=half: must be a share"},
+      {"3 cpu=1000m ram=4Gi", "unknown field \"ram=4Gi\"; known: cpu=, gpu=, models="},
+      {"3 cpu=1000m models=", "models=: list at least one model"},
+  };
+  for (const auto& [text, error] : cases) {
+    SCOPED_TRACE(text);
+    EXPECT_THAT(ParseWorkloadPod(text).status().message(), HasSubstr(error));
+  }
+}
+
+TEST(FragmentationTest, CountsTheGpusTooSmallForEachKindWeightedByHowCommonItIs) {
+  const TargetWorkload w = Workload({"1 cpu=1000m gpu=500m", "1 cpu=1000m gpu=1"});
+  const int64_t plenty = 8000;
+  EXPECT_EQ(F(w, Gpus(2), {1000, 1000}, plenty), 0) << "both kinds fit, nothing too small";
+  // 300 free is too small for both kinds; each still fits on the idle GPU.
+  EXPECT_DOUBLE_EQ(F(w, Gpus(2), {1000, 300}, plenty), 300);
+  // A half-GPU kind fits on 500; a whole-GPU kind nowhere: all 800 free is its fragment.
+  EXPECT_DOUBLE_EQ(F(w, Gpus(2), {500, 300}, plenty), 0.5 * 300 + 0.5 * 800);
+  EXPECT_EQ(F(w, Gpus(2), {0, 0}, plenty), 0) << "nothing free, nothing fragmented";
+}
+
+TEST(FragmentationTest, ANodeShortOfCpuIsFragmentedForEveryKindItCannotHost) {
+  const TargetWorkload w = Workload({"1 cpu=1000m gpu=500m", "1 cpu=4000m gpu=500m"});
+  EXPECT_DOUBLE_EQ(F(w, Gpus(1), {1000}, 2000), 0.5 * 1000);
+  EXPECT_DOUBLE_EQ(F(w, Gpus(1), {1000}, std::nullopt), 0) << "unknown CPU is never short";
+}
+
+TEST(FragmentationTest, CpuOnlyKindsCountAllFreeGpuAsFragment) {
+  const TargetWorkload w = Workload({"1 cpu=1000m"});
+  EXPECT_DOUBLE_EQ(F(w, Gpus(2), {1000, 400}, 8000), 1400);
+}
+
+TEST(FragmentationTest, AKindThatRefusesTheNodesModelCannotUseAnyOfIt) {
+  const TargetWorkload w = Workload({"1 cpu=1000m gpu=1 models=T4", "1 cpu=1000m gpu=1 models=g2|T4"});
+  EXPECT_DOUBLE_EQ(F(w, Gpus(2, "G2"), {1000, 1000}, 8000), 0.5 * 2000)
+      << "the first kind has no access; the second matches G2 ignoring case";
+}
+
+TEST(FragmentationTest, HostStrandingCountsTheGpuTheFreeCpuCannotServe) {
+  // GPU kinds ask 4 cores per GPU on average (2 per half GPU, 4 per GPU).
+  const TargetWorkload w = Workload({"1 cpu=2000m gpu=500m", "1 cpu=4000m gpu=1"});
+  ASSERT_DOUBLE_EQ(w.cpu_per_gpu(), 4000);
+  const FragmentationOptions stranding{.host_stranding = true};
+  const NodeGpuAccess access(w, Gpus(4));
+  const std::vector<int64_t> idle = {1000, 1000, 1000, 1000};
+  EXPECT_EQ(NodeFragmentation(w, access, idle, 16000, stranding), 0) << "16 cores serve 4 GPUs";
+  // 6 cores serve 1.5 GPUs: 2.5 of the 4 free GPUs are stranded for both kinds.
+  EXPECT_EQ(NodeFragmentation(w, access, idle, 6000), 0) << "the paper's measure: one pod of each kind fits";
+  EXPECT_DOUBLE_EQ(NodeFragmentation(w, access, idle, 6000, stranding), 2500);
+  EXPECT_EQ(NodeFragmentation(w, access, idle, std::nullopt, stranding), 0) << "unknown CPU strands nothing";
+  // A node some GPU kind cannot use is left to the paper's no-access term.
+  const TargetWorkload typed = Workload({"1 cpu=2000m gpu=500m", "1 cpu=4000m gpu=1 models=T4"});
+  EXPECT_DOUBLE_EQ(NodeFragmentation(typed, NodeGpuAccess(typed, Gpus(4, "G2")), idle, 6000, stranding), 0.5 * 4000);
+}
+
+TEST(FgdScoreTest, NoChangeScoresFiftyAndLessFragmentationMore) {
+  EXPECT_EQ(FragmentationScore(300, 300), 50);
+  EXPECT_EQ(FragmentationScore(300, 550), 43);  // trunc(100 · σ(−0.25))
+  EXPECT_EQ(FragmentationScore(800, 0), 68);    // trunc(100 · σ(0.8))
+}
+
+class FgdPluginTest : public ::testing::Test {
+ protected:
+  FgdPluginTest() : plugin_(Workload({"1 cpu=1000m gpu=500m", "1 cpu=1000m gpu=1"})) {}
+
+  static NodeView WithHost(NodeView v, const HostResources& host) {
+    v.host = &host;
+    return v;
+  }
+
+  FgdPlugin plugin_;
+  HostResources host_{.cpu_capacity = MilliCpu(8000), .cpu_used = MilliCpu(0),
+                      .memory_capacity = MemoryMiB(1 << 20), .memory_used = MemoryMiB(0)};
+};
+
+TEST_F(FgdPluginTest, AShareGoesToTheGpuWhereFragmentationGrowsLeast) {
+  // GPU 0 has 700 free, GPU 1 is idle. 500 on GPU 0 leaves 200 (too small
+  // for both kinds) and keeps the idle GPU; on GPU 1 it would strand the
+  // whole-GPU kind.
+  const Node node = Node("n").Gpus(2, "G2", 0).Hold(0, 300);
+  const NodeView view = WithHost(node.View(), host_);
+  PodGpuRequest pod = Pod().Fraction(500);
+  pod.host.cpu = MilliCpu(1000);
+  std::optional<GpuChoice> choice = plugin_.ChooseGpus(pod, view);
+  ASSERT_TRUE(choice.has_value());
+  EXPECT_EQ(choice->gpu_indices[0], 0);
+  // F before: 700 is enough for the half kind, not the whole one: 0.5 · 700.
+  // F after: 200 is too small for both: 200.  Δ = 150 → trunc(100 · σ(0.15)) = 53.
+  EXPECT_EQ(plugin_.Score(pod, view, *choice), 53);
+}
+
+TEST_F(FgdPluginTest, WholeGpusAreTheLowestIdleOnesAndNoGpuPodsGetNone) {
+  const Node node = Node("n").Gpus(3, "G2", 0).Hold(0, 300);
+  const NodeView view = WithHost(node.View(), host_);
+  EXPECT_EQ(plugin_.ChooseGpus(Pod().Count(2), view)->gpu_indices, (absl::InlinedVector<int32_t, 8>{1, 2}));
+  PodGpuRequest cpu_only;
+  cpu_only.count = 0;
+  cpu_only.host.cpu = MilliCpu(7500);
+  EXPECT_TRUE(plugin_.Filter(cpu_only, view).ok());
+  std::optional<GpuChoice> none = plugin_.ChooseGpus(cpu_only, view);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->gpu_indices.empty());
+  // Taking 7.5 of 8 cores leaves too little for either kind: all 2700 free becomes fragment.
+  EXPECT_EQ(plugin_.Score(cpu_only, view, *none), FragmentationScore(0.5 * 700, 2700));
+}
+
+TEST(HostStrandingPluginTest, ScoresTheChoiceUnderTheExtendedMeasure) {
+  const TargetWorkload w = Workload({"1 cpu=2000m gpu=500m", "1 cpu=4000m gpu=1"});
+  const HostStrandingPlugin plugin(w);
+  const FgdPlugin fgd(w);
+  const Node node = Node("n").Gpus(4, "G2", 0);
+  HostResources host{.cpu_capacity = MilliCpu(6000), .cpu_used = MilliCpu(0),
+                     .memory_capacity = MemoryMiB(1 << 20), .memory_used = MemoryMiB(0)};
+  NodeView view = node.View();
+  PodGpuRequest pod = Pod();
+  pod.host.cpu = MilliCpu(4000);
+  GpuChoice choice;
+  choice.gpu_indices.push_back(0);
+  EXPECT_EQ(plugin.Score(pod, view, choice), 0) << "host unknown: nothing stranded, no order to add";
+  view.host = &host;
+  // fgd: F 0 → 1500 (the whole-GPU kind lacks CPU after): trunc(100 · σ(−1.5)) = 18.
+  EXPECT_EQ(fgd.Score(pod, view, choice), 18);
+  // Stranding: F 2500 (6 cores serve 1.5 of 4 GPUs) → 2750: trunc(100 · σ(−0.25)) = 43.
+  EXPECT_EQ(plugin.Score(pod, view, choice), 43);
+}
+
+TEST(HostStrandingPluginTest, TakesTheSameWorkloadArgAsFgd) {
+  absl::StatusOr<PluginArgs> args = PluginArgs::FromText("workload: [\"3 cpu=4 gpu=1\"]\nweight: 2\n");
+  ASSERT_TRUE(args.ok());
+  EXPECT_THAT(HostStrandingPlugin::New(*args).status().message(), HasSubstr("args.weight: unknown field"));
+}
+
+TEST(FgdArgsTest, TheWorkloadIsRequiredAndEveryBadItemIsReported) {
+  absl::StatusOr<PluginArgs> missing = PluginArgs::FromText("");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_THAT(FgdPlugin::New(*missing).status().message(), HasSubstr("args.workload: required"));
+  absl::StatusOr<PluginArgs> bad = PluginArgs::FromText("workload: [\"1 cpu=1\", \"x\", \"2 cpu=1 gpu=3x\"]\n");
+  ASSERT_TRUE(bad.ok());
+  const std::string message(FgdPlugin::New(*bad).status().message());
+  EXPECT_THAT(message, HasSubstr("args.workload: item 1 \"x\": must start with a positive integer weight"));
+  EXPECT_THAT(message, HasSubstr("args.workload: item 2 \"2 cpu=1 gpu=3x\": gpu=3x: must be"));
+}
+
+TEST(FgdArgsTest, TakesGpuSharesArgsForTheFit) {
+  absl::StatusOr<PluginArgs> args = PluginArgs::FromText("workload: [\"1 cpu=1\"]\ngpuMemoryReserve: 256Mi\nmaxLimitPercent: 50\n");
+  ASSERT_TRUE(args.ok());
+  EXPECT_THAT(FgdPlugin::New(*args).status().message(), HasSubstr("args.maxLimitPercent: must be an integer in 100..1000"));
+  absl::StatusOr<PluginArgs> good = PluginArgs::FromText("workload: [\"1 cpu=1\"]\ngpuMemoryReserve: 256Mi\n");
+  ASSERT_TRUE(good.ok());
+  EXPECT_TRUE(FgdPlugin::New(*good).ok());
+}
+
+}  // namespace
+}  // namespace tessera
