@@ -59,13 +59,14 @@ void ParseGpu(size_t item, simdjson::dom::element element, std::array<int, kMaxG
     return;
   }
   GpuTelemetry gpu;
-  std::optional<int64_t> index;
+  int64_t index = -1;  // -1: absent or invalid (a plain integer: GCC 12 misreads an optional here)
   for (simdjson::dom::key_value_pair field : object) {
     const std::string_view key = field.key;
     if (key == "index") {
-      index = internal::AsInt64(field.value);
-      if (!index || *index < 0 || *index > kMaxGpuIndex) {
-        index.reset();
+      const std::optional<int64_t> value = internal::AsInt64(field.value);
+      index = value.value_or(-1);
+      if (index < 0 || index > kMaxGpuIndex) {
+        index = -1;
         fail("\"index\" must be an integer in 0..255");
       }
     } else if (key == "utilization" || key == "sustainedUtilization") {
@@ -95,15 +96,18 @@ void ParseGpu(size_t item, simdjson::dom::element element, std::array<int, kMaxG
     }
     // Other keys are ignored so that a newer agent can add fields.
   }
-  if (!index && valid) fail("\"index\" is required");
+  if (index < 0) {
+    if (valid) fail("\"index\" is required");
+    return;
+  }
   if (!valid) return;
-  int& first = seen[static_cast<size_t>(*index)];
+  int& first = seen[static_cast<size_t>(index)];
   if (first >= 0) {
-    fail(absl::StrCat("\"index\" ", *index, " repeats gpus[", first, "]"));
+    fail(absl::StrCat("\"index\" ", index, " repeats gpus[", first, "]"));
     return;
   }
   first = static_cast<int>(item);
-  gpu.index = static_cast<int32_t>(*index);
+  gpu.index = static_cast<int32_t>(index);
   telemetry.gpus.push_back(gpu);
 }
 

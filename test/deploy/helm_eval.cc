@@ -244,6 +244,10 @@ class Evaluator {
     return absl::OkStatus();
   }
 
+// GCC 12 at -O2 reports the optional below as maybe-uninitialized on paths
+// where it is empty and never read; a known false positive.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
   absl::StatusOr<YAML::Node> Eval(const Pipeline& pipeline, const YAML::Node& dot) {
     std::optional<YAML::Node> piped;
     for (const Command& command : pipeline) {
@@ -256,6 +260,7 @@ class Evaluator {
     }
     return *piped;
   }
+#pragma GCC diagnostic pop
 
   absl::StatusOr<YAML::Node> EvalCommand(const Command& command, const std::optional<YAML::Node>& piped,
                                          const YAML::Node& dot) {
