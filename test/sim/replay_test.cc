@@ -110,7 +110,7 @@ TEST(ReplayTest, TheMemoGivesWhatEvaluatingEveryNodeGives) {
   const Cluster cluster(*nodes);
   const PodClasses classes = ClassifyPods(*pods);
   RunWorkload w = MakeRunWorkload(*pods, cluster.size(), cluster.capacity_milli(), 130, 42);
-  w.pods.resize(1500);  // enough to fill nodes and change many of them
+  w.pods.resize(800);  // enough to change many nodes, few enough for sanitizer builds
   ReplayInput in{.profile = profile.get(), .empty_cluster = &cluster, .pods = &*pods, .classes = &classes,
                  .workload = &w, .typical = nullptr, .seed = 42, .memo = MemoMode::kAuto};
   const ReplayResult memoised = Replay(in);
