@@ -16,6 +16,7 @@
 #include <boost/beast/ssl.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "k8s/internal/json.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera::k8s {
@@ -49,6 +50,15 @@ absl::Status TransportError(std::string_view what, const beast::error_code& ec) 
 }
 
 }  // namespace
+
+std::string StatusMessage(std::string_view body) {
+  simdjson::dom::element root;
+  if (internal::ParseJson(body).get(root) == simdjson::SUCCESS) {
+    std::string_view m;
+    if (root["message"].get(m) == simdjson::SUCCESS && !m.empty()) return std::string(m);
+  }
+  return std::string(body.substr(0, 200));
+}
 
 struct ApiClient::Tls {
   ssl::context context{ssl::context::tls_client};

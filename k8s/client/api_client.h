@@ -33,6 +33,10 @@ struct ApiClientOptions {
   std::string user_agent = "tessera-extender";
 };
 
+/// The `message` of a Kubernetes Status body (what the API server says went
+/// wrong), or the start of the body when it is not one.
+std::string StatusMessage(std::string_view body);
+
 /// How a watch stream ended.
 struct StreamEnd {
   int status = 0;          ///< HTTP status; 200 when the stream itself ran.

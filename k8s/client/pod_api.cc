@@ -14,18 +14,8 @@ std::string PodPath(std::string_view ns, std::string_view name) {
   return absl::StrCat("/api/v1/namespaces/", QueryEscape(ns), "/pods/", QueryEscape(name));
 }
 
-// The message of a Kubernetes Status answer.
-std::string MessageOf(const ApiResponse& r) {
-  simdjson::dom::element root;
-  if (internal::ParseJson(r.body).get(root) == simdjson::SUCCESS) {
-    std::string_view m;
-    if (root["message"].get(m) == simdjson::SUCCESS && !m.empty()) return std::string(m);
-  }
-  return r.body.substr(0, 200);
-}
-
 absl::Status ErrorOf(std::string_view what, const ApiResponse& r) {
-  const std::string message = absl::StrCat(Absl(what), ": HTTP ", r.status, ": ", MessageOf(r));
+  const std::string message = absl::StrCat(Absl(what), ": HTTP ", r.status, ": ", StatusMessage(r.body));
   switch (r.status) {
     case 404: return absl::NotFoundError(message);
     case 409: return absl::FailedPreconditionError(message);

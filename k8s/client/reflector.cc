@@ -20,17 +20,6 @@ std::string_view StringAt(object o, std::string_view key) {
   return s;
 }
 
-// The message of a Kubernetes Status body, or the body itself (cut short).
-std::string StatusMessage(std::string_view body) {
-  simdjson::dom::parser parser;
-  object o;
-  if (parser.parse(body.data(), body.size(), true).get(o) == simdjson::SUCCESS) {
-    std::string_view m = StringAt(o, "message");
-    if (!m.empty()) return std::string(m);
-  }
-  return std::string(body.substr(0, 200));
-}
-
 }  // namespace
 
 absl::StatusOr<ListPage> ApplyListPage(simdjson::dom::parser& parser, std::string_view body, ReflectorSink& sink,
@@ -79,7 +68,19 @@ std::string QueryEscape(std::string_view value) {
 
 Reflector::Reflector(ApiClient& client, ReflectorSink& sink, ReflectorOptions options, MetricsRegistry* metrics)
     : client_(client), sink_(sink), options_(std::move(options)), metrics_(metrics),
-      rng_state_(std::random_device{}()) {}
+      rng_state_(std::random_device{}()) {
+  if (metrics_ == nullptr) return;
+  auto events = [&](std::string type) {
+    return &metrics_->Counter("tessera_watch_events_total", "Watch events applied, by resource and type.",
+                              {{"resource", options_.resource}, {"type", std::move(type)}});
+  };
+  events_added_ = events("ADDED");
+  events_modified_ = events("MODIFIED");
+  events_deleted_ = events("DELETED");
+  events_bookmark_ = events("BOOKMARK");
+  malformed_ = &metrics_->Counter("tessera_watch_malformed_objects_total",
+                                  "Objects or events that could not be decoded.", {{"resource", options_.resource}});
+}
 
 Reflector::~Reflector() { Stop(); }
 
@@ -202,11 +203,7 @@ absl::Status Reflector::List() {
     });
     if (!applied.ok()) return absl::DataLossError(absl::StrCat("GET ", target, ": ", applied.status().message()));
     if (applied->malformed > 0) {
-      if (metrics_ != nullptr) {
-        metrics_->Counter("tessera_watch_malformed_objects_total", "Objects or events that could not be decoded.",
-                          {{"resource", options_.resource}})
-            .Inc(static_cast<double>(applied->malformed));
-      }
+      if (malformed_ != nullptr) malformed_->Inc(static_cast<double>(applied->malformed));
       absl::MutexLock lock(&mu_);
       status_.malformed_events += applied->malformed;
     }
@@ -227,11 +224,7 @@ absl::Status Reflector::List() {
 bool Reflector::ApplyLine(std::string_view line, WatchEnd& end) {
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return true;
   auto malformed = [&](std::string why) {
-    if (metrics_ != nullptr) {
-      metrics_->Counter("tessera_watch_malformed_objects_total", "Objects or events that could not be decoded.",
-                        {{"resource", options_.resource}})
-          .Inc();
-    }
+    if (malformed_ != nullptr) malformed_->Inc();
     {
       absl::MutexLock lock(&mu_);
       ++status_.malformed_events;
@@ -244,7 +237,7 @@ bool Reflector::ApplyLine(std::string_view line, WatchEnd& end) {
   if (!event.ok()) return malformed(std::string(event.status().message()));
 
   absl::Status applied;
-  std::string_view type_label;
+  Counter* counter = nullptr;
   switch (event->type) {
     case WatchEventType::kError: {
       int64_t code = 0;
@@ -260,28 +253,24 @@ bool Reflector::ApplyLine(std::string_view line, WatchEnd& end) {
       return false;
     }
     case WatchEventType::kAdded:
-      type_label = "ADDED";
+      counter = events_added_;
       applied = sink_.Upsert(event->object);
       break;
     case WatchEventType::kModified:
-      type_label = "MODIFIED";
+      counter = events_modified_;
       applied = sink_.Upsert(event->object);
       break;
     case WatchEventType::kDeleted:
-      type_label = "DELETED";
+      counter = events_deleted_;
       applied = sink_.Delete(event->object);
       break;
     case WatchEventType::kBookmark:
-      type_label = "BOOKMARK";
+      counter = events_bookmark_;
       break;
   }
   if (!applied.ok()) return malformed(std::string(applied.message()));
   if (!event->resource_version.empty()) resource_version_ = std::string(event->resource_version);
-  if (metrics_ != nullptr) {
-    metrics_->Counter("tessera_watch_events_total", "Watch events applied, by resource and type.",
-                      {{"resource", options_.resource}, {"type", std::string(type_label)}})
-        .Inc();
-  }
+  if (counter != nullptr) counter->Inc();
   absl::MutexLock lock(&mu_);
   ++status_.events;
   status_.resource_version = resource_version_;
