@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "k8s/annotations.h"
+#include "k8s/pod_host_request.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera::k8s {
@@ -92,6 +93,14 @@ absl::StatusOr<WirePod> DecodePod(element e, std::string_view path = "ExtenderAr
       out.annotations.emplace(std::string(key), std::string(v));
     }
   }
+  // An unreadable request is the pod's problem, not a malformed body: the
+  // caller says so per node (filter) or on the pod (the watch).
+  absl::StatusOr<HostRequest> host = DecodePodHostRequest(e, path);
+  if (host.ok()) {
+    out.host = *host;
+  } else {
+    out.host_error = host.status();
+  }
   return out;
 }
 
@@ -135,6 +144,8 @@ absl::StatusOr<WireNode> DecodeNode(element e, const std::string& path) {
       {&*labels, kGfdProductLabel, ".metadata.labels", &out.inventory.gfd_product},
       {&*labels, kGfdMemoryLabel, ".metadata.labels", &out.inventory.gfd_memory},
       {&allocatable, kGpuResource, ".status.allocatable", &out.inventory.allocatable_gpus},
+      {&allocatable, "cpu", ".status.allocatable", &out.allocatable_cpu},
+      {&allocatable, "memory", ".status.allocatable", &out.allocatable_memory},
   };
   for (const Field& f : fields) {
     absl::StatusOr<std::optional<std::string_view>> v = StringEntry(*f.map, f.key, path + std::string(f.where));

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "k8s/node_inventory.h"
 #include "k8s/pod_gpu_request.h"
+#include "scheduler/model/host_resources.h"
 
 namespace tessera::k8s {
 
@@ -25,6 +26,10 @@ struct WirePod {
   std::string_view namespace_name;
   std::string_view uid;
   Annotations annotations;  ///< Only the `tessera.io/` ones.
+  /// The pod's effective CPU and memory request (k8s/pod_host_request.h);
+  /// zero when `host_error` says why it could not be read.
+  HostRequest host{};
+  absl::Status host_error{};
 };
 
 /// The parts of a v1.Node that Tessera reads, and the whole object to echo.
@@ -32,6 +37,8 @@ struct WireNode {
   std::string_view name;
   NodeInventoryFields inventory;
   simdjson::dom::element object;  ///< The Node as sent, for the `Nodes` answer.
+  std::optional<std::string_view> allocatable_cpu{};     ///< status.allocatable["cpu"]
+  std::optional<std::string_view> allocatable_memory{};  ///< status.allocatable["memory"]
 };
 
 /// `ExtenderArgs {Pod, Nodes, NodeNames}`; exactly one node form is set.

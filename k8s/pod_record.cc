@@ -46,6 +46,8 @@ absl::StatusOr<PodRecord> DecodePodRecord(simdjson::dom::element pod, std::strin
   out.node_name = std::string(*node);
   out.phase = std::string(*phase);
   for (auto& [key, value] : wire->annotations) out.annotations.emplace(key, std::move(value));
+  out.host = wire->host;
+  out.host_error = std::move(wire->host_error);
   // The bind time: PodScheduled's lastTransitionTime (load-aware estimates
   // pods bound after the last utilisation sample). Best effort: absent or
   // unreadable leaves it unknown.

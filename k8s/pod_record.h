@@ -10,7 +10,8 @@
 namespace tessera::k8s {
 
 /// Decodes metadata.{uid,name,namespace}, the `tessera.io/` annotations,
-/// spec.nodeName and status.phase. A pod without uid or name is an error;
+/// spec.nodeName, status.phase and the host request (an unreadable one is
+/// `host_error`, not an error of the record). A pod without uid or name is an error;
 /// `path` prefixes messages.
 absl::StatusOr<PodRecord> DecodePodRecord(simdjson::dom::element pod, std::string_view path = "Pod");
 

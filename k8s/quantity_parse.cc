@@ -19,6 +19,7 @@ namespace {
 
 constexpr int64_t kExponentCap = 1'000'000;  // saturate e99999999999 early
 constexpr uint64_t kMaxMemoryBytes = uint64_t{1} << 60;  // 2^40 MiB
+constexpr uint64_t kMaxMilliCpu = uint64_t{1} << 40;
 constexpr int kMiBShift = 20;
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -182,6 +183,17 @@ absl::StatusOr<MemoryMiB> ParseMemoryQuantity(std::string_view text) {
   const uint64_t bytes = v->floor + (v->inexact ? 1 : 0);
   const uint64_t mib = (bytes + (uint64_t{1} << kMiBShift) - 1) >> kMiBShift;
   return MemoryMiB(static_cast<int64_t>(mib));
+}
+
+absl::StatusOr<MilliCpu> ParseCpuQuantity(std::string_view text) {
+  absl::StatusOr<Decomposed> d = Decompose(text);
+  if (!d.ok()) return d.status();
+  d->exp10 += 3;  // cores -> milli-CPU
+  const std::optional<Evaluated> v = Evaluate(*d, kMaxMilliCpu);
+  if (!v || v->floor + (v->inexact ? 1 : 0) > kMaxMilliCpu) {
+    return absl::InvalidArgumentError("exceeds 2^40 milli-CPU");
+  }
+  return MilliCpu(static_cast<int64_t>(v->floor + (v->inexact ? 1 : 0)));
 }
 
 absl::StatusOr<MilliGpu> ParseGpuFraction(std::string_view text) {

@@ -23,6 +23,13 @@ namespace tessera::k8s {
 /// Evaluated exactly on the digits; whitespace anywhere is refused.
 absl::StatusOr<MemoryMiB> ParseMemoryQuantity(std::string_view text);
 
+/// Parses a Kubernetes CPU quantity ("500m", "2", "1.5", "100u") into
+/// milli-CPU, rounding a finer value up ("0.0001" is 1m) as Kubernetes'
+/// Quantity.MilliValue does. The full quantity grammar is accepted, as for
+/// memory, sub-unit suffixes included. Negative values and values beyond
+/// 2^40 milli-CPU are InvalidArgument.
+absl::StatusOr<MilliCpu> ParseCpuQuantity(std::string_view text);
+
 /// Parses a GPU fraction: a decimal in (0, 1] ("0.25", "1", ".5") or a
 /// percentage in (0%, 100%] ("25%"). Only whole-percent steps are accepted
 /// ("0.255" and "25.5%" are InvalidArgument). Returns milli-GPU (250).

@@ -97,36 +97,66 @@ FilterVerdict FgdPlugin::Filter(const PodGpuRequest& r, const NodeView& node) co
   return fit_.Filter(r, node);
 }
 
-std::optional<GpuChoice> FgdPlugin::ChooseGpus(const PodGpuRequest& r, const NodeView& node) const {
-  if (r.count <= 0) return std::optional<GpuChoice>(std::in_place);  // asks for no GPU: none to choose
-  if (!SharesOneGpu(r)) return fit_.ChooseGpus(r, node);
+absl::InlinedVector<FgdPlugin::GpuScore, 8> FgdPlugin::ScoreEachGpu(const PodGpuRequest& r,
+                                                                      const NodeView& node) const {
+  absl::InlinedVector<GpuScore, 8> scored;
   const NodeGpuAccess access(workload_, node.gpus);
   const NodeFree now = FreeOf(node);
   const double before = NodeFragmentation(workload_, access, now.gpu, now.cpu);
-  std::optional<int32_t> chosen;
-  int64_t best = 0;
-  absl::InlinedVector<size_t, 8> tried;
+  absl::InlinedVector<size_t, 8> tried;  // inventory positions scored
   for (size_t i = 0; i < node.gpus.size(); ++i) {
     const GpuDevice& g = node.gpus[i];
-    // A GPU like one tried already (same model, same free) scores the same,
-    // and the earlier one wins a tie.
-    const bool like_tried = std::any_of(tried.begin(), tried.end(), [&](size_t j) {
+    if (now.gpu[i] < r.guaranteed.value() || !FitsOnGpu(fit_, r, node, g)) continue;
+    // A GPU like one scored already (same model, same free) scores the same.
+    const auto like = std::find_if(tried.begin(), tried.end(), [&](size_t j) {
       return now.gpu[j] == now.gpu[i] && node.gpus[j].model == g.model;
     });
-    if (like_tried || now.gpu[i] < r.guaranteed.value() || !FitsOnGpu(fit_, r, node, g)) continue;
+    if (like != tried.end()) {
+      scored.push_back({g.index, scored[static_cast<size_t>(like - tried.begin())].score});
+      tried.push_back(i);
+      continue;
+    }
     tried.push_back(i);
     const size_t at[] = {i};
     const NodeFree after = After(now, r, at);
-    const int64_t score = FragmentationScore(before, NodeFragmentation(workload_, access, after.gpu, after.cpu));
-    if (!chosen.has_value() || score > best) {
-      best = score;
-      chosen = g.index;
-    }
+    scored.push_back(
+        {g.index, FragmentationScore(before, NodeFragmentation(workload_, access, after.gpu, after.cpu))});
   }
-  if (!chosen.has_value()) return std::nullopt;
+  return scored;
+}
+
+std::optional<GpuChoice> FgdPlugin::ChooseGpus(const PodGpuRequest& r, const NodeView& node) const {
+  if (r.count <= 0) return std::optional<GpuChoice>(std::in_place);  // asks for no GPU: none to choose
+  if (!SharesOneGpu(r)) return fit_.ChooseGpus(r, node);
+  const absl::InlinedVector<GpuScore, 8> scored = ScoreEachGpu(r, node);
+  if (scored.empty()) return std::nullopt;
+  // The best score; the lowest index of those reaching it.
+  const auto best = std::max_element(scored.begin(), scored.end(),
+                                     [](const GpuScore& a, const GpuScore& b) { return a.score < b.score; });
   GpuChoice choice;
-  choice.gpu_indices.push_back(*chosen);
+  choice.gpu_indices.push_back(best->index);
   return choice;
+}
+
+std::optional<RankedGpus> FgdPlugin::RankGpus(const PodGpuRequest& r, const NodeView& node) const {
+  if (r.count > 0 && !SharesOneGpu(r)) return fit_.RankGpus(r, node);
+  return RankShareOfOneGpu(r, node);
+}
+
+std::optional<RankedGpus> FgdPlugin::RankShareOfOneGpu(const PodGpuRequest& r, const NodeView& node) const {
+  // One object, built in place and returned on every path: a RankedGpus
+  // moved into an optional trips GCC 12's maybe-uninitialized.
+  std::optional<RankedGpus> ranked(std::in_place);
+  if (r.count <= 0) return ranked;  // asks for no GPU: none to rank
+  absl::InlinedVector<GpuScore, 8> scored = ScoreEachGpu(r, node);
+  // Best score first; equal scores keep index order (ChooseGpus' tie-break).
+  std::stable_sort(scored.begin(), scored.end(), [](const GpuScore& a, const GpuScore& b) { return a.score > b.score; });
+  int32_t tier = 0;
+  for (size_t i = 0; i < scored.size(); ++i) {
+    if (i > 0 && scored[i].score != scored[i - 1].score) ++tier;
+    ranked->push_back(RankedGpu{.index = scored[i].index, .tier = tier});
+  }
+  return ranked;
 }
 
 std::vector<GpuShare> FgdPlugin::SharesFor(const PodGpuRequest& r, const NodeView& node,

@@ -16,7 +16,8 @@
 //   1. Filter: gpu-share's; a pod that asks for no GPU fits everywhere.
 //   2. Choose: a share of one GPU tries every GPU it fits on and takes the
 //      best score below (the first GPU reaching it); other pods take
-//      gpu-share's choice (the lowest idle GPUs).
+//      gpu-share's choice (the lowest idle GPUs). RankGpus orders the GPUs
+//      the same way, for a GPU set or GPU filter plugin beside fgd.
 //   3. Score: Δ = F(node now) − F(node after placing the pod on the chosen
 //      GPUs, CPU included); score = trunc(100 · σ(Δ / 1000)), σ the
 //      logistic function: no change scores 50, less fragmentation more.
@@ -27,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "policies/fragmentation.h"
 #include "policies/gpu_share.h"
@@ -48,15 +50,30 @@ class FgdPlugin final : public FilterPlugin, public GpuChooserPlugin, public Sco
       : workload_(std::move(workload)), fit_(fit) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
+  /// Reads only the request and the node's state.
+  [[nodiscard]] bool Memoizable() const override { return true; }
   [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const override;
   [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
                                                     const NodeView& node) const override;
+  [[nodiscard]] std::optional<RankedGpus> RankGpus(const PodGpuRequest& request,
+                                                   const NodeView& node) const override;
   [[nodiscard]] std::vector<GpuShare> SharesFor(const PodGpuRequest& request, const NodeView& node,
                                                 const GpuChoice& choice) const override;
   [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
                               const GpuChoice& choice) const override;
 
  private:
+  struct GpuScore {
+    int32_t index;
+    int64_t score;
+  };
+  // A share of one GPU: its score on every GPU it fits on, in index order.
+  // RankGpus for a share of one GPU (or no GPU): by ScoreEachGpu.
+  [[nodiscard]] std::optional<RankedGpus> RankShareOfOneGpu(const PodGpuRequest& request,
+                                                            const NodeView& node) const;
+  [[nodiscard]] absl::InlinedVector<GpuScore, 8> ScoreEachGpu(const PodGpuRequest& request,
+                                                               const NodeView& node) const;
+
   TargetWorkload workload_;
   GpuSharePlugin fit_;
 };

@@ -41,13 +41,20 @@ class GpuFitPlugin final : public FilterPlugin, public GpuChooserPlugin {
   explicit GpuFitPlugin(GpuSelection selection) : selection_(selection), fit_(GpuShareArgs{}) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
+  /// Reads only the request (its salt included) and the node's state.
+  [[nodiscard]] bool Memoizable() const override { return true; }
   [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const override;
   [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
                                                     const NodeView& node) const override;
+  [[nodiscard]] std::optional<RankedGpus> RankGpus(const PodGpuRequest& request,
+                                                   const NodeView& node) const override;
   [[nodiscard]] std::vector<GpuShare> SharesFor(const PodGpuRequest& request, const NodeView& node,
                                                 const GpuChoice& choice) const override;
 
  private:
+  // RankGpus for a share of one GPU with random selection (or no GPU).
+  [[nodiscard]] std::optional<RankedGpus> RankByHash(const PodGpuRequest& request, const NodeView& node) const;
+
   GpuSelection selection_;
   GpuSharePlugin fit_;  // gpu-share's fit and choice, with its defaults
 };

@@ -31,6 +31,8 @@ class GpuPackingPlugin final : public ScorePlugin {
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
+  /// Reads only the request and the node's state.
+  [[nodiscard]] bool Memoizable() const override { return true; }
   [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
                               const GpuChoice& choice) const override;
 };

@@ -201,6 +201,7 @@ absl::StatusOr<std::unique_ptr<Plugin>> GpuSharePlugin::New(PluginArgs& args) {
 }
 
 FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& node) const {
+  if (r.count <= 0) return FilterVerdict::Success();  // asks for no GPU: its inventory does not matter
   if (!node.inventory_ok()) {
     return FilterVerdict::Never("inventory_unreadable",
                                 absl::StrCat("node GPU inventory is unreadable: ", node.inventory_error->message()));
@@ -276,6 +277,7 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
 }
 
 std::optional<GpuChoice> GpuSharePlugin::ChooseGpus(const PodGpuRequest& r, const NodeView& node) const {
+  if (r.count <= 0) return std::optional<GpuChoice>(std::in_place);  // asks for no GPU: none to choose
   if (!node.inventory_ok()) return std::nullopt;
   absl::InlinedVector<Candidate, 16> candidates = FittingGpus(args_, r, node);
   if (candidates.size() < static_cast<size_t>(r.count)) return std::nullopt;
@@ -301,7 +303,7 @@ std::optional<RankedGpus> GpuSharePlugin::RankGpus(const PodGpuRequest& r, const
 
 int64_t GpuSharePlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) const {
   const absl::Span<const GpuDevice> gpus = node.gpus;
-  if (gpus.empty()) return 0;
+  if (gpus.empty() || r.count <= 0) return 0;  // no GPU asked: no preference (file comment)
   int64_t used = 0;
   for (const GpuDevice& g : gpus) used += std::min(kOneGpu, node.UsageOf(g.index).guaranteed).value();
   used += GuaranteedOf(r).value() * static_cast<int64_t>(choice.gpu_indices.size());

@@ -26,6 +26,11 @@
 //   4. Score: the node's guaranteed-compute utilisation after placement, in
 //      per-mille (binpack) or its complement (spread), normalised min-max over
 //      the candidates to 0..100 so the best node gets the full score.
+//
+// A pod that asks for no GPU (`count` 0: a CPU-only pod) passes every node,
+// gets no GPU and scores 0 everywhere: gpu-share has no GPU-based preference
+// for it (else binpack would pull CPU-only pods onto busy GPU nodes, and
+// spread onto idle ones, ahead of nodes without GPUs).
 #pragma once
 
 #include <memory>
@@ -72,6 +77,8 @@ class GpuSharePlugin final : public FilterPlugin, public GpuChooserPlugin, publi
   explicit GpuSharePlugin(GpuShareArgs args) : args_(args) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
+  /// Reads only the request and the node's state.
+  [[nodiscard]] bool Memoizable() const override { return true; }
   [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const override;
   [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
                                                     const NodeView& node) const override;

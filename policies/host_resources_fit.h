@@ -1,9 +1,10 @@
 // host-resources: a node must have the CPU and memory the pod requests.
 //
-// kube-scheduler's NodeResourcesFit for the two host resources, for where no
-// kube-scheduler runs in front of Tessera (the placement simulator). A node
-// whose host resources are unknown (NodeView::host null, the extender's
-// case) passes: kube-scheduler has checked them already.
+// kube-scheduler's NodeResourcesFit for the two host resources: the placement
+// simulator has no kube-scheduler in front of it; in the extender it answers
+// from Tessera's model (allocatable, bound pods, binds in flight), which
+// kube-scheduler's own check repeats. A node whose host resources are
+// unknown (NodeView::host null: no allocatable) passes.
 //
 // Algorithm, per node
 //   1. Host unknown, or the pod asks for no CPU and no memory: passes.
@@ -29,6 +30,8 @@ class HostResourcesFitPlugin final : public FilterPlugin {
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
+  /// Reads only the request and the node's state.
+  [[nodiscard]] bool Memoizable() const override { return true; }
   [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const override;
 };
 

@@ -18,7 +18,7 @@
 //       args: {workload: [...]}      # the same workload
 //
 // It scores the GPUs the profile's chooser picked (fgd's). Where host
-// resources are unknown (the extender today) it scores 0 everywhere and so
+// resources are unknown (a node without allocatable) it scores 0 and so
 // adds nothing to fgd.
 #pragma once
 
@@ -43,6 +43,8 @@ class HostStrandingPlugin final : public ScorePlugin {
   explicit HostStrandingPlugin(TargetWorkload workload) : workload_(std::move(workload)) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
+  /// Reads only the request and the node's state.
+  [[nodiscard]] bool Memoizable() const override { return true; }
   /// FGD's score under the extended measure, at most kMaxPluginScore − 1;
   /// 0 where the node's host resources are unknown.
   [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,

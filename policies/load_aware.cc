@@ -38,6 +38,11 @@ std::optional<int64_t> Measured(const LoadAwareArgs& a, const GpuTelemetry& g) {
   return std::nullopt;
 }
 
+// The load the busy threshold judges: the sustained window, else the short one.
+int64_t BusyLoad(const GpuTelemetry& g) {
+  return Known(g.sustained_utilization.value()) ? g.sustained_utilization.value() : g.utilization.value();
+}
+
 // What pods bound to GPU `index` since its sample (less the warm-up) add:
 // their estimated load and their reserved memory.
 struct Recent {
@@ -105,56 +110,91 @@ absl::StatusOr<std::unique_ptr<Plugin>> LoadAwarePlugin::New(PluginArgs& args) {
   return std::make_unique<LoadAwarePlugin>(a);
 }
 
-FilterVerdict LoadAwarePlugin::Filter(const PodGpuRequest& r, const NodeView& node) const {
-  const NodeTelemetry* t = node.telemetry;
-  if (t == nullptr || (!args_.reject_busy_gpus && !args_.memory_guard) || !node.inventory_ok()) {
-    return FilterVerdict::Success();
+LoadAwarePlugin::Exclusion LoadAwarePlugin::Judge(const PodGpuRequest& r, const GpuTelemetry& g,
+                                                   int64_t recent_memory_mib) const {
+  if (args_.reject_busy_gpus) {
+    const int64_t load = BusyLoad(g);
+    if (Known(load) && load > args_.busy_threshold_percent * 10) return Exclusion::kBusy;
   }
+  if (args_.memory_guard && r.memory.value() > 0 && Known(g.memory_free.value()) &&
+      g.memory_free.value() - recent_memory_mib < r.memory.value()) {
+    return Exclusion::kMemory;
+  }
+  return Exclusion::kNone;
+}
+
+absl::InlinedVector<int64_t, 8> LoadAwarePlugin::RecentMemoryByGpu(const NodeView& node,
+                                                                  const NodeTelemetry& t) const {
+  absl::InlinedVector<int64_t, 8> mib(t.gpus.size(), 0);
+  if (node.bindings.empty()) return mib;
+  // Bindings come newest first: the walk stops at the oldest sample's cutoff.
+  absl::Time oldest = absl::InfiniteFuture();
+  for (const GpuTelemetry& g : t.gpus) oldest = std::min(oldest, g.sampled_at);
+  const absl::Time stop = oldest - args_.pod_warmup;
+  for (const GpuBinding& b : node.bindings) {
+    if (b.bound_at <= stop) break;
+    const GpuTelemetry* g = t.Find(b.index);
+    if (g != nullptr && b.bound_at > g->sampled_at - args_.pod_warmup) {
+      mib[static_cast<size_t>(g - t.gpus.data())] += b.memory.value();
+    }
+  }
+  return mib;
+}
+
+bool LoadAwarePlugin::MayExclude(const PodGpuRequest& r, const NodeView& node) const {
+  return node.telemetry != nullptr && r.count > 0 && node.inventory_ok() &&
+         (args_.reject_busy_gpus || (args_.memory_guard && r.memory.value() > 0));
+}
+
+void LoadAwarePlugin::ExcludeGpus(const PodGpuRequest& r, const NodeView& node, GpuIndexList& excluded) const {
+  if (!MayExclude(r, node)) return;
+  const NodeTelemetry& t = *node.telemetry;
+  // Fresh means sampled at or after this (one time subtraction per node, not per GPU).
+  const absl::Time fresh_since = clock_() - t.stale_after;
+  const absl::InlinedVector<int64_t, 8> recent = RecentMemoryByGpu(node, t);
+  // The measured GPUs only: an unmeasured one is never ruled out, nor a stale
+  // one. (An index not in the inventory is harmless: no chooser ranks it.)
+  for (size_t i = 0; i < t.gpus.size(); ++i) {
+    const GpuTelemetry& g = t.gpus[i];
+    if (g.sampled_at >= fresh_since && Judge(r, g, recent[i]) != Exclusion::kNone) excluded.push_back(g.index);
+  }
+}
+
+FilterVerdict LoadAwarePlugin::ExplainExcluded(const PodGpuRequest& r, const NodeView& node) const {
+  if (!MayExclude(r, node)) return FilterVerdict::Success();
+  const NodeTelemetry& t = *node.telemetry;
   const absl::Time now = clock_();
-  const int64_t busy_above = args_.busy_threshold_percent * 10;
-  int32_t usable = 0;
-  size_t refused = 0;
+  const absl::InlinedVector<int64_t, 8> recent = RecentMemoryByGpu(node, t);
+  size_t listed = 0;
   bool any_busy = false;
   std::string why;
-  auto refuse = [&](auto&&... parts) {
-    if (++refused > kMaxListedGpus) return;
-    if (refused > 1) why += "; ";
-    absl::StrAppend(&why, parts...);
-  };
   for (const GpuDevice& gpu : node.gpus) {
+    // GPUs without room by reservation are gpu-share's to explain.
     if (!HasRoom(r, gpu, node.UsageOf(gpu.index))) continue;
-    const GpuTelemetry* g = t->Find(gpu.index);
-    if (g == nullptr || !t->Fresh(*g, now)) {
-      ++usable;  // unknown is never held against a GPU
-      continue;
+    const GpuTelemetry* measured = t.Find(gpu.index);
+    if (measured == nullptr || !t.Fresh(*measured, now)) continue;
+    const GpuTelemetry& g = *measured;
+    const int64_t recent_mib = recent[static_cast<size_t>(measured - t.gpus.data())];
+    const Exclusion e = Judge(r, g, recent_mib);
+    if (e == Exclusion::kNone) continue;
+    any_busy = any_busy || e == Exclusion::kBusy;
+    if (++listed > kMaxListedGpus) continue;
+    if (listed > 1) why += "; ";
+    if (e == Exclusion::kBusy) {
+      const bool sustained = Known(g.sustained_utilization.value());
+      absl::StrAppend(&why, "GPU ", gpu.index, " at ", Percent(BusyLoad(g)), " utilisation (",
+                      sustained ? t.sustained_window : t.utilization_window, ") above the ",
+                      args_.busy_threshold_percent, "% threshold");
+    } else {
+      absl::StrAppend(&why, "GPU ", gpu.index, " has ", std::max<int64_t>(0, g.memory_free.value() - recent_mib),
+                      " MiB of memory free in fact (measured",
+                      Known(g.memory_used.value()) ? absl::StrCat(", ", g.memory_used.value(), " MiB in use") : "",
+                      "), pod needs ", r.memory.value(), " MiB");
     }
-    if (args_.reject_busy_gpus) {
-      const bool sustained = Known(g->sustained_utilization.value());
-      const int64_t load = sustained ? g->sustained_utilization.value() : g->utilization.value();
-      if (Known(load) && load > busy_above) {
-        any_busy = true;
-        refuse("GPU ", gpu.index, " at ", Percent(load), " utilisation (",
-               sustained ? t->sustained_window : t->utilization_window, ") above the ",
-               args_.busy_threshold_percent, "% threshold");
-        continue;
-      }
-    }
-    if (args_.memory_guard && r.memory.value() > 0 && Known(g->memory_free.value())) {
-      const int64_t free_mib =
-          g->memory_free.value() - RecentOn(args_, node, gpu.index, g->sampled_at).memory_mib;
-      if (free_mib < r.memory.value()) {
-        refuse("GPU ", gpu.index, " has ", std::max<int64_t>(0, free_mib), " MiB of memory free in fact (measured",
-               Known(g->memory_used.value()) ? absl::StrCat(", ", g->memory_used.value(), " MiB in use") : "",
-               "), pod needs ", r.memory.value(), " MiB");
-        continue;
-      }
-    }
-    ++usable;
   }
-  // Nothing refused for load: any shortfall is gpu-share's to explain.
-  if (usable >= r.count || refused == 0) return FilterVerdict::Success();
-  if (refused > kMaxListedGpus) {
-    const size_t more = refused - kMaxListedGpus;
+  if (listed == 0) return FilterVerdict::Success();
+  if (listed > kMaxListedGpus) {
+    const size_t more = listed - kMaxListedGpus;
     absl::StrAppend(&why, " (and ", more, more == 1 ? " more GPU)" : " more GPUs)");
   }
   return FilterVerdict::NotNow(any_busy ? kBusyReason : kMemoryReason, std::move(why));

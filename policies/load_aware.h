@@ -9,9 +9,8 @@
 //   - A measurement cannot show pods bound after it was taken (nor, for
 //     `podWarmupSeconds`, pods bound shortly before: they are still starting
 //     and the averages lag). Their load is estimated from their reservation.
-//   - The GPU chooser (gpu-share) picks the GPUs; this plugin scores the
-//     choice and, when asked to, rejects nodes that cannot host the pod on
-//     GPUs that are not busy.
+//   - The GPU chooser (gpu-share) picks the GPUs among those this plugin
+//     has not ruled out; this plugin scores the choice.
 //
 // Per chosen GPU (all values per-mille of one GPU)
 //   measured  = weighted mean of the short window (SM activity instead when
@@ -29,15 +28,17 @@
 // Node score: the mean over the chosen GPUs in 0..100, an unknown GPU
 // counting `neutralScore`.
 //
-// Filter (each part optional)
+// GPU filter (each part optional): rules single GPUs out for the pod, so the
+// GPU chooser picks among the others (GpuFilterPlugin in plugin.h)
 //   - rejectBusyGpus (off by default): a GPU whose sustained utilisation is
-//     above busyThresholdPercent is unusable: "GPU 2 at 97% utilisation (5m
-//     avg) above the 90% threshold".
+//     above busyThresholdPercent: "GPU 2 at 97% utilisation (5m avg) above the
+//     90% threshold".
 //   - memoryGuard (on by default): a GPU whose measured free memory, less what
 //     pods bound since the sample reserved, is below the pod's guaranteed
-//     memory is unusable (processes Tessera does not account for use it).
-//   A node is rejected (not now) when fewer than `count` of the GPUs that have
-//   room for the pod by reservation are usable, and only then; GPUs without
+//     memory (processes Tessera does not account for use it).
+//   Filter, prioritize and bind all choose GPUs without them. A node is
+//   rejected (not now) when fewer than `count` GPUs with room for the pod by
+//   reservation are left, and then the GPUs ruled out are named; GPUs without
 //   room are left to gpu-share, which explains them better.
 #pragma once
 
@@ -45,6 +46,7 @@
 #include <memory>
 #include <string_view>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "scheduler/framework/plugin.h"
@@ -71,10 +73,10 @@ struct LoadAwareArgs {
   bool memory_guard = true;
 };
 
-class LoadAwarePlugin final : public FilterPlugin, public ScorePlugin {
+class LoadAwarePlugin final : public GpuFilterPlugin, public ScorePlugin {
  public:
   static constexpr std::string_view kName = "load-aware";
-  /// Reasons of Filter's rejections (tessera_filter_rejections_total's label).
+  /// Reasons of its rejections (tessera_filter_rejections_total's label).
   static constexpr std::string_view kBusyReason = "gpu_busy";
   static constexpr std::string_view kMemoryReason = "gpu_memory_in_use";
 
@@ -95,13 +97,27 @@ class LoadAwarePlugin final : public FilterPlugin, public ScorePlugin {
   explicit LoadAwarePlugin(LoadAwareArgs args, Clock clock = &CoarseNow) : args_(args), clock_(clock) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
-  [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const override;
+  void ExcludeGpus(const PodGpuRequest& request, const NodeView& node, GpuIndexList& excluded) const override;
+  [[nodiscard]] FilterVerdict ExplainExcluded(const PodGpuRequest& request, const NodeView& node) const override;
   [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
                               const GpuChoice& choice) const override;
 
   [[nodiscard]] const LoadAwareArgs& args() const { return args_; }
 
  private:
+  enum class Exclusion { kNone, kBusy, kMemory };
+  // Whether the pod can have any GPU ruled out on `node` (cheap: no GPU visited).
+  [[nodiscard]] bool MayExclude(const PodGpuRequest& request, const NodeView& node) const;
+  // Whether fresh GPU `g` is ruled out for the pod, and why.
+  // \param recent_memory_mib what pods bound since its sample reserved on it.
+  [[nodiscard]] Exclusion Judge(const PodGpuRequest& request, const GpuTelemetry& g,
+                                int64_t recent_memory_mib) const;
+  // The memory pods bound since each GPU's sample (less the warm-up)
+  // reserved, by position in `t.gpus`: one pass over the node's recent
+  // bindings, not one per GPU.
+  [[nodiscard]] absl::InlinedVector<int64_t, 8> RecentMemoryByGpu(const NodeView& node,
+                                                                 const NodeTelemetry& t) const;
+
   const LoadAwareArgs args_;
   const Clock clock_;
 };

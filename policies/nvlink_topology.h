@@ -62,6 +62,8 @@ class NvlinkTopologyPlugin final : public GpuSetPlugin, public ScorePlugin {
   explicit NvlinkTopologyPlugin(NvlinkTopologyArgs args) : args_(args) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
+  /// Reads only the request and the node's state.
+  [[nodiscard]] bool Memoizable() const override { return true; }
   [[nodiscard]] std::optional<GpuChoice> ChooseGpuSet(const PodGpuRequest& request, const NodeView& node,
                                                       const RankedGpus& ranked) const override;
   [[nodiscard]] bool FiltersGpuSets() const override { return args_.require_nvlink; }

@@ -28,6 +28,8 @@ class RandomScorePlugin final : public ScorePlugin {
   explicit RandomScorePlugin(uint64_t seed) : seed_(seed) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
+  /// Reads only the request (its salt included) and the node's state.
+  [[nodiscard]] bool Memoizable() const override { return true; }
   /// The node's key, in [0, 2^62).
   [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
                               const GpuChoice& choice) const override;

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "k8s/extender_args.h"
 #include "k8s/gpu_utilization.h"
+#include "k8s/node_allocatable.h"
 #include "k8s/node_inventory.h"
 #include "scheduler/common/log.h"
 
@@ -20,15 +21,23 @@ absl::Status NodeSink::Upsert(simdjson::dom::element object) {
   if (!node.ok()) return node.status();
   if (node->name.empty()) return absl::InvalidArgumentError("Node.metadata.name is missing");
   std::string name(node->name);
+  // Unreadable allocatable leaves the host unknown: plugins then neither
+  // check nor weigh it, as before the watch read it.
+  absl::StatusOr<std::optional<HostResources>> allocatable =
+      ParseNodeAllocatable(node->allocatable_cpu, node->allocatable_memory);
+  if (!allocatable.ok()) {
+    LogWarning(absl::StrCat("node ", name, ": ", allocatable.status().message()));
+    allocatable = std::optional<HostResources>();
+  }
   absl::StatusOr<NodeInventory> inventory = ParseNodeInventory(node->inventory);
   if (!inventory.ok()) {
     LogWarning(absl::StrCat("node ", name, ": ", inventory.status().message()));
     if (metrics_ != nullptr) {
       metrics_->Counter("tessera_node_inventory_errors_total", "Node updates whose GPU inventory was unreadable.").Inc();
     }
-    model_.UpsertNode(name, NodeInventory{}, inventory.status());
+    model_.UpsertNode(name, NodeInventory{}, inventory.status(), *allocatable);
   } else {
-    model_.UpsertNode(name, std::move(*inventory), absl::OkStatus());
+    model_.UpsertNode(name, std::move(*inventory), absl::OkStatus(), *allocatable);
   }
   if (utilization_observer_) {
     std::optional<std::string_view> utilization;

@@ -16,7 +16,9 @@ namespace tessera::k8s {
 /// A node's GPU inventory comes from its annotation, GPU Feature Discovery
 /// labels or allocatable (see node_inventory.h). A node whose inventory is
 /// unreadable stays in the model with the error (it gets no GPUs, and filter
-/// says why); that is the node's problem, not a malformed event.
+/// says why); that is the node's problem, not a malformed event. Its host
+/// CPU and memory capacity is status.allocatable (node_allocatable.h);
+/// unknown when absent or unreadable.
 class NodeSink final : public ReflectorSink {
  public:
   /// Called with a node's `tessera.io/gpu-utilization` annotation (nullopt

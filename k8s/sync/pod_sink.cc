@@ -46,14 +46,42 @@ void PodSink::ClearProblem(const std::string& uid) {
   problems_.erase(uid);
 }
 
+void PodSink::CountHostOnly(const PodRecord& pod) {
+  PodHolding holding;
+  holding.uid = pod.uid;
+  holding.pod_key = absl::StrCat(pod.namespace_name, "/", pod.name);
+  holding.assignment.node = pod.node_name;
+  holding.host = pod.host;
+  model_.UpsertPod(std::move(holding));
+}
+
 absl::Status PodSink::Upsert(simdjson::dom::element object) {
   absl::StatusOr<PodRecord> pod = DecodePodRecord(object);
   if (!pod.ok()) return pod.status();
   const std::string uid = pod->uid;
   if (listing_) listed_.insert(uid);
-  if (pod->annotations.empty() || IsTerminalPhase(pod->phase)) {
-    // Not Tessera's pod, or finished: it holds no GPUs (any more).
+  if (IsTerminalPhase(pod->phase)) {
+    // Finished: its claim on GPUs, CPU and memory ended with its containers.
     if (tracked_.contains(uid)) Forget(uid);
+    return absl::OkStatus();
+  }
+  // The API server validates quantities, so this is not expected; the pod
+  // still counts its GPUs, with no host request.
+  const bool host_problem = !pod->host_error.ok() && !pod->node_name.empty();
+  if (host_problem) SetProblem(*pod, "invalid_host_request", std::string(pod->host_error.message()));
+  if (pod->annotations.empty()) {
+    // Not a GPU pod: once bound it holds its host request, nothing else.
+    if (pod->node_name.empty()) {
+      // Pending: nothing to count yet. (Tracked only if it was a GPU pod.)
+      if (tracked_.contains(uid)) Forget(uid);
+      return absl::OkStatus();
+    }
+    if (!tracked_.insert(uid).second) {
+      directory_.Remove(uid);  // it may have been a GPU pod before
+      if (!host_problem) ClearProblem(uid);
+    }
+    CountHostOnly(*pod);
+    dirty_ = true;
     return absl::OkStatus();
   }
   tracked_.insert(uid);
@@ -62,18 +90,23 @@ absl::Status PodSink::Upsert(simdjson::dom::element object) {
   auto assignment_text = pod->annotations.find(Absl(kGpuAssignment));
   if (pod->node_name.empty() || assignment_text == pod->annotations.end()) {
     // Pending, or bound without an assignment (bound by another scheduler):
-    // it holds nothing that Tessera counts. A bind in flight for it stays.
-    model_.RemovePod(uid);
-    ClearProblem(uid);
+    // it holds no GPU that Tessera counts, only its host request once bound.
+    // A bind in flight for it keeps its GPUs.
+    if (pod->node_name.empty()) {
+      model_.RemovePod(uid);
+    } else {
+      CountHostOnly(*pod);
+    }
+    if (!host_problem) ClearProblem(uid);
     directory_.Upsert(std::move(*pod));
     return absl::OkStatus();
   }
   absl::StatusOr<GpuAssignment> assignment = ParseGpuAssignment(assignment_text->second);
   if (!assignment.ok()) {
     // The pod runs, but what it holds is unknown: report it; counting a guess
-    // could be worse than counting nothing.
+    // could be worse than counting nothing. Its host request is known.
     SetProblem(*pod, "invalid_assignment", std::string(assignment.status().message()));
-    model_.RemovePod(uid);
+    CountHostOnly(*pod);
     directory_.Upsert(std::move(*pod));
     return absl::OkStatus();
   }
@@ -84,13 +117,14 @@ absl::Status PodSink::Upsert(simdjson::dom::element object) {
                absl::StrCat("assignment names node ", assignment->node, " but the pod is bound to ", pod->node_name,
                             "; its GPUs are counted on ", pod->node_name));
     assignment->node = pod->node_name;
-  } else {
+  } else if (!host_problem) {
     ClearProblem(uid);
   }
   PodHolding holding;
   holding.uid = uid;
   holding.pod_key = absl::StrCat(pod->namespace_name, "/", pod->name);
   holding.assignment = std::move(*assignment);
+  holding.host = pod->host;
   holding.bound_at = pod->scheduled_at;
   // A bind Tessera made itself knows its time better than the condition
   // (same second at best): keep the reservation's.

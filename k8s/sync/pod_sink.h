@@ -3,7 +3,9 @@
 // The pod's `tessera.io/gpu-assignment` annotation is the source of truth:
 // a bound pod (spec.nodeName set, not Succeeded/Failed) with an assignment
 // holds those GPUs, so a restarted Tessera rebuilds exactly the allocations
-// it had from the initial list.
+// it had from the initial list. Every bound pod, GPU or not, holds its
+// effective CPU and memory request (k8s/pod_host_request.h) on its node's
+// host, as kube-scheduler counts it; the initial list rebuilds those too.
 #pragma once
 
 #include <string>
@@ -44,6 +46,8 @@ class PodSink final : public ReflectorSink {
  private:
   /// The pod is gone or finished: it holds nothing, a bind in flight for it is moot.
   void Forget(const std::string& uid);
+  /// A bound pod that holds no GPU Tessera counts: only its host request.
+  void CountHostOnly(const PodRecord& pod);
   void SetProblem(const PodRecord& pod, std::string kind, std::string message);
   void ClearProblem(const std::string& uid);
 

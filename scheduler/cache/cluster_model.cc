@@ -1,6 +1,7 @@
 #include "scheduler/cache/cluster_model.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/model/absl_compat.h"
@@ -12,7 +13,8 @@ ClusterModel::ClusterModel() : current_(std::make_shared<const ClusterSnapshot>(
 
 void ClusterModel::MarkDirty(const std::string& node) { dirty_.insert(node); }
 
-void ClusterModel::UpsertNode(std::string name, NodeInventory inventory, absl::Status inventory_error) {
+void ClusterModel::UpsertNode(std::string name, NodeInventory inventory, absl::Status inventory_error,
+                              std::optional<HostResources> allocatable) {
   absl::MutexLock lock(&mu_);
   auto [it, inserted] = nodes_.try_emplace(name);
   if (inserted) node_set_changed_ = true;
@@ -21,6 +23,11 @@ void ClusterModel::UpsertNode(std::string name, NodeInventory inventory, absl::S
   inventory.topology = InternTopology(std::move(inventory.topology));
   e.inventory = std::move(inventory);
   e.inventory_error = std::move(inventory_error);
+  if (allocatable.has_value()) {  // capacity only: the model counts what is used
+    allocatable->cpu_used = MilliCpu(0);
+    allocatable->memory_used = MemoryMiB(0);
+  }
+  e.allocatable = allocatable;
   MarkDirty(name);
 }
 
@@ -55,6 +62,7 @@ void ClusterModel::RemoveNode(std::string_view name) {
   it->second.known = false;
   it->second.inventory = {};
   it->second.inventory_error = absl::OkStatus();
+  it->second.allocatable.reset();
   // Pods bound there still hold their GPUs until they are removed themselves.
   EraseIfEmpty(it);
   node_set_changed_ = true;
@@ -62,7 +70,7 @@ void ClusterModel::RemoveNode(std::string_view name) {
 }
 
 void ClusterModel::EraseIfEmpty(absl::btree_map<std::string, NodeEntry>::iterator it) {
-  if (it->second.known || !it->second.pods.empty() || !it->second.reserved.empty()) return;
+  if (it->second.known || !it->second.pods.empty() || !it->second.reserved.empty() || it->second.host_pods > 0) return;
   nodes_.erase(it);
   node_set_changed_ = true;
 }
@@ -79,13 +87,81 @@ void ClusterModel::DropReservation(std::string_view uid) {
   MarkDirty(node);
 }
 
+PodHolding* ClusterModel::ReservedHolding(std::string_view uid) {
+  auto r = reservations_.find(Absl(uid));
+  if (r == reservations_.end()) return nullptr;
+  auto n = nodes_.find(r->second.node);
+  if (n == nodes_.end()) return nullptr;
+  auto p = n->second.reserved.find(Absl(uid));
+  return p == n->second.reserved.end() ? nullptr : &p->second;
+}
+
+void ClusterModel::CountHost(const std::string& uid, const std::string& node, HostRequest request) {
+  auto [it, inserted] = host_of_pod_.try_emplace(uid);
+  if (!inserted) {
+    // Most updates of a running pod change neither: rebuild nothing.
+    if (it->second.node == node && it->second.request == request) return;
+    UncountHost(uid);
+    it = host_of_pod_.try_emplace(uid).first;
+  }
+  it->second = PodHost{node, request};
+  auto [n, created] = nodes_.try_emplace(node);
+  if (created) node_set_changed_ = true;
+  NodeEntry& e = n->second;
+  e.host_used.cpu += request.cpu;
+  e.host_used.memory += request.memory;
+  ++e.host_pods;
+  MarkDirty(node);
+}
+
+void ClusterModel::UncountHost(std::string_view uid) {
+  auto it = host_of_pod_.find(Absl(uid));
+  if (it == host_of_pod_.end()) return;
+  const PodHost counted = std::move(it->second);
+  host_of_pod_.erase(it);
+  auto n = nodes_.find(counted.node);
+  if (n == nodes_.end()) return;
+  NodeEntry& e = n->second;
+  e.host_used.cpu -= counted.request.cpu;
+  e.host_used.memory -= counted.request.memory;
+  --e.host_pods;
+  EraseIfEmpty(n);
+  MarkDirty(counted.node);
+}
+
+void ClusterModel::UncountGpus(std::string_view uid) {
+  auto old = node_of_pod_.find(Absl(uid));
+  if (old == node_of_pod_.end()) return;
+  const std::string node = std::move(old->second);
+  node_of_pod_.erase(old);
+  auto n = nodes_.find(node);
+  if (n != nodes_.end()) {
+    n->second.pods.erase(Absl(uid));
+    EraseIfEmpty(n);
+  }
+  MarkDirty(node);
+}
+
 void ClusterModel::UpsertPod(PodHolding pod) {
   absl::MutexLock lock(&mu_);
-  // The pod as the API server records it supersedes a bind in flight for it.
-  DropReservation(pod.uid);
-  pod.in_flight = false;
   const std::string uid = pod.uid;
   const std::string node = pod.assignment.node;
+  CountHost(uid, node, pod.host);
+  // The pod as the API server records it supersedes a bind in flight for it:
+  // its host request now, its GPUs once it shows them (or none were reserved).
+  if (PodHolding* reserved = ReservedHolding(uid)) {
+    if (!pod.assignment.gpus.empty() || reserved->assignment.gpus.empty()) {
+      DropReservation(uid);
+    } else if (reserved->host != HostRequest{}) {
+      reserved->host = HostRequest{};
+      MarkDirty(reserved->assignment.node);
+    }
+  }
+  if (pod.assignment.gpus.empty()) {
+    UncountGpus(uid);  // holds no GPU (any more)
+    return;
+  }
+  pod.in_flight = false;
   if (auto old = node_of_pod_.find(uid); old != node_of_pod_.end() && old->second != node) {
     auto n = nodes_.find(old->second);
     if (n != nodes_.end()) {
@@ -103,22 +179,15 @@ void ClusterModel::UpsertPod(PodHolding pod) {
 
 void ClusterModel::RemovePod(std::string_view uid) {
   absl::MutexLock lock(&mu_);
-  auto old = node_of_pod_.find(Absl(uid));
-  if (old == node_of_pod_.end()) return;
-  const std::string node = old->second;
-  node_of_pod_.erase(old);
-  auto n = nodes_.find(node);
-  if (n != nodes_.end()) {
-    n->second.pods.erase(Absl(uid));
-    EraseIfEmpty(n);
-  }
-  MarkDirty(node);
+  UncountGpus(uid);
+  UncountHost(uid);
 }
 
 void ClusterModel::Reserve(PodHolding pod, absl::Time expires_at) {
   absl::MutexLock lock(&mu_);
   DropReservation(pod.uid);
   pod.in_flight = true;
+  if (host_of_pod_.contains(pod.uid)) pod.host = HostRequest{};  // the watch counts it already
   std::string uid = pod.uid;
   std::string node = pod.assignment.node;
   auto [it, inserted] = nodes_.try_emplace(node);
@@ -179,11 +248,28 @@ size_t ClusterModel::reservation_count() const {
   return reservations_.size();
 }
 
+// Node versions, process-wide so that no two states ever share one, even
+// from two models. Starts at 1: 0 means "no version".
+namespace {
+std::atomic<uint64_t> next_node_version{1};
+}  // namespace
+
 std::shared_ptr<const NodeState> ClusterModel::Build(const std::string& name, const NodeEntry& e) {
   auto s = std::make_shared<NodeState>();
   s->name = name;
+  s->version = next_node_version.fetch_add(1, std::memory_order_relaxed);
   s->inventory_error = e.inventory_error;
   if (e.inventory_error.ok()) s->inventory = e.inventory;
+  if (e.allocatable.has_value()) {
+    HostResources host = *e.allocatable;
+    host.cpu_used = e.host_used.cpu;
+    host.memory_used = e.host_used.memory;
+    for (const auto& [uid, pod] : e.reserved) {
+      host.cpu_used += pod.host.cpu;
+      host.memory_used += pod.host.memory;
+    }
+    s->host = host;
+  }
   // A topology that could not be used leaves the node without one; say why.
   if (!s->inventory.topology_error.ok()) s->problems.emplace_back(s->inventory.topology_error.message());
   // Confirmed holdings and binds in flight count alike; a uid is in at most
@@ -191,7 +277,9 @@ std::shared_ptr<const NodeState> ClusterModel::Build(const std::string& name, co
   std::vector<const PodHolding*> holders;
   holders.reserve(e.pods.size() + e.reserved.size());
   for (const auto& [uid, pod] : e.pods) holders.push_back(&pod);
-  for (const auto& [uid, pod] : e.reserved) holders.push_back(&pod);
+  for (const auto& [uid, pod] : e.reserved) {
+    if (!pod.assignment.gpus.empty()) holders.push_back(&pod);  // a CPU-only bind holds no GPU
+  }
   std::sort(holders.begin(), holders.end(), [](const PodHolding* a, const PodHolding* b) { return a->uid < b->uid; });
   int32_t max_index = -1;
   for (const GpuDevice& g : s->inventory.gpus) max_index = std::max(max_index, g.index);
@@ -248,6 +336,8 @@ static NodeView ViewOf(const NodeState& state) {
                 .pod_shapes = state.pod_shapes};
   view.topology = state.inventory.topology.get();
   view.topology_error = state.inventory.topology_error.ok() ? nullptr : &state.inventory.topology_error;
+  view.host = state.host.has_value() ? &*state.host : nullptr;
+  view.version = state.version;
   return view;
 }
 

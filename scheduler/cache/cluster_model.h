@@ -27,15 +27,28 @@ class ClusterModel {
 
   /// Adds or replaces a node's inventory. `inventory_error` not OK means the
   /// node's inventory source was unparsable (the node then has no GPUs).
-  void UpsertNode(std::string name, NodeInventory inventory, absl::Status inventory_error);
+  /// `allocatable`: the node's host CPU and memory capacity (its used fields
+  /// are ignored); nullopt leaves the node's host unknown.
+  void UpsertNode(std::string name, NodeInventory inventory, absl::Status inventory_error,
+                  std::optional<HostResources> allocatable = std::nullopt);
   void RemoveNode(std::string_view name);
 
-  /// Adds or replaces what a pod holds (by uid).
+  /// Adds or replaces what a bound pod holds (by uid): `pod.host` on the
+  /// node's host, whatever GPUs its assignment lists (none for a pod that
+  /// asks for no GPU). Every pod bound to a node and not finished belongs
+  /// here, GPU or not: the node's host counts them all.
+  ///
+  /// The pod as the API server records it supersedes a bind in flight for
+  /// it: its host request at once; its GPUs when it lists some or the bind
+  /// reserved none (a bound pod without a readable assignment leaves the
+  /// reserved GPUs counted until the reservation ends).
   void UpsertPod(PodHolding pod);
+  /// Forgets the pod: its GPUs and its host request.
   void RemovePod(std::string_view uid);
 
-  /// Counts `pod`'s GPUs from now on, before the API server has recorded
-  /// them: a bind in flight. The reservation ends when the watch shows the
+  /// Counts `pod`'s GPUs and host request from now on, before the API
+  /// server has recorded them: a bind in flight. (A host request the watch
+  /// already counts for the pod is not counted again.) The reservation ends when the watch shows the
   /// pod itself (UpsertPod with the same uid confirms it), at
   /// ReleaseReservation (the bind failed, the pod is gone), or when
   /// ExpireReservations finds it past `expires_at`. A second reservation for
@@ -68,6 +81,9 @@ class ClusterModel {
     bool known = false;  // has an inventory (not just pods naming it)
     NodeInventory inventory;
     absl::Status inventory_error;
+    std::optional<HostResources> allocatable;  // capacity only; nullopt: unknown
+    HostRequest host_used;   // Σ host requests of the confirmed pods here (host_of_pod_)
+    int64_t host_pods = 0;   // how many: the entry stays while any is here
     absl::btree_map<std::string, PodHolding> pods;  // by uid
     absl::btree_map<std::string, PodHolding> reserved;  // binds in flight, by uid
   };
@@ -75,8 +91,20 @@ class ClusterModel {
     std::string node;
     absl::Time expires_at;
   };
+  struct PodHost {
+    std::string node;
+    HostRequest request;
+  };
 
   void DropReservation(std::string_view uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The reservation's holding of `uid`; null when it has none.
+  PodHolding* ReservedHolding(std::string_view uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts `request` of pod `uid` on `node`'s host, instead of what it counted before.
+  void CountHost(const std::string& uid, const std::string& node, HostRequest request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UncountHost(std::string_view uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops what the watch said `uid` holds on GPUs.
+  void UncountGpus(std::string_view uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EraseIfEmpty(absl::btree_map<std::string, NodeEntry>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void MarkDirty(const std::string& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -92,7 +120,8 @@ class ClusterModel {
 
   mutable absl::Mutex mu_;
   absl::btree_map<std::string, NodeEntry> nodes_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, std::string> node_of_pod_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::string> node_of_pod_ ABSL_GUARDED_BY(mu_);  // GPU holders
+  absl::flat_hash_map<std::string, PodHost> host_of_pod_ ABSL_GUARDED_BY(mu_);  // every confirmed pod
   absl::flat_hash_map<std::string, Reservation> reservations_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> dirty_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<const NodeTelemetry>> telemetry_ ABSL_GUARDED_BY(mu_);

@@ -25,11 +25,15 @@ namespace tessera {
 /// Dense index of a node inside one snapshot.
 using NodeIndex = uint32_t;
 
-/// A pod that holds GPUs, as its `tessera.io/gpu-assignment` says.
+/// A pod bound to a node, or being bound: the GPUs its
+/// `tessera.io/gpu-assignment` says it holds (none for a pod that asks for no
+/// GPU) and what it asks of the node's host CPU and memory.
 struct PodHolding {
   std::string uid;        ///< Identity; the pod's metadata.uid.
   std::string pod_key;    ///< "namespace/name", for messages.
   GpuAssignment assignment;
+  /// The pod's effective CPU and memory request (k8s/pod_host_request.h).
+  HostRequest host{};
   /// A bind in flight: reserved by Tessera, not yet seen bound through the watch.
   bool in_flight = false;
   /// When the pod was bound to its node (InfinitePast: unknown). Lets the
@@ -49,6 +53,14 @@ struct NodeState {
   std::vector<std::string> problems;///< Inconsistencies found (overcommitted GPU, unknown GPU index).
   std::vector<GpuBinding> bindings; ///< Shares of pods with a known bind time, newest first.
   std::vector<GpuPodShape> pod_shapes; ///< The pods above by shape, in order of first appearance.
+  /// Host CPU and memory: the node's allocatable, and Σ requests of every
+  /// pod bound here (GPU or not) and of binds in flight to it. nullopt when
+  /// the allocatable is unknown (NodeView::host is then null).
+  std::optional<HostResources> host;
+  /// Unique over the process, stamped when the model builds this state; a
+  /// node that did not change keeps its state, and so its version, across
+  /// publishes (NodeView::version, what ScoreMemo keys on).
+  uint64_t version = 0;
 };
 
 class ClusterSnapshot {

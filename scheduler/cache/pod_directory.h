@@ -8,8 +8,10 @@
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "scheduler/model/host_resources.h"
 
 namespace tessera {
 
@@ -23,6 +25,10 @@ struct PodRecord {
   /// InfinitePast when unknown.
   absl::Time scheduled_at = absl::InfinitePast();
   absl::flat_hash_map<std::string, std::string> annotations;  ///< Only the `tessera.io/` ones.
+  /// Effective CPU and memory request (k8s/pod_host_request.h); zero when
+  /// `host_error` says why it could not be read.
+  HostRequest host{};
+  absl::Status host_error{};
 
   bool operator==(const PodRecord&) const = default;
 };

@@ -40,8 +40,9 @@ struct NodeView {
   const NodeTelemetry* telemetry = nullptr;
   /// Shares of the pods here whose bind time is known, newest first.
   absl::Span<const GpuBinding> bindings = {};
-  /// Host CPU and memory; null when unknown (the extender: kube-scheduler
-  /// checks them itself), and then no plugin checks or weighs them.
+  /// Host CPU and memory (allocatable, and what bound pods and binds in
+  /// flight request); null when unknown (a node without allocatable, a
+  /// cluster file), and then no plugin checks or weighs them.
   const HostResources* host = nullptr;
   /// The GPU pods on the node by shape (gpu-clustering keeps alike pods together).
   absl::Span<const GpuPodShape> pod_shapes = {};
@@ -51,6 +52,12 @@ struct NodeView {
   /// Why the node's `tessera.io/gpu-topology` annotation was not used; null
   /// when it was, or when there is none.
   const absl::Status* topology_error = nullptr;
+  /// Identifies the node's state (everything above but telemetry): unique
+  /// over the process, renewed whenever the cluster model rebuilds the node,
+  /// kept while it does not. 0: not memoisable (a view built from a
+  /// request's own Node object). Memoizable plugins' answers depend on no
+  /// more than this and the request (ScoreMemo keys on it).
+  uint64_t version = 0;
 
   [[nodiscard]] bool inventory_ok() const { return inventory_error == nullptr; }
 

@@ -69,6 +69,13 @@ class Plugin {
   virtual ~Plugin() = default;
   /// The name the policy file uses for this plugin ("gpu-share").
   [[nodiscard]] virtual std::string_view Name() const = 0;
+  /// Whether every answer of this plugin (filter verdict, GPU choice, raw
+  /// score) is a function of the request (salt included) and the node's
+  /// state (NodeView::version) alone: not of the clock, live telemetry or
+  /// other nodes. Then a caller may keep the answers while the node's
+  /// version stays the same (scheduler/framework/score_memo.h). Normalising
+  /// across nodes is always redone. False, the safe default, is never wrong.
+  [[nodiscard]] virtual bool Memoizable() const { return false; }
 };
 
 /// Decides whether the pod can run on a node at all.
@@ -124,6 +131,28 @@ class GpuSetPlugin : public virtual Plugin {
     (void)choice;
     return FilterVerdict::Success();
   }
+};
+
+/// The device indices of one node's GPUs that a pod must not get.
+using GpuIndexList = absl::InlinedVector<int32_t, 8>;
+
+/// Rules out single GPUs of a node for a pod, for a concern the GPU chooser
+/// does not know (what the GPUs are measured doing). The profile ranks the
+/// GPUs without them, so filter, prioritize and bind all steer around them:
+/// the node is rejected only when too few GPUs remain, and then with this
+/// plugin's explanation.
+class GpuFilterPlugin : public virtual Plugin {
+ public:
+  /// Appends to `excluded` the device index of every GPU of `node` the pod
+  /// must not get. Runs on every node of every request: keep it cheap, and
+  /// append nothing when nothing is ruled out.
+  virtual void ExcludeGpus(const PodGpuRequest& request, const NodeView& node,
+                           GpuIndexList& excluded) const = 0;
+  /// The rejection when the pod fits on `node` by what pods reserved but not
+  /// on the GPUs this plugin left: names the GPUs ruled out and why ("GPU 2 at
+  /// 97% utilisation (5m avg) above the 90% threshold"). Called only then.
+  [[nodiscard]] virtual FilterVerdict ExplainExcluded(const PodGpuRequest& request,
+                                                      const NodeView& node) const = 0;
 };
 
 /// Ranks nodes that passed filtering.

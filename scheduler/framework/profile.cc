@@ -48,9 +48,12 @@ absl::StatusOr<std::shared_ptr<const Profile>> Profile::Create(std::vector<Weigh
 Profile::Profile(std::vector<WeightedPlugin> plugins) : plugins_(std::move(plugins)) {
   for (const WeightedPlugin& p : plugins_) {
     if (const auto* f = dynamic_cast<const FilterPlugin*>(p.plugin.get())) filters_.push_back(f);
-    if (const auto* s = dynamic_cast<const ScorePlugin*>(p.plugin.get())) scorers_.push_back({s, p.weight});
+    if (const auto* s = dynamic_cast<const ScorePlugin*>(p.plugin.get())) {
+      scorers_.push_back({s, p.weight, s->Memoizable()});
+    }
     if (const auto* c = dynamic_cast<const GpuChooserPlugin*>(p.plugin.get())) chooser_ = c;
     if (const auto* g = dynamic_cast<const GpuSetPlugin*>(p.plugin.get())) gpu_set_ = g;
+    if (const auto* g = dynamic_cast<const GpuFilterPlugin*>(p.plugin.get())) gpu_filters_.push_back(g);
   }
 }
 
@@ -59,9 +62,23 @@ FilterVerdict Profile::Filter(const PodGpuRequest& request, const NodeView& node
     FilterVerdict v = f->Filter(request, node);
     if (!v.ok()) return v;
   }
+  // The filters passed, so the pod fits by what pods reserved. Without the
+  // GPUs ruled out it may not.
+  GpuIndexList excluded;
+  const GpuFilterPlugin* first_excluding = nullptr;
+  for (const GpuFilterPlugin* g : gpu_filters_) {
+    const size_t before = excluded.size();
+    g->ExcludeGpus(request, node, excluded);
+    if (first_excluding == nullptr && excluded.size() > before) first_excluding = g;
+  }
+  if (first_excluding != nullptr && !ChooseGpusAvoiding(request, node, excluded).has_value()) {
+    FilterVerdict v = first_excluding->ExplainExcluded(request, node);
+    // A plugin that cannot explain still rejects: its GPUs are ruled out.
+    if (v.ok()) v = FilterVerdict::NotNow("gpus_ruled_out", "the GPUs that could take the pod are ruled out");
+    return v;
+  }
   if (gpu_set_ != nullptr && gpu_set_->FiltersGpuSets()) {
-    // The filters passed, so the pod fits: judge the set it would get.
-    if (std::optional<GpuChoice> choice = ChooseGpus(request, node)) {
+    if (std::optional<GpuChoice> choice = ChooseGpusAvoiding(request, node, excluded)) {
       return gpu_set_->FilterGpuSet(request, node, *choice);
     }
   }
@@ -69,14 +86,45 @@ FilterVerdict Profile::Filter(const PodGpuRequest& request, const NodeView& node
 }
 
 std::optional<GpuChoice> Profile::ChooseGpus(const PodGpuRequest& request, const NodeView& node) const {
-  if (gpu_set_ == nullptr) return chooser_->ChooseGpus(request, node);
+  return ChooseGpusAvoiding(request, node, ExcludedGpus(request, node));
+}
+
+GpuIndexList Profile::ExcludedGpus(const PodGpuRequest& request, const NodeView& node) const {
+  GpuIndexList excluded;
+  for (const GpuFilterPlugin* g : gpu_filters_) g->ExcludeGpus(request, node, excluded);
+  return excluded;
+}
+
+std::optional<GpuChoice> Profile::ChooseGpusAvoiding(const PodGpuRequest& request, const NodeView& node,
+                                              const GpuIndexList& excluded) const {
+  // The common case: nothing to refine, the chooser's own choice.
+  if (request.count <= 0 || (gpu_set_ == nullptr && excluded.empty())) return chooser_->ChooseGpus(request, node);
   std::optional<RankedGpus> ranked = chooser_->RankGpus(request, node);
-  if (!ranked.has_value()) return chooser_->ChooseGpus(request, node);  // a chooser that cannot rank
-  const auto count = static_cast<size_t>(std::max(0, request.count));
+  if (!ranked.has_value()) {
+    // A chooser that cannot rank: its choice stands when it avoids the GPUs
+    // ruled out, and otherwise there is none (its next best is unknown).
+    std::optional<GpuChoice> choice = chooser_->ChooseGpus(request, node);
+    if (choice.has_value() && std::any_of(choice->gpu_indices.begin(), choice->gpu_indices.end(), [&](int32_t i) {
+          return std::find(excluded.begin(), excluded.end(), i) != excluded.end();
+        })) {
+      return std::nullopt;
+    }
+    return choice;
+  }
+  if (!excluded.empty()) {
+    ranked->erase(std::remove_if(ranked->begin(), ranked->end(),
+                                 [&](const RankedGpu& g) {
+                                   return std::find(excluded.begin(), excluded.end(), g.index) != excluded.end();
+                                 }),
+                  ranked->end());
+  }
+  const auto count = static_cast<size_t>(request.count);
   if (ranked->size() < count) return std::nullopt;
-  std::optional<GpuChoice> set = gpu_set_->ChooseGpuSet(request, node, *ranked);
-  if (set.has_value() && set->gpu_indices.size() == count) return set;
-  return FirstOf(*ranked, count);  // no opinion: the chooser's own choice
+  if (gpu_set_ != nullptr) {
+    std::optional<GpuChoice> set = gpu_set_->ChooseGpuSet(request, node, *ranked);
+    if (set.has_value() && set->gpu_indices.size() == count) return set;
+  }
+  return FirstOf(*ranked, count);  // no set plugin, or no opinion: the chooser's own order
 }
 
 std::vector<GpuShare> Profile::SharesFor(const PodGpuRequest& request, const NodeView& node,
@@ -111,13 +159,22 @@ std::vector<int64_t> Profile::Score(const PodGpuRequest& request, absl::Span<con
     AddWeighted(s, absl::MakeSpan(raw), absl::MakeSpan(weighted));
   }
 
-  // Round once, at the wire: weighted mean in 0..100 scaled to 0..10.
+  const std::vector<int64_t> on_wire = WireScores(weighted);
   std::vector<int64_t> wire(n, 0);
-  const int64_t total_weight = this->total_weight();
-  if (total_weight == 0) return wire;
-  const int64_t denominator = total_weight * (kMaxPluginScore / kMaxWireScore);
-  for (size_t k = 0; k < fitting.size(); ++k) {
-    wire[fitting[k]] = (weighted[k] + denominator / 2) / denominator;
+  for (size_t k = 0; k < fitting.size(); ++k) wire[fitting[k]] = on_wire[k];
+  return wire;
+}
+
+std::vector<int64_t> Profile::WireScores(absl::Span<const int64_t> totals) {
+  std::vector<int64_t> wire(totals.size(), kMaxWireScore);
+  if (totals.empty()) return wire;
+  const auto [lo, hi] = std::minmax_element(totals.begin(), totals.end());
+  const int64_t min = *lo, max = *hi;
+  if (max == min) return wire;  // all equally good: all the best
+  for (size_t k = 0; k < totals.size(); ++k) {
+    if (totals[k] == max) continue;
+    // 1 + (0..8), rounded: below the best, above "does not fit".
+    wire[k] = 1 + ((totals[k] - min) * (kMaxWireScore - 2) * 2 + (max - min)) / ((max - min) * 2);
   }
   return wire;
 }
@@ -139,6 +196,10 @@ int64_t Profile::total_weight() const {
   int64_t total = 0;
   for (const WeightedScorer& s : scorers_) total += s.weight;
   return total;
+}
+
+bool Profile::memoizable() const {
+  return chooser_->Memoizable() && (gpu_set_ == nullptr || gpu_set_->Memoizable());
 }
 
 std::vector<std::string> Profile::PluginNames() const {

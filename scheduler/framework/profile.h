@@ -30,16 +30,20 @@ class Profile {
 
   /// Runs every filter plugin in order; the first rejection wins. (The GPU
   /// chooser's plugin is expected to filter on fit as well, so that the
-  /// rejection carries its precise reason.) Then a GPU set plugin that
-  /// filters judges the set ChooseGpus gives.
+  /// rejection carries its precise reason.) Then, when GPU filter plugins
+  /// rule GPUs out and too few are left, the first of them that ruled any
+  /// out explains the rejection. Then a GPU set plugin that filters judges
+  /// the set ChooseGpus gives.
   [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const;
 
   /// The GPUs the pod would get on `node`, or nullopt if it does not fit now.
   /// Choosers are deterministic, so this is how the choice prioritize scored
   /// is kept for bind: asked again on a node that has not changed since, it
   /// gives the same GPUs; on one that has, it gives the GPUs that fit now.
-  /// With a GPU set plugin, the chooser ranks the GPUs that fit and the set
-  /// plugin picks among them (the chooser's first ones when it has no opinion).
+  /// With a GPU set plugin or GPUs ruled out by a GPU filter plugin, the
+  /// chooser ranks the GPUs that fit, the ruled-out ones are dropped, and the
+  /// set plugin picks among the rest (the chooser's first ones when there is
+  /// none or it has no opinion).
   [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
                                                     const NodeView& node) const;
 
@@ -50,14 +54,47 @@ class Profile {
 
   /// Scores every node in 0..kMaxWireScore: for each node the chooser picks
   /// GPUs (a node where it finds none scores 0), every score plugin scores
-  /// and normalises, and the weighted mean is rounded once to the wire scale.
+  /// and normalises, the scores are weighed and summed at plugin resolution,
+  /// and the sums go to the wire once, by WireScores.
   /// \param choices if non-null, receives the choice per node (nullopt: no fit).
   [[nodiscard]] std::vector<int64_t> Score(const PodGpuRequest& request,
                                            absl::Span<const NodeView> nodes,
                                            std::vector<std::optional<GpuChoice>>* choices) const;
 
+  /// The wire scores of the nodes where the pod fits, from their weighted
+  /// sums (AddWeighted's totals), same order. The wire has only 11 levels
+  /// (kube-scheduler's 0..10) where a policy like fgd separates its best node
+  /// from the next by 1 in 10 000, and rounding the sums would tie them. So
+  /// the order that matters is kept: every node with the highest sum gets
+  /// 10, the others 1..9 by their sum between the lowest and the highest
+  /// (kube-scheduler adds only differences between nodes to its own plugins'
+  /// scores, so absolute levels carry nothing); 0 stays "does not fit". When
+  /// all sums are equal, all get 10. What kube-scheduler then takes among
+  /// the nodes at 10 is the simulator's tie-break among the best.
+  [[nodiscard]] static std::vector<int64_t> WireScores(absl::Span<const int64_t> totals);
+
   /// Names of the configured plugins, in order.
   [[nodiscard]] std::vector<std::string> PluginNames() const;
+
+  // For a caller that keeps per-node answers between requests
+  // (scheduler/framework/score_memo.h).
+
+  /// Whether the GPU choice before any GPU is ruled out (the chooser's and
+  /// the GPU set plugin's) is Memoizable(): then a node's choice for one
+  /// request stays valid while the node's version does, and so do the raw
+  /// scores of memoizable score plugins on it. GPU filter plugins and the
+  /// other score plugins are asked anew every time.
+  [[nodiscard]] bool memoizable() const;
+  /// Whether score plugin `scorer` is Memoizable().
+  [[nodiscard]] bool scorer_memoizable(size_t scorer) const { return scorers_[scorer].memoizable; }
+  /// Whether any plugin rules single GPUs out (a GpuFilterPlugin).
+  [[nodiscard]] bool has_gpu_filters() const { return !gpu_filters_.empty(); }
+  /// The GPUs of `node` the GPU filter plugins rule out for the pod.
+  [[nodiscard]] GpuIndexList ExcludedGpus(const PodGpuRequest& request, const NodeView& node) const;
+  /// ChooseGpus once ExcludedGpus is known: ChooseGpus(r, n) is
+  /// ChooseGpusAvoiding(r, n, ExcludedGpus(r, n)).
+  [[nodiscard]] std::optional<GpuChoice> ChooseGpusAvoiding(const PodGpuRequest& request, const NodeView& node,
+                                                            const GpuIndexList& excluded) const;
 
   // Score() in stages, for a caller that keeps per-node results between
   // pods (the placement simulator memoises raw scores per node and pod
@@ -81,12 +118,14 @@ class Profile {
   struct WeightedScorer {
     const ScorePlugin* plugin;
     int64_t weight;
+    bool memoizable;
   };
 
   explicit Profile(std::vector<WeightedPlugin> plugins);
 
   std::vector<WeightedPlugin> plugins_;
   std::vector<const FilterPlugin*> filters_;
+  std::vector<const GpuFilterPlugin*> gpu_filters_;
   std::vector<WeightedScorer> scorers_;
   const GpuChooserPlugin* chooser_ = nullptr;
   const GpuSetPlugin* gpu_set_ = nullptr;  // optional

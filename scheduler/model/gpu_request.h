@@ -15,7 +15,7 @@ namespace tessera {
 /// A request without `tessera.io/gpu-fraction` asks for whole GPUs: each of
 /// its GPUs must be idle, and it reserves all of it (1000 milli, all memory).
 struct PodGpuRequest {
-  int32_t count = 1;                 ///< Number of GPUs, ≥ 1.
+  int32_t count = 1;                 ///< Number of GPUs, ≥ 1; 0 for a pod that asks for none.
   bool whole_gpu = true;             ///< No fraction given: exclusive GPUs.
   MilliGpu guaranteed{1000};         ///< Reserved share of each GPU, 10..1000 in steps of 10.
   MilliGpu limit{1000};              ///< Burst limit of each GPU, guaranteed..1000.
@@ -23,9 +23,10 @@ struct PodGpuRequest {
   MemoryMiB memory_limit{0};         ///< Memory limit per GPU, ≥ memory (0: = memory).
   std::vector<std::string> models;          ///< Accepted models; empty = any.
   std::vector<std::string> excluded_models; ///< Refused models.
-  /// Host CPU and memory; zero (the extender's case: kube-scheduler checks
-  /// them itself) asks for nothing. The placement simulator sets them, and
-  /// `count` = 0 there for a pod that asks for no GPU at all.
+  /// Host CPU and memory; zero asks for nothing. The extender sets the pod's
+  /// effective request (k8s/pod_host_request.h), the placement simulator its
+  /// trace's. Both pass a pod that asks for no GPU at all with `count` = 0
+  /// (scheduler/service/profile_request.h).
   HostRequest host;
   /// Per-pod randomness for plugins that choose at random (random-score,
   /// gpu-fit's random GPU choice): they hash it with the node, so a pod's

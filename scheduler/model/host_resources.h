@@ -1,10 +1,12 @@
 // A node's host CPU and memory, and what a pod asks of them.
 //
-// kube-scheduler accounts for CPU and memory itself (NodeResourcesFit), so
-// the extender leaves them unknown and checks nothing. The placement
-// simulator, which has no kube-scheduler in front of it, fills them in: the
-// `host-resources` filter then plays NodeResourcesFit, and scores that weigh
-// CPU against GPUs (best-fit, dot-product, fgd) can see both.
+// The extender's cluster model fills them from the API server (a node's
+// status.allocatable; the effective requests of every pod bound to it, GPU or
+// not, and of binds in flight), the placement simulator from its trace. The
+// `host-resources` filter then plays kube-scheduler's NodeResourcesFit (in a
+// cluster kube-scheduler checks them too), and scores that weigh CPU against
+// GPUs (best-fit, dot-product, fgd, host-stranding) see both. A node whose
+// allocatable is unknown has no host: nothing checks or weighs it.
 #pragma once
 
 #include "scheduler/model/quantity.h"

@@ -8,6 +8,7 @@
 #include "k8s/pod_gpu_request.h"
 #include "scheduler/common/log.h"
 #include "scheduler/model/absl_compat.h"
+#include "scheduler/service/profile_request.h"
 
 namespace tessera {
 
@@ -62,10 +63,25 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
   holding.uid = pod.uid;
   holding.pod_key = pod_key;
   holding.assignment = assignment;
+  holding.host = request.host;
   holding.bound_at = absl::Now();  // load-aware counts it until a newer utilisation sample
   model_.Reserve(std::move(holding), absl::Now() + options_.reservation_ttl);
   model_.Publish();
   return assignment;
+}
+
+void Binder::ReserveHost(const PodRecord& pod, std::string_view node) {
+  absl::MutexLock lock(&reserve_mu_);
+  // A node the model does not know has no host to count on.
+  if (!model_.Current()->FindNode(node).has_value()) return;
+  PodHolding holding;
+  holding.uid = pod.uid;
+  holding.pod_key = absl::StrCat(pod.namespace_name, "/", pod.name);
+  holding.assignment.node = std::string(node);
+  holding.host = pod.host;
+  holding.bound_at = absl::Now();
+  model_.Reserve(std::move(holding), absl::Now() + options_.reservation_ttl);  // replaces one on another node
+  model_.Publish();
 }
 
 absl::Status Binder::Bind(const k8s::ExtenderBindingArgs& args) {
@@ -92,14 +108,17 @@ absl::Status Binder::Bind(const k8s::ExtenderBindingArgs& args) {
   absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(pod->annotations);
   if (!request.ok()) return Fail("invalid_request", request.status());
 
+  // An unreadable CPU or memory request (the watch reports it) counts as
+  // none: kube-scheduler has placed the pod by its own reading.
+  if (!pod->host_error.ok()) pod->host = HostRequest{};
+  auto release = [&] {
+    if (model_.ReleaseReservation(ref.uid)) model_.Publish();
+  };
   std::optional<GpuAssignment> assignment;
   if (request->has_value()) {
-    absl::StatusOr<GpuAssignment> reserved = Reserve(*pod, **request, args.node);
+    absl::StatusOr<GpuAssignment> reserved = Reserve(*pod, ProfileRequest(*request, pod->host), args.node);
     if (!reserved.ok()) return Fail("no_fit", reserved.status());
     assignment = std::move(*reserved);
-    auto release = [&] {
-      if (model_.ReleaseReservation(ref.uid)) model_.Publish();
-    };
     // The annotation first: once the Binding exists the kubelet may start the
     // pod, and its GPUs must already be on record.
     const absl::Status annotated = api_.Annotate(ref, {{std::string(k8s::kGpuAssignment), k8s::FormatGpuAssignment(*assignment)},
@@ -109,23 +128,23 @@ absl::Status Binder::Bind(const k8s::ExtenderBindingArgs& args) {
       return Fail("annotate", absl::Status(annotated.code(), absl::StrCat("cannot record the GPU assignment on pod ",
                                                                          pod_key, ": ", annotated.message())));
     }
-    absl::Status bound = api_.Bind(ref, args.node);
-    if (absl::IsFailedPrecondition(bound)) {
-      // 409: maybe this very bind succeeded before and its answer was lost.
-      absl::StatusOr<PodRecord> now = api_.GetPod(ref.namespace_name, ref.name);
-      if (now.ok() && now->uid == ref.uid && now->node_name == args.node) bound = absl::OkStatus();
-    }
-    if (!bound.ok()) {
-      release();
-      return Fail("binding", absl::Status(bound.code(), absl::StrCat("cannot bind pod ", pod_key, " to node ",
-                                                                     Absl(args.node), ": ", bound.message())));
-    }
   } else {
-    // Not a GPU pod: Tessera is this scheduler's binder, so it binds it all the same.
-    if (absl::Status bound = api_.Bind(ref, args.node); !bound.ok()) {
-      return Fail("binding", absl::Status(bound.code(), absl::StrCat("cannot bind pod ", pod_key, " to node ",
-                                                                     Absl(args.node), ": ", bound.message())));
-    }
+    // Not a GPU pod: Tessera is this scheduler's binder, so it binds it all
+    // the same, with no assignment. Its CPU and memory count from now, so
+    // the next pods' scores see them before the watch does. No fit check:
+    // kube-scheduler's own NodeResourcesFit has placed it.
+    ReserveHost(*pod, args.node);
+  }
+  absl::Status bound = api_.Bind(ref, args.node);
+  if (absl::IsFailedPrecondition(bound)) {
+    // 409: maybe this very bind succeeded before and its answer was lost.
+    absl::StatusOr<PodRecord> now = api_.GetPod(ref.namespace_name, ref.name);
+    if (now.ok() && now->uid == ref.uid && now->node_name == args.node) bound = absl::OkStatus();
+  }
+  if (!bound.ok()) {
+    release();
+    return Fail("binding", absl::Status(bound.code(), absl::StrCat("cannot bind pod ", pod_key, " to node ",
+                                                                   Absl(args.node), ": ", bound.message())));
   }
   metrics_.Counter("tessera_binds_total", "Bind requests by result.", {{"result", "success"}}).Inc();
   metrics_.Histogram("tessera_bind_duration_seconds", "Time to bind a pod, API server calls included.", {},
@@ -145,7 +164,7 @@ size_t Binder::ExpireReservations(absl::Time now) {
   }
   for (const PodHolding& p : expired) {
     LogWarning(absl::StrCat("bind of pod ", p.pod_key, " to ", p.assignment.node,
-                            " was not confirmed by the watch within the TTL; its GPUs are released"));
+                            " was not confirmed by the watch within the TTL; its GPUs, CPU and memory are released"));
   }
   if (!expired.empty()) {
     metrics_.Counter("tessera_reservations_expired_total", "Bind reservations released unconfirmed after the TTL.")

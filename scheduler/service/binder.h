@@ -1,5 +1,6 @@
-// Bind: reserve the pod's GPUs in the model, record them on the pod, then
-// create the Binding.
+// Bind: reserve the pod's GPUs and host request in the model, record the
+// GPUs on the pod, then create the Binding. (A pod that asks for no GPU
+// reserves only its CPU and memory and is bound with no assignment.)
 //
 // The reservation is what keeps concurrent scheduling honest. kube-scheduler
 // binds asynchronously and calls filter/prioritize for the next pods before
@@ -49,6 +50,8 @@ class Binder {
  private:
   /// Chooses GPUs on the node and reserves them; the assignment reserved.
   absl::StatusOr<GpuAssignment> Reserve(const PodRecord& pod, const PodGpuRequest& request, std::string_view node);
+  /// Reserves the host request of a pod that asks for no GPU.
+  void ReserveHost(const PodRecord& pod, std::string_view node);
   absl::Status Fail(std::string_view reason, absl::Status status);
 
   ClusterModel& model_;

@@ -25,11 +25,13 @@ CandidateNodes::CandidateNodes(const k8s::ExtenderArgs& args, const ClusterSnaps
       v.inventory_error = inventory_errors_[i].ok() ? nullptr : &inventory_errors_[i];
       v.topology = inventories_[i].topology.get();
       v.topology_error = inventories_[i].topology_error.ok() ? nullptr : &inventories_[i].topology_error;
+      v.version = 0;  // the GPUs are the request's, not the snapshot node's: answers on it are not kept
       if (known) {
         const NodeView& cached = snapshot.View(*known);
         v.usage = cached.usage;
         v.telemetry = cached.telemetry;
         v.bindings = cached.bindings;
+        v.host = cached.host;  // allocatable from the watch, like what pods hold
       }
     }
     return;

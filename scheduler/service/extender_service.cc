@@ -8,6 +8,7 @@
 #include "scheduler/common/json_text.h"
 #include "scheduler/model/absl_compat.h"
 #include "scheduler/service/candidate_nodes.h"
+#include "scheduler/service/profile_request.h"
 
 namespace tessera {
 
@@ -55,23 +56,29 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
     result.error = std::string(kNotSyncedError);
     return k8s::EncodeFilterResult(*args, result);
   }
-  if (!request.ok()) {
-    const std::string reason = absl::StrCat("pod has an invalid GPU request: ", request.status().message());
+  if (!request.ok() || !args->pod.host_error.ok()) {
+    const std::string reason =
+        !request.ok() ? absl::StrCat("pod has an invalid GPU request: ", request.status().message())
+                      : absl::StrCat("pod has an unreadable CPU or memory request: ", args->pod.host_error.message());
     for (size_t i = 0; i < n; ++i) result.unresolvable.push_back({NodeName(*args, i), reason});
     rejections["invalid_pod_request"] += static_cast<int64_t>(n);
-  } else if (!request->has_value()) {
-    // Not a Tessera pod: every node passes, untouched.
-    result.passed.resize(n);
-    for (size_t i = 0; i < n; ++i) result.passed[i] = static_cast<uint32_t>(i);
   } else {
+    // A pod without a GPU request goes through the profile too, with count
+    // 0: host-resources checks its CPU and memory where the model knows them.
     const std::shared_ptr<const ClusterSnapshot> snapshot = sources_.snapshot();
     const std::shared_ptr<const Profile> profile = sources_.profile();
     const CandidateNodes candidates(*args, *snapshot);
-    const PodGpuRequest& pod = **request;
+    const PodGpuRequest pod = ProfileRequest(*request, args->pod.host);
+    const bool wants_gpus = request->has_value();
     const std::vector<NodeView>& views = candidates.views();
     for (size_t i = 0; i < n; ++i) {
       if (i + kPrefetchDistance < n) PrefetchNode(views[i + kPrefetchDistance]);
       const NodeView& view = views[i];
+      if (!candidates.known(i) && !wants_gpus) {
+        // Tessera knows nothing of the node; kube-scheduler checks CPU and memory.
+        result.passed.push_back(static_cast<uint32_t>(i));
+        continue;
+      }
       if (!candidates.known(i)) {
         // The watch may not have seen the node yet: "not now", not "never".
         result.failed.push_back({view.name, "node is not in Tessera's cluster model (yet)"});
@@ -108,13 +115,14 @@ absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) c
 
   std::vector<int64_t> scores(n, 0);
   absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(args->pod.annotations);
-  // A pod Tessera does not manage, or one filter already refused everywhere,
-  // gets no preference from Tessera.
-  if (request.ok() && request->has_value()) {
+  // A pod filter already refused everywhere gets no preference from Tessera.
+  // One without a GPU request is scored with count 0 and its host request:
+  // fgd and host-stranding steer it away from CPU that GPUs need.
+  if (request.ok() && args->pod.host_error.ok()) {
     const std::shared_ptr<const ClusterSnapshot> snapshot = sources_.snapshot();
     const std::shared_ptr<const Profile> profile = sources_.profile();
     const CandidateNodes candidates(*args, *snapshot);
-    scores = profile->Score(**request, candidates.views(), nullptr);
+    scores = score_memo_.For(profile)->Score(ProfileRequest(*request, args->pod.host), candidates.views(), nullptr);
     for (size_t i = 0; i < n; ++i) {
       if (!candidates.known(i)) scores[i] = 0;
     }

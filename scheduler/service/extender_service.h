@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "scheduler/cache/cluster_snapshot.h"
 #include "scheduler/framework/profile.h"
+#include "scheduler/framework/score_memo.h"
 #include "scheduler/metrics/metrics.h"
 #include "scheduler/service/binder.h"
 
@@ -59,6 +60,9 @@ class ExtenderService {
  private:
   ExtenderSources sources_;
   MetricsRegistry& metrics_;
+  // Prioritize's per-node answers of the profile in force, kept between
+  // requests; a cache, so the verbs stay logically const.
+  mutable ScoreMemoHolder score_memo_;
 };
 
 }  // namespace tessera

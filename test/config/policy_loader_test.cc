@@ -217,20 +217,21 @@ TEST(PolicyLoaderTest, AValidFileLoadsThePluginsInFileOrder) {
   EXPECT_THAT((*profile)->PluginNames(), ElementsAre("fake-score", "fake-chooser", "fake-score-b"));
 }
 
-// Weights show in the wire score: scores 100 (weight w1) and 0 (weight w2)
-// average to 100*w1/(w1+w2), scaled to 0..10 and rounded once.
+// Weights reach the profile's weighted sums: scores 100 (weight w1) and 0
+// (weight w2) sum to 100*w1 out of 100*(w1+w2).
 TEST(PolicyLoaderTest, WeightsReachTheProfileAndDefaultToOne) {
   const PluginRegistry registry = FakeRegistry();
   struct Case {
     std::string name;
     std::string weights;  // the two entries' weight lines
-    int64_t want;
+    int64_t want_sum;
+    int64_t want_total_weight;
   };
   const std::vector<Case> cases = {
-      {"Weights 3 and 1 give 75, which rounds to 8", "    weight: 3\n|    weight: 1\n", 8},
-      {"Weights 1 and 3 give 25, which rounds to 3", "    weight: 1\n|    weight: 3\n", 3},
-      {"Absent weights default to 1 and give 50", "|", 5},
-      {"A null weight takes the default", "    weight:\n|    weight: ~\n", 5},
+      {"Weights 3 and 1 give 300 of 400", "    weight: 3\n|    weight: 1\n", 300, 4},
+      {"Weights 1 and 3 give 100 of 400", "    weight: 1\n|    weight: 3\n", 100, 4},
+      {"Absent weights default to 1 and give 100 of 200", "|", 100, 2},
+      {"A null weight takes the default", "    weight:\n|    weight: ~\n", 100, 2},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -240,8 +241,15 @@ TEST(PolicyLoaderTest, WeightsReachTheProfileAndDefaultToOne) {
                                     c.weights.substr(bar + 1) + "    args: {score: 0}\n");
     absl::StatusOr<std::shared_ptr<const Profile>> profile = LoadPolicyText(yaml, "policy.yaml", registry);
     ASSERT_TRUE(profile.ok()) << profile.status();
-    const std::vector<NodeView> nodes = {NodeView{.name = "n1", .gpus = {}, .inventory_error = nullptr, .usage = {}}};
-    EXPECT_THAT((*profile)->Score(PodGpuRequest{}, nodes, nullptr), ElementsAre(c.want));
+    const NodeView node{.name = "n1", .gpus = {}, .inventory_error = nullptr, .usage = {}};
+    const GpuChoice none;
+    std::vector<int64_t> totals = {0};
+    for (size_t s = 0; s < (*profile)->score_plugin_count(); ++s) {
+      std::vector<int64_t> raw = {(*profile)->RawScore(s, PodGpuRequest{}, node, none)};
+      (*profile)->AddWeighted(s, absl::MakeSpan(raw), absl::MakeSpan(totals));
+    }
+    EXPECT_EQ(totals[0], c.want_sum);
+    EXPECT_EQ((*profile)->total_weight(), c.want_total_weight);
   }
 }
 

@@ -79,7 +79,7 @@ TEST_F(ExtenderServerTest, PrioritizeAnswersABareArrayInRequestOrder) {
   HttpClient client(port());
   const HttpAnswer a = client.Post("/prioritize", Request({{"tessera.io/gpu-fraction", "0.25"}}, {"a100-2", "a100-1"}));
   ASSERT_EQ(a.status, 200) << a.body;
-  EXPECT_EQ(json::parse(a.body), json::parse(R"([{"Host":"a100-2","Score":0},{"Host":"a100-1","Score":10}])"));
+  EXPECT_EQ(json::parse(a.body), json::parse(R"([{"Host":"a100-2","Score":1},{"Host":"a100-1","Score":10}])"));
 }
 
 struct BadInputCase {

@@ -1,6 +1,7 @@
 #include "policies/load_aware.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "config/plugin_args.h"
+#include "policies/gpu_share.h"
+#include "scheduler/framework/profile.h"
 #include "test/testing/builders.h"
 
 namespace tessera {
@@ -203,79 +206,122 @@ TEST(LoadAwareScore, WindowsAreBlendedByWeight) {
   EXPECT_EQ(LoadAwarePlugin(args, &FixedNow).Score(Pod(), n.View(), Gpus({0})), 50);  // 1000 - 500
 }
 
-TEST(LoadAwareFilter, BusyGpusAreRejectedOnlyWhenAsked) {
-  const MeasuredNode n{Node("n").Gpus(3), Telemetry({Measured(0, 20), Measured(1, 97), Measured(2, 95)}), {}};
-  const Pod two = Pod().Fraction(500).Count(2);
-  EXPECT_TRUE(LoadAwarePlugin(DefaultArgs(), &FixedNow).Filter(two, n.View()).ok());
+// gpu-share choosing the GPUs and load-aware ruling GPUs out, as a policy
+// file with both would build them.
+std::shared_ptr<const Profile> GpuShareWithLoadAware(const LoadAwareArgs& args) {
+  std::vector<WeightedPlugin> plugins;
+  plugins.push_back({std::make_unique<GpuSharePlugin>(GpuShareArgs{}), 1});
+  plugins.push_back({std::make_unique<LoadAwarePlugin>(args, &FixedNow), 1});
+  absl::StatusOr<std::shared_ptr<const Profile>> profile = Profile::Create(std::move(plugins));
+  EXPECT_TRUE(profile.ok()) << profile.status();
+  return *profile;
+}
 
+LoadAwareArgs RejectingBusyAbove(int64_t percent) {
   LoadAwareArgs args;
   args.reject_busy_gpus = true;
-  args.busy_threshold_percent = 90;
-  const LoadAwarePlugin plugin(args, &FixedNow);
-  const FilterVerdict v = plugin.Filter(two, n.View());
+  args.busy_threshold_percent = percent;
+  return args;
+}
+
+TEST(LoadAwareGpuFilter, BusyGpusAreRuledOutOnlyWhenAsked) {
+  const MeasuredNode n{Node("n").Gpus(3), Telemetry({Measured(0, 20), Measured(1, 97), Measured(2, 95)}), {}};
+  const Pod two = Pod().Fraction(500).Count(2);
+  const auto permissive = GpuShareWithLoadAware(DefaultArgs());
+  EXPECT_TRUE(permissive->Filter(two, n.View()).ok());
+  EXPECT_EQ(permissive->ChooseGpus(two, n.View()), Gpus({0, 1}));
+
+  const auto strict = GpuShareWithLoadAware(RejectingBusyAbove(90));
+  const FilterVerdict v = strict->Filter(two, n.View());
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.code, FilterCode::kUnschedulable);
   EXPECT_EQ(v.reason_code, LoadAwarePlugin::kBusyReason);
   EXPECT_EQ(v.message,
             "GPU 1 at 97% utilisation (5m avg) above the 90% threshold; "
             "GPU 2 at 95% utilisation (5m avg) above the 90% threshold");
-  // One GPU is enough for a one-GPU pod.
-  EXPECT_TRUE(plugin.Filter(Pod().Fraction(500), n.View()).ok());
+  EXPECT_EQ(strict->ChooseGpus(two, n.View()), std::nullopt);
+  // One cool GPU is enough for a one-GPU pod, and it is the one it gets.
+  EXPECT_TRUE(strict->Filter(Pod().Fraction(500), n.View()).ok());
+  EXPECT_EQ(strict->ChooseGpus(Pod().Fraction(500), n.View()), Gpus({0}));
 }
 
-TEST(LoadAwareFilter, UnknownAndStaleGpusAreNeverRejected) {
-  LoadAwareArgs args;
-  args.reject_busy_gpus = true;
-  const LoadAwarePlugin plugin(args, &FixedNow);
+TEST(LoadAwareGpuFilter, ThePodGetsACoolGpuEvenWhereTheChooserPreferredTheHotOne) {
+  // gpu-share packs: it prefers half-used GPU 0, which runs at 97%.
+  const MeasuredNode n{Node("n").Gpus(4).Hold(0, 500), Telemetry({Measured(0, 97), Measured(1, 97), Measured(2, 5),
+                                                                   Measured(3, 5)}), {}};
+  const Pod quarter = Pod().Fraction(250);
+  EXPECT_EQ(GpuShareWithLoadAware(DefaultArgs())->ChooseGpus(quarter, n.View()), Gpus({0}));
+
+  const auto strict = GpuShareWithLoadAware(RejectingBusyAbove(90));
+  EXPECT_TRUE(strict->Filter(quarter, n.View()).ok());
+  EXPECT_EQ(strict->ChooseGpus(quarter, n.View()), Gpus({2}));
+  // Prioritize scores the same GPUs bind will get.
+  std::vector<std::optional<GpuChoice>> choices;
+  (void)strict->Score(quarter, std::vector<NodeView>{n.View()}, &choices);
+  EXPECT_EQ(choices[0], Gpus({2}));
+  // Two GPUs: the two cool ones, never a hot one beside a cool one.
+  EXPECT_EQ(strict->ChooseGpus(Pod().Fraction(250).Count(2), n.View()), Gpus({2, 3}));
+}
+
+TEST(LoadAwareGpuFilter, UnknownAndStaleGpusAreNeverRuledOut) {
+  const auto strict = GpuShareWithLoadAware(RejectingBusyAbove(90));
   const MeasuredNode stale{Node("n").Gpus(1), Telemetry({Measured(0, 99, absl::Minutes(5))}), {}};
-  EXPECT_TRUE(plugin.Filter(Pod().Fraction(500), stale.View()).ok());
+  EXPECT_TRUE(strict->Filter(Pod().Fraction(500), stale.View()).ok());
   const MeasuredNode unlisted{Node("n").Gpus(2), Telemetry({Measured(0, 99)}), {}};
-  EXPECT_TRUE(plugin.Filter(Pod().Fraction(500), unlisted.View()).ok());
-  EXPECT_TRUE(plugin.Filter(Pod().Fraction(500), Node("bare").Gpus(1).View()).ok());
+  EXPECT_TRUE(strict->Filter(Pod().Fraction(500), unlisted.View()).ok());
+  EXPECT_EQ(strict->ChooseGpus(Pod().Fraction(500), unlisted.View()), Gpus({1}));
+  EXPECT_TRUE(strict->Filter(Pod().Fraction(500), Node("bare").Gpus(1).View()).ok());
 }
 
-TEST(LoadAwareFilter, FallsBackToTheShortWindowAndNamesIt) {
-  LoadAwareArgs args;
-  args.reject_busy_gpus = true;
+TEST(LoadAwareGpuFilter, FallsBackToTheShortWindowAndNamesIt) {
   GpuTelemetry g = Measured(0, 0);
   g.utilization = PerMille(925);
   g.sustained_utilization = PerMille(GpuTelemetry::kUnknown);
   const MeasuredNode n{Node("n").Gpus(1), Telemetry({g}), {}};
-  const FilterVerdict v = LoadAwarePlugin(args, &FixedNow).Filter(Pod().Fraction(100), n.View());
+  const FilterVerdict v = GpuShareWithLoadAware(RejectingBusyAbove(90))->Filter(Pod().Fraction(100), n.View());
   EXPECT_EQ(v.message, "GPU 0 at 92.5% utilisation (1m avg) above the 90% threshold");
 }
 
-TEST(LoadAwareFilter, GpusWithoutRoomAreLeftToTheChooser) {
-  LoadAwareArgs args;
-  args.reject_busy_gpus = true;
-  const LoadAwarePlugin plugin(args, &FixedNow);
+TEST(LoadAwareGpuFilter, GpusWithoutRoomAreLeftToTheChooserToExplain) {
+  const auto strict = GpuShareWithLoadAware(RejectingBusyAbove(90));
   // GPU 0 is cool but full by reservation; GPU 1 has room but is busy.
   const MeasuredNode n{Node("n").Gpus(2).Hold(0, 1000), Telemetry({Measured(0, 10), Measured(1, 99)}), {}};
-  const FilterVerdict v = plugin.Filter(Pod().Fraction(250), n.View());
+  const FilterVerdict v = strict->Filter(Pod().Fraction(250), n.View());
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.message, "GPU 1 at 99% utilisation (5m avg) above the 90% threshold");
-  // Nothing has room: that is gpu-share's rejection to explain, not ours.
+  // Nothing has room: gpu-share's rejection, which says so, not ours.
   const MeasuredNode full{Node("n").Gpus(1).Hold(0, 1000), Telemetry({Measured(0, 99)}), {}};
-  EXPECT_TRUE(plugin.Filter(Pod().Fraction(250), full.View()).ok());
+  const FilterVerdict gpu_share = strict->Filter(Pod().Fraction(250), full.View());
+  ASSERT_FALSE(gpu_share.ok());
+  EXPECT_NE(gpu_share.reason_code, LoadAwarePlugin::kBusyReason);
 }
 
-TEST(LoadAwareFilter, MemoryGuardWantsTheGuaranteedMemoryActuallyFree) {
-  const LoadAwarePlugin plugin(DefaultArgs(), &FixedNow);  // the guard is on by default
+TEST(LoadAwareGpuFilter, MemoryGuardWantsTheGuaranteedMemoryActuallyFree) {
+  const auto guarded = GpuShareWithLoadAware(DefaultArgs());  // the guard is on by default
   MeasuredNode n{Node("n").Gpus(1), Telemetry({WithMemory(Measured(0, 10), 75000, 6920)}), {}};
-  const FilterVerdict v = plugin.Filter(Pod().Fraction(250).Memory(10240), n.View());
+  const FilterVerdict v = guarded->Filter(Pod().Fraction(250).Memory(10240), n.View());
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.reason_code, LoadAwarePlugin::kMemoryReason);
   EXPECT_EQ(v.message, "GPU 0 has 6920 MiB of memory free in fact (measured, 75000 MiB in use), pod needs 10240 MiB");
-  EXPECT_TRUE(plugin.Filter(Pod().Fraction(250).Memory(4096), n.View()).ok());
+  EXPECT_TRUE(guarded->Filter(Pod().Fraction(250).Memory(4096), n.View()).ok());
 
   // Memory reserved by a pod bound since the sample is not free either.
   n.bindings = {GpuBinding{.bound_at = kNow, .index = 0, .guaranteed = MilliGpu(250), .limit = MilliGpu(250),
                            .memory = MemoryMiB(4096)}};
-  EXPECT_FALSE(plugin.Filter(Pod().Fraction(250).Memory(4096), n.View()).ok());
+  EXPECT_FALSE(guarded->Filter(Pod().Fraction(250).Memory(4096), n.View()).ok());
 
   LoadAwareArgs off;
   off.memory_guard = false;
-  EXPECT_TRUE(LoadAwarePlugin(off, &FixedNow).Filter(Pod().Fraction(250).Memory(10240), n.View()).ok());
+  EXPECT_TRUE(GpuShareWithLoadAware(off)->Filter(Pod().Fraction(250).Memory(10240), n.View()).ok());
+}
+
+TEST(LoadAwareGpuFilter, MemoryGuardSteersThePodToTheGpuWithMemoryFreeInFact) {
+  // By reservation both GPUs are empty; GPU 0 has an unknown process holding 70 GiB.
+  const MeasuredNode n{Node("n").Gpus(2), Telemetry({WithMemory(Measured(0, 10), 71680, 10240),
+                                                      WithMemory(Measured(1, 10), 1024, 80896)}), {}};
+  const auto guarded = GpuShareWithLoadAware(DefaultArgs());
+  EXPECT_EQ(guarded->ChooseGpus(Pod().Fraction(250).Memory(16384), n.View()), Gpus({1}));
+  EXPECT_EQ(guarded->ChooseGpus(Pod().Fraction(250).Memory(4096), n.View()), Gpus({0}));
 }
 
 TEST(LoadAwareArgs, ReadsEveryArgAndRefusesNonsense) {

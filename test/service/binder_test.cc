@@ -267,6 +267,62 @@ TEST_F(BinderTest, APodWithoutGpuAnnotationsIsBoundWithoutAnAssignment) {
   EXPECT_EQ(Held("n1", 0), 0);
 }
 
+TEST_F(BinderTest, APodWithoutAGpuRequestCountsItsCpuAndMemoryFromTheBindOn) {
+  model_.UpsertNode("host", NodeInventory{}, absl::OkStatus(),
+                    HostResources{.cpu_capacity = MilliCpu(8000), .memory_capacity = MemoryMiB(16384)});
+  model_.Publish();
+  PodRecord pod = PendingPod("cpu-only");
+  pod.annotations.clear();
+  pod.host = HostRequest{.cpu = MilliCpu(3000), .memory = MemoryMiB(2048)};
+  Known(pod);
+  ASSERT_TRUE(binder_->Bind(Args(pod, "host")).ok());
+  EXPECT_THAT(api_.calls(), ElementsAre("bind ml/cpu-only host"));
+  auto host = [&] { const auto s = model_.Current(); return *s->View(*s->FindNode("host")).host; };
+  EXPECT_EQ(host().cpu_used, MilliCpu(3000));
+  EXPECT_EQ(host().memory_used, MemoryMiB(2048));
+  // The watch shows it bound: counted once, from the watch; the reservation ends.
+  PodHolding bound;
+  bound.uid = pod.uid;
+  bound.pod_key = "ml/cpu-only";
+  bound.assignment.node = "host";
+  bound.host = pod.host;
+  model_.UpsertPod(bound);
+  model_.Publish();
+  EXPECT_EQ(host().cpu_used, MilliCpu(3000));
+  EXPECT_EQ(model_.reservation_count(), 0u);
+}
+
+TEST_F(BinderTest, AFailedBindingOfACpuOnlyPodReleasesItsCpu) {
+  model_.UpsertNode("host", NodeInventory{}, absl::OkStatus(),
+                    HostResources{.cpu_capacity = MilliCpu(8000), .memory_capacity = MemoryMiB(16384)});
+  model_.Publish();
+  PodRecord pod = PendingPod("cpu-only");
+  pod.annotations.clear();
+  pod.host = HostRequest{.cpu = MilliCpu(3000), .memory = MemoryMiB(0)};
+  Known(pod);
+  api_.FailBind(absl::UnavailableError("connection reset"));
+  EXPECT_THAT(binder_->Bind(Args(pod, "host")).message(), HasSubstr("cannot bind pod ml/cpu-only to node host"));
+  const auto s = model_.Current();
+  EXPECT_EQ(s->View(*s->FindNode("host")).host->cpu_used, MilliCpu(0));
+  EXPECT_EQ(model_.reservation_count(), 0u);
+}
+
+TEST_F(BinderTest, AGpuBindReservesThePodsCpuWithItsGpus) {
+  model_.UpsertNode("n1", A100s(1), absl::OkStatus(),
+                    HostResources{.cpu_capacity = MilliCpu(8000), .memory_capacity = MemoryMiB(16384)});
+  model_.Publish();
+  PodRecord pod = PendingPod("p", "0.25");
+  pod.host = HostRequest{.cpu = MilliCpu(6000), .memory = MemoryMiB(0)};
+  Known(pod);
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
+  const auto s = model_.Current();
+  EXPECT_EQ(s->View(*s->FindNode("n1")).host->cpu_used, MilliCpu(6000));
+  // Released with its GPUs when the bind is not confirmed.
+  EXPECT_EQ(binder_->ExpireReservations(absl::Now() + absl::Minutes(2)), 1u);
+  const auto after = model_.Current();
+  EXPECT_EQ(after->View(*after->FindNode("n1")).host->cpu_used, MilliCpu(0));
+}
+
 TEST_F(BinderTest, APodWithANonsenseAnnotationIsRefusedWithTheAnnotationNamed) {
   PodRecord pod = PendingPod("p", "1.5");
   Known(pod);

@@ -40,7 +40,7 @@ TEST(ClusterModelShapesTest, APublishedNodeCountsItsGpuPodsByShape) {
   const NodeView& view = snapshot->View(*snapshot->FindNode("n"));
   EXPECT_THAT(view.pod_shapes, ElementsAre(GpuPodShape{.gpus = 1, .whole_gpu = false, .pods = 2},
                                            GpuPodShape{.gpus = 2, .whole_gpu = true, .pods = 1}));
-  EXPECT_EQ(view.host, nullptr) << "the extender leaves host resources to kube-scheduler";
+  EXPECT_EQ(view.host, nullptr) << "no allocatable given: the host is unknown";
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // on nodes small enough to check by hand, and the workload text.
 #include "policies/fragmentation.h"
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policies/fgd.h"
+#include "policies/gpu_fit.h"
 #include "policies/host_stranding.h"
 #include "test/testing/builders.h"
 
@@ -171,6 +173,67 @@ TEST_F(FgdPluginTest, WholeGpusAreTheLowestIdleOnesAndNoGpuPodsGetNone) {
   EXPECT_TRUE(none->gpu_indices.empty());
   // Taking 7.5 of 8 cores leaves too little for either kind: all 2700 free becomes fragment.
   EXPECT_EQ(plugin_.Score(cpu_only, view, *none), FragmentationScore(0.5 * 700, 2700));
+}
+
+TEST_F(FgdPluginTest, TheRankingBeginsWithTheChoiceAndOrdersSharesByScore) {
+  // Random node states: RankGpus must begin with ChooseGpus (a GPU filter or
+  // set plugin beside fgd then only ever departs from fgd's choice when it
+  // must), list exactly the GPUs that fit, and put better scores first.
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> held(0, 10);
+  for (int round = 0; round < 200; ++round) {
+    SCOPED_TRACE(round);
+    Node node = Node("n").Gpus(4, "G2", 0);
+    for (int32_t i = 0; i < 4; ++i) {
+      if (const int h = held(rng); h > 0) node.Hold(i, h * 100);
+    }
+    const NodeView view = WithHost(node.View(), host_);
+    for (const PodGpuRequest& pod : {PodGpuRequest(Pod().Fraction(300)), PodGpuRequest(Pod().Fraction(500)),
+                                     PodGpuRequest(Pod().Count(2))}) {
+      const std::optional<GpuChoice> choice = plugin_.ChooseGpus(pod, view);
+      const std::optional<RankedGpus> ranked = plugin_.RankGpus(pod, view);
+      ASSERT_TRUE(ranked.has_value());
+      if (!choice.has_value()) {
+        EXPECT_LT(ranked->size(), static_cast<size_t>(pod.count));
+        continue;
+      }
+      ASSERT_GE(ranked->size(), choice->gpu_indices.size());
+      for (size_t k = 0; k < choice->gpu_indices.size(); ++k) EXPECT_EQ((*ranked)[k].index, choice->gpu_indices[k]);
+      for (size_t k = 1; k < ranked->size(); ++k) {
+        EXPECT_LE((*ranked)[k - 1].tier, (*ranked)[k].tier);
+        if (pod.count != 1 || pod.whole_gpu) continue;
+        GpuChoice a, b;
+        a.gpu_indices.push_back((*ranked)[k - 1].index);
+        b.gpu_indices.push_back((*ranked)[k].index);
+        EXPECT_GE(plugin_.Score(pod, view, a), plugin_.Score(pod, view, b));
+      }
+    }
+  }
+}
+
+TEST(GpuFitRankingTest, TheRankingBeginsWithTheChoiceForBothSelections) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> held(0, 10);
+  for (const GpuSelection selection : {GpuSelection::kBest, GpuSelection::kRandom}) {
+    const GpuFitPlugin plugin(selection);
+    for (int round = 0; round < 100; ++round) {
+      Node node = Node(absl::StrCat("n", round)).Gpus(4, "G2", 0);
+      for (int32_t i = 0; i < 4; ++i) {
+        if (const int h = held(rng); h > 0) node.Hold(i, h * 100);
+      }
+      PodGpuRequest pod = Pod().Fraction(400);
+      pod.salt = static_cast<uint64_t>(round);
+      const std::optional<GpuChoice> choice = plugin.ChooseGpus(pod, node.View());
+      const std::optional<RankedGpus> ranked = plugin.RankGpus(pod, node.View());
+      ASSERT_TRUE(ranked.has_value());
+      if (!choice.has_value()) {
+        EXPECT_TRUE(ranked->empty());
+        continue;
+      }
+      ASSERT_FALSE(ranked->empty());
+      EXPECT_EQ(ranked->front().index, choice->gpu_indices[0]);
+    }
+  }
 }
 
 TEST(HostStrandingPluginTest, ScoresTheChoiceUnderTheExtendedMeasure) {

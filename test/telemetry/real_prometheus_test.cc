@@ -6,6 +6,7 @@
 //
 // Prometheus is stopped by PrometheusProcess's destructor, also when a test
 // fails; a missing binary fails the test with the install hint.
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -90,10 +91,13 @@ class RealPrometheusTest : public ::testing::Test {
   }
 
   // Both GPUs of node-a at `a` percent, of node-b at `b`.
-  void SetLoad(double a, double b) {
+  void SetLoad(double a, double b) { SetGpuLoads({a, a}, b); }
+
+  // node-a's GPU 0 and 1 at `a[0]` and `a[1]` percent, node-b's at `b`.
+  void SetGpuLoads(std::array<double, 2> a, double b) {
     std::vector<DcgmGpu> gpus;
     for (int i = 0; i < 2; ++i) {
-      gpus.push_back({"node-a", i, absl::StrCat("GPU-node-a-", i), a, 1024, 80896});
+      gpus.push_back({"node-a", i, absl::StrCat("GPU-node-a-", i), a[static_cast<size_t>(i)], 1024, 80896});
       gpus.push_back({"node-b", i, absl::StrCat("GPU-node-b-", i), b, 1024, 80896});
     }
     exporter_.Set("/metrics", {.content_type = "text/plain; version=0.0.4",
@@ -177,6 +181,31 @@ TEST_F(RealPrometheusTest, ScoresAndFilterReasonsFollowTheExportersValues) {
   EXPECT_GT(LoadAwareScore("node-a", pod), LoadAwareScore("node-b", pod));
   wire = WireScores(pod);
   EXPECT_GT(wire[0], wire[1]);
+}
+
+TEST_F(RealPrometheusTest, APodGetsTheCoolGpuOfANodeWhoseOtherGpuIsBusy) {
+  const PodGpuRequest one = testing::Pod().Fraction(250);
+  const PodGpuRequest two = testing::Pod().Fraction(250).Count(2);
+  GpuChoice gpu0, gpu1;
+  gpu0.gpu_indices.push_back(0);
+  gpu1.gpu_indices.push_back(1);
+
+  SetGpuLoads({95, 5}, 5);
+  ASSERT_TRUE(RefreshUntil([&] { return Gpu("node-a", 0) != nullptr && Gpu("node-a", 0)->utilization == PerMille(950) &&
+                                        Gpu("node-a", 1) != nullptr && Gpu("node-a", 1)->utilization == PerMille(50); }))
+      << prometheus_->Log();
+  EXPECT_TRUE(policy_.profile->Filter(one, View("node-a")).ok());
+  EXPECT_EQ(policy_.profile->ChooseGpus(one, View("node-a")), gpu1);
+  const FilterVerdict both = policy_.profile->Filter(two, View("node-a"));
+  EXPECT_FALSE(both.ok());
+  EXPECT_EQ(both.message, "GPU 0 at 95% utilisation (3s max) above the 90% threshold");
+
+  // The load moves: so does the pod.
+  SetGpuLoads({5, 95}, 5);
+  ASSERT_TRUE(RefreshUntil([&] { return Gpu("node-a", 0)->utilization == PerMille(50) &&
+                                        Gpu("node-a", 0)->sustained_utilization == PerMille(50) &&
+                                        Gpu("node-a", 1)->utilization == PerMille(950); }));
+  EXPECT_EQ(policy_.profile->ChooseGpus(one, View("node-a")), gpu0);
 }
 
 TEST_F(RealPrometheusTest, EstimatesForJustBoundPodsApplyUntilNewSamplesArrive) {

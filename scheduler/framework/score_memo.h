@@ -1,0 +1,131 @@
+// Prioritize without redoing what has not changed.
+//
+// Between two pods, a scheduler usually sees the cluster change on one node
+// (the last bind) and the next pod ask for what the last one asked (replicas
+// of one workload). A memoisable profile's GPU choice and raw scores on a
+// node are a function of the request and the node's state alone
+// (Plugin::Memoizable), and the state is named by NodeView::version. So a
+// ScoreMemo keeps, for the last few distinct requests, every node's choice
+// and raw scores by version, and a request computes only the nodes whose
+// version it has not seen. Normalisation spans all fitting nodes and is
+// redone per request through the profile's own stages (Profile::AddWeighted),
+// so the answer is Profile::Score's, bit for bit.
+//
+// Plugins that read what the version does not name (load-aware: live
+// telemetry and the clock) are asked on every request: GPU filter plugins
+// rule GPUs out anew (where they take the kept choice away, the node is
+// chosen and scored afresh), and non-memoisable score plugins score the
+// kept choice anew. Only the chooser must be memoisable.
+//
+// Memory, bounded: at most `max_requests` requests; per request, between
+// requests, at most MaxEntries(N) = 1.25·N + 64 node answers, N the most
+// versioned nodes one of its requests named (beyond that, old versions are
+// swept). An answer takes 97 bytes of hash table: at 5000 nodes a request's
+// table has 8191 slots, 0.8 MB, and the default 8 requests hold 6.4 MB
+// (twice that after requests that each found most nodes changed at once:
+// tables do not shrink).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "scheduler/framework/profile.h"
+
+namespace tessera {
+
+class ScoreMemo {
+ public:
+  /// How many distinct requests are kept by default, least recently used out.
+  static constexpr size_t kDefaultRequests = 8;
+
+  /// What the memo did so far (for tests, benchmarks and metrics).
+  struct Counters {
+    uint64_t nodes_computed = 0;  ///< Nodes whose choice and raw scores were computed.
+    uint64_t nodes_reused = 0;    ///< Nodes answered from the memo.
+    /// Requests answered by Profile::Score: the profile's GPU choice is not
+    /// memoisable, or another request was using the memo.
+    uint64_t requests_bypassed = 0;
+  };
+
+  explicit ScoreMemo(std::shared_ptr<const Profile> profile, size_t max_requests = kDefaultRequests);
+  ScoreMemo(const ScoreMemo&) = delete;
+  ScoreMemo& operator=(const ScoreMemo&) = delete;
+
+  [[nodiscard]] const std::shared_ptr<const Profile>& profile() const { return profile_; }
+
+  /// profile()->Score(request, nodes, choices), bit for bit. Nodes with
+  /// version 0 are computed every time and never kept. Thread-safe: one
+  /// request at a time uses the memo; one that finds it in use does not wait
+  /// but computes without it (kube-scheduler prioritizes one pod at a time,
+  /// so that is rare).
+  [[nodiscard]] std::vector<int64_t> Score(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
+                                           std::vector<std::optional<GpuChoice>>* choices) const;
+
+  [[nodiscard]] Counters counters() const;
+  /// Node answers held now, over all requests kept: what the memory bound bounds.
+  [[nodiscard]] size_t memoized_nodes() const;
+  /// The most node answers kept between requests for one request whose
+  /// largest named `largest_request` nodes with a version.
+  [[nodiscard]] static size_t MaxEntries(size_t largest_request);
+
+ private:
+  // One node's answers at one version.
+  struct Entry {
+    uint64_t last_use = 0;              // the slot's use that last read it
+    std::optional<GpuChoice> choice;    // before any GPU is ruled out; nullopt: the pod does not fit
+    absl::InlinedVector<int64_t, 3> raw;  // per score plugin (memoizable ones only); empty when it does not fit
+  };
+  // The answers for one request, by node version.
+  struct Slot {
+    PodGpuRequest request;
+    uint64_t last_use = 0;    // the memo's clock at its last request (LRU)
+    uint64_t uses = 0;        // requests it served
+    size_t high_water = 0;    // most versioned nodes one request named
+    absl::flat_hash_map<uint64_t, Entry> entries;
+  };
+
+  std::vector<int64_t> ScoreLocked(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
+                                   std::vector<std::optional<GpuChoice>>* choices) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Slot& SlotFor(const PodGpuRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The profile's choice and raw scores on one node, as Profile::Score computes them.
+  void Evaluate(const PodGpuRequest& request, const NodeView& node, Entry& entry) const;
+
+  const std::shared_ptr<const Profile> profile_;
+  const bool memoizable_;
+  const bool has_gpu_filters_;
+  const size_t max_requests_;
+
+  mutable absl::Mutex mu_;
+  mutable std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
+  mutable uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
+
+  mutable std::atomic<uint64_t> nodes_computed_{0};
+  mutable std::atomic<uint64_t> nodes_reused_{0};
+  mutable std::atomic<uint64_t> requests_bypassed_{0};
+};
+
+/// The ScoreMemo of whichever profile is in force, for a caller that reads
+/// the profile anew on every request (ExtenderService): a request under
+/// another profile than the memo's (a policy reload) replaces the memo, so
+/// no answer of an old policy is ever reused. Thread-safe.
+class ScoreMemoHolder {
+ public:
+  /// The memo for `profile`, made fresh when `profile` is not the last one's.
+  [[nodiscard]] std::shared_ptr<const ScoreMemo> For(std::shared_ptr<const Profile> profile);
+
+ private:
+  absl::Mutex mu_;
+  std::shared_ptr<const ScoreMemo> memo_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tessera
