@@ -248,6 +248,15 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
     for (const GpuDevice& g : gpus) {
       if (ModelAccepted(r, g)) largest = std::max(largest, UsableMemory(args_, g));
     }
+    if (r.memory <= largest) {
+      // The reservation fits: the memory limit is what no GPU can take.
+      return FilterVerdict::Never(
+          "gpu_memory_too_small",
+          absl::StrCat("pod's memory limit of ", MemoryLimitOf(r).value(), " MiB per GPU (tessera.io/gpu-memory-limit)",
+                       " fits on ", large_enough, " accepted GPUs, pod needs ", r.count, " (a limit may reach ",
+                       args_.max_memory_limit_percent, "% of a GPU's usable memory, maxMemoryLimitPercent; largest: ",
+                       largest.value(), " MiB usable)"));
+    }
     return FilterVerdict::Never(
         "gpu_memory_too_small",
         absl::StrCat("pod needs ", r.memory.value(), " MiB per GPU (tessera.io/gpu-memory) on ", r.count,

@@ -46,6 +46,11 @@ TEST(GpuShareFilter, EveryVerdictCarriesItsPreciseReason) {
        FilterCode::kUnschedulableUnresolvable, "gpu_memory_too_small", "pod needs 100000 MiB per GPU"},
       {"the per-GPU reserve counts against the card", Node("n").Gpus(1), Pod().Fraction(100).Memory(81000), reserve,
        FilterCode::kUnschedulableUnresolvable, "gpu_memory_too_small", "largest: 80896 MiB usable"},
+      {"a memory limit larger than the card is never and is named, not the request", Node("n").Gpus(1, testing::kT4, 15360),
+       Pod().Fraction(100).Memory(4096).MemoryLimit(20480), {}, FilterCode::kUnschedulableUnresolvable,
+       "gpu_memory_too_small",
+       "pod's memory limit of 20480 MiB per GPU (tessera.io/gpu-memory-limit) fits on 0 accepted GPUs, pod needs 1 "
+       "(a limit may reach 100% of a GPU's usable memory, maxMemoryLimitPercent; largest: 15360 MiB usable)"},
       {"a node without GPUs is never", Node("n"), Pod().Fraction(100), {}, FilterCode::kUnschedulableUnresolvable,
        "no_gpus", "node has no GPUs"},
       {"an unreadable inventory is never and says why", Node("n").Broken("bad JSON"), Pod(), {},
