@@ -63,6 +63,16 @@ class HostResourcesExtenderTest : public ::testing::Test {
     f_.model().Publish();
   }
 
+  // A running CPU-only pod `uid` on `node` that requested `cores`.
+  void Running(const std::string& uid, const std::string& node, int64_t cores) {
+    PodHolding pod;
+    pod.uid = uid;
+    pod.pod_key = "ml/" + uid;
+    pod.assignment.node = node;
+    pod.host = HostRequest{.cpu = MilliCpu(cores * kCores), .memory = MemoryMiB(0)};
+    f_.model().UpsertPod(pod);
+  }
+
   ServiceFixture f_;
 };
 
@@ -103,12 +113,7 @@ TEST_F(HostResourcesExtenderTest, WithTheHostUnknownACpuOnlyPodGetsNoPreference)
 TEST_F(HostResourcesExtenderTest, FilterChecksACpuOnlyPodsCpuWhereKnownAndPassesNodesTesseraDoesNotKnow) {
   TwoNodes(/*host_known=*/true);
   f_.model().UpsertNode("busy", NodeInventory{}, absl::OkStatus(), Allocatable(96));
-  PodHolding running;
-  running.uid = "running";
-  running.pod_key = "ml/running";
-  running.assignment.node = "busy";
-  running.host = HostRequest{.cpu = MilliCpu(90 * kCores), .memory = MemoryMiB(0)};
-  f_.model().UpsertPod(running);
+  Running("running", "busy", 90);
   f_.model().Publish();
   absl::StatusOr<std::string> answer = f_.service().Filter(Args("100", {"gpu", "busy", "elsewhere"}));
   ASSERT_TRUE(answer.ok()) << answer.status();
@@ -135,12 +140,7 @@ TEST_F(HostResourcesExtenderTest, AGpuPodsFilterAndPrioritizeSeeItsCpuRequest) {
   // fgd weighs the CPU a GPU pod leaves: on "tight" (16 of 96 cores free)
   // 12 more cores strand its other GPUs; on "gpu" (96 free) nothing is stranded.
   f_.model().UpsertNode("tight", A100s(8), absl::OkStatus(), Allocatable(96));
-  PodHolding running;
-  running.uid = "cpu-hog";
-  running.pod_key = "ml/cpu-hog";
-  running.assignment.node = "tight";
-  running.host = HostRequest{.cpu = MilliCpu(80 * kCores), .memory = MemoryMiB(0)};
-  f_.model().UpsertPod(running);
+  Running("cpu-hog", "tight", 80);
   f_.model().Publish();
   const std::map<std::string, int64_t> scores = Scores(f_, Args("12", {"gpu", "tight"}, "0.5"));
   EXPECT_GT(scores.at("gpu"), scores.at("tight"));
