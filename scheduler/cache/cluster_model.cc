@@ -19,14 +19,20 @@ void ClusterModel::UpsertNode(std::string name, NodeInventory inventory, absl::S
   auto [it, inserted] = nodes_.try_emplace(name);
   if (inserted) node_set_changed_ = true;
   NodeEntry& e = it->second;
-  e.known = true;
   inventory.topology = InternTopology(std::move(inventory.topology));
-  e.inventory = std::move(inventory);
-  e.inventory_error = std::move(inventory_error);
   if (allocatable.has_value()) {  // capacity only: the model counts what is used
     allocatable->cpu_used = MilliCpu(0);
     allocatable->memory_used = MemoryMiB(0);
   }
+  // Most Node updates change nothing Tessera reads (status heartbeats,
+  // conditions, labels of no interest): the node keeps its state and its
+  // version, and the score memo its answers for it.
+  if (e.known && e.inventory == inventory && e.inventory_error == inventory_error && e.allocatable == allocatable) {
+    return;
+  }
+  e.known = true;
+  e.inventory = std::move(inventory);
+  e.inventory_error = std::move(inventory_error);
   e.allocatable = allocatable;
   MarkDirty(name);
 }

@@ -21,7 +21,7 @@
 // requests, at most MaxEntries(N) = 1.25·N + 64 node answers, N the most
 // versioned nodes one of its requests named (beyond that, old versions are
 // swept). An answer takes 97 bytes of hash table: at 5000 nodes a request's
-// table has 8191 slots, 0.8 MB, and the default 8 requests hold 6.4 MB
+// table has 8191 slots, 0.8 MB, and the default 32 requests hold 26 MB
 // (twice that after requests that each found most nodes changed at once:
 // tables do not shrink).
 #pragma once
@@ -44,8 +44,11 @@ namespace tessera {
 
 class ScoreMemo {
  public:
-  /// How many distinct requests are kept by default, least recently used out.
-  static constexpr size_t kDefaultRequests = 8;
+  /// How many distinct requests are kept by default, least recently used
+  /// out. Replaying the Alibaba trace's 8152 pods in arrival order (151
+  /// shapes), an LRU of 8 shapes finds the pod's shape 65% of the time, of
+  /// 32 88%, of 128 98%: 32 trades 26 MB at 5000 nodes for most of the gain.
+  static constexpr size_t kDefaultRequests = 32;
 
   /// What the memo did so far (for tests, benchmarks and metrics).
   struct Counters {

@@ -167,6 +167,8 @@ TEST(NodeVersionTest, OnlyTheNodesThatChangedGetANewVersion) {
        {"node-4"}},
       {"a new node keeps every other node's version",
        [](ClusterModel& m) { m.UpsertNode("node-9", Gpus(2), absl::OkStatus()); }, {"node-9"}},
+      {"the same inventory again (a Node status heartbeat) leaves the version alone",
+       [](ClusterModel& m) { m.UpsertNode("node-4", Gpus(4), absl::OkStatus()); }, {}},
       {"live telemetry leaves the version alone",
        [](ClusterModel& m) { m.SetNodeTelemetry("node-0", std::make_shared<NodeTelemetry>()); }, {}},
   };
@@ -214,6 +216,14 @@ TEST(ScoreMemoTest, RecomputesOnlyTheNodesThatChanged) {
        },
        2},
       {"a node's GPUs replaced", [](ClusterModel& m) { m.UpsertNode("node-7", Gpus(2), absl::OkStatus()); }, 1},
+      {"a node update that changes nothing Tessera reads (a heartbeat)",
+       [](ClusterModel& m) { m.UpsertNode("node-7", Gpus(4), absl::OkStatus()); }, 0},
+      {"a node's allocatable CPU changed",
+       [](ClusterModel& m) {
+         m.UpsertNode("node-7", Gpus(4), absl::OkStatus(),
+                      HostResources{.cpu_capacity = MilliCpu(64000), .memory_capacity = MemoryMiB(1 << 18)});
+       },
+       1},
       {"a node added", [](ClusterModel& m) { m.UpsertNode("node-new", Gpus(4), absl::OkStatus()); }, 1},
       {"a node removed", [](ClusterModel& m) { m.RemoveNode("node-5"); }, 0},
       {"only live telemetry changed",
