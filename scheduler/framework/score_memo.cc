@@ -37,17 +37,24 @@ ScoreMemo::ScoreMemo(std::shared_ptr<const Profile> profile, size_t max_requests
       max_requests_(std::max<size_t>(1, max_requests)) {}
 
 std::vector<int64_t> ScoreMemo::Score(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
-                                      std::vector<std::optional<GpuChoice>>* choices) const {
+                                      std::vector<std::optional<GpuChoice>>* choices, Counters* this_call) const {
+  Counters call;
+  std::vector<int64_t> scores;
   if (!memoizable_ || !mu_.TryLock()) {
     requests_bypassed_.fetch_add(1, std::memory_order_relaxed);
-    return profile_->Score(request, nodes, choices);
+    call.requests_bypassed = 1;
+    scores = profile_->Score(request, nodes, choices);
+  } else {
+    const Unlocker unlock(mu_);
+    scores = ScoreLocked(request, nodes, choices, call);
   }
-  const Unlocker unlock(mu_);
-  return ScoreLocked(request, nodes, choices);
+  if (this_call != nullptr) *this_call = call;
+  return scores;
 }
 
 std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
-                                            std::vector<std::optional<GpuChoice>>* choices) const {
+                                            std::vector<std::optional<GpuChoice>>* choices,
+                                            Counters& this_call) const {
   const Profile& profile = *profile_;
   const size_t n = nodes.size();
   const size_t scorers = profile.score_plugin_count();
@@ -106,6 +113,8 @@ std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::
   }
   nodes_computed_.fetch_add(computed, std::memory_order_relaxed);
   nodes_reused_.fetch_add(n - computed, std::memory_order_relaxed);
+  this_call.nodes_computed = computed;
+  this_call.nodes_reused = n - computed;
 
   slot.high_water = std::max(slot.high_water, versioned);
   if (slot.entries.size() > MaxEntries(slot.high_water)) {

@@ -70,8 +70,11 @@ class ScoreMemo {
   /// request at a time uses the memo; one that finds it in use does not wait
   /// but computes without it (kube-scheduler prioritizes one pod at a time,
   /// so that is rare).
+  /// \param this_call if non-null, receives what this call did (for metrics:
+  ///   counters() would mix in concurrent calls).
   [[nodiscard]] std::vector<int64_t> Score(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
-                                           std::vector<std::optional<GpuChoice>>* choices) const;
+                                           std::vector<std::optional<GpuChoice>>* choices,
+                                           Counters* this_call = nullptr) const;
 
   [[nodiscard]] Counters counters() const;
   /// Node answers held now, over all requests kept: what the memory bound bounds.
@@ -97,7 +100,7 @@ class ScoreMemo {
   };
 
   std::vector<int64_t> ScoreLocked(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
-                                   std::vector<std::optional<GpuChoice>>* choices) const
+                                   std::vector<std::optional<GpuChoice>>* choices, Counters& this_call) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Slot& SlotFor(const PodGpuRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The profile's choice and raw scores on one node, as Profile::Score computes them.

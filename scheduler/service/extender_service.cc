@@ -20,6 +20,12 @@ namespace {
 
 constexpr std::string_view kRejections = "tessera_filter_rejections_total";
 constexpr std::string_view kRejectionsHelp = "Nodes rejected by filter, by reason.";
+constexpr std::string_view kPrioritizedNodes = "tessera_prioritize_nodes_total";
+constexpr std::string_view kPrioritizedNodesHelp =
+    "Nodes prioritize scored through the score memo: computed, or answered from the memo.";
+constexpr std::string_view kMemoBypassed = "tessera_prioritize_memo_bypassed_total";
+constexpr std::string_view kMemoBypassedHelp =
+    "Prioritize requests scored without the memo (a profile whose GPU choice is not memoisable, or the memo busy).";
 
 // One parser per io thread: its buffers grow to the largest request seen and
 // are reused, and a request is decoded and answered on one thread.
@@ -122,7 +128,17 @@ absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) c
     const std::shared_ptr<const ClusterSnapshot> snapshot = sources_.snapshot();
     const std::shared_ptr<const Profile> profile = sources_.profile();
     const CandidateNodes candidates(*args, *snapshot);
-    scores = score_memo_.For(profile)->Score(ProfileRequest(*request, args->pod.host), candidates.views(), nullptr);
+    ScoreMemo::Counters memo;
+    scores = score_memo_.For(profile)->Score(ProfileRequest(*request, args->pod.host), candidates.views(), nullptr,
+                                             &memo);
+    if (memo.requests_bypassed > 0) {
+      metrics_.Counter(kMemoBypassed, kMemoBypassedHelp).Inc();
+    } else {
+      metrics_.Counter(kPrioritizedNodes, kPrioritizedNodesHelp, {{"answer", "computed"}})
+          .Inc(static_cast<double>(memo.nodes_computed));
+      metrics_.Counter(kPrioritizedNodes, kPrioritizedNodesHelp, {{"answer", "memo"}})
+          .Inc(static_cast<double>(memo.nodes_reused));
+    }
     for (size_t i = 0; i < n; ++i) {
       if (!candidates.known(i)) scores[i] = 0;
     }

@@ -265,6 +265,25 @@ TEST(PrioritizeMemoTest, AfterAPolicyReloadPrioritizeAnswersWithTheNewPolicy) {
   EXPECT_EQ(*service.Prioritize(body), *binpack);
 }
 
+TEST(PrioritizeMemoTest, MetricsCountTheNodesComputedAndTheNodesAnsweredFromTheMemo) {
+  ChangingCluster cluster(12, 5);
+  const auto snapshot = cluster.Publish();
+  std::vector<std::string> nodes;
+  for (NodeIndex i = 0; i < snapshot->node_count(); ++i) nodes.push_back(snapshot->node(i).name);
+  MetricsRegistry metrics;
+  const std::shared_ptr<const Profile> profile = LoadExample("default-policy.yaml");
+  const ExtenderService service(
+      ExtenderSources{.snapshot = [&] { return snapshot; }, .profile = [&] { return profile; }}, metrics);
+  ASSERT_TRUE(service.Prioritize(PrioritizeBody(nodes)).ok());
+  ASSERT_TRUE(service.Prioritize(PrioritizeBody(nodes)).ok());
+  const std::string text = metrics.Render();
+  EXPECT_THAT(text, ::testing::HasSubstr(absl::StrCat("tessera_prioritize_nodes_total{answer=\"computed\"} ",
+                                                      nodes.size())));
+  EXPECT_THAT(text, ::testing::HasSubstr(absl::StrCat("tessera_prioritize_nodes_total{answer=\"memo\"} ",
+                                                      nodes.size())));
+  EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("tessera_prioritize_memo_bypassed_total 1")));
+}
+
 TEST(PrioritizeMemoTest, PrioritizeFollowsBindsBetweenRequests) {
   ChangingCluster cluster(16, 11);
   std::shared_ptr<const ClusterSnapshot> snapshot = cluster.Publish();
