@@ -96,7 +96,7 @@ GpuIndexList Profile::ExcludedGpus(const PodGpuRequest& request, const NodeView&
 }
 
 std::optional<GpuChoice> Profile::ChooseGpusAvoiding(const PodGpuRequest& request, const NodeView& node,
-                                              const GpuIndexList& excluded) const {
+                                                     const GpuIndexList& excluded) const {
   // The common case: nothing to refine, the chooser's own choice.
   if (request.count <= 0 || (gpu_set_ == nullptr && excluded.empty())) return chooser_->ChooseGpus(request, node);
   std::optional<RankedGpus> ranked = chooser_->RankGpus(request, node);
