@@ -71,17 +71,16 @@ FilterVerdict Profile::Filter(const PodGpuRequest& request, const NodeView& node
     g->ExcludeGpus(request, node, excluded);
     if (first_excluding == nullptr && excluded.size() > before) first_excluding = g;
   }
-  if (first_excluding != nullptr && !ChooseGpusAvoiding(request, node, excluded).has_value()) {
+  const bool set_filters = gpu_set_ != nullptr && gpu_set_->FiltersGpuSets();
+  if (first_excluding == nullptr && !set_filters) return FilterVerdict::Success();
+  const std::optional<GpuChoice> choice = ChooseGpusAvoiding(request, node, excluded);
+  if (first_excluding != nullptr && !choice.has_value()) {
     FilterVerdict v = first_excluding->ExplainExcluded(request, node);
     // A plugin that cannot explain still rejects: its GPUs are ruled out.
     if (v.ok()) v = FilterVerdict::NotNow("gpus_ruled_out", "the GPUs that could take the pod are ruled out");
     return v;
   }
-  if (gpu_set_ != nullptr && gpu_set_->FiltersGpuSets()) {
-    if (std::optional<GpuChoice> choice = ChooseGpusAvoiding(request, node, excluded)) {
-      return gpu_set_->FilterGpuSet(request, node, *choice);
-    }
-  }
+  if (set_filters && choice.has_value()) return gpu_set_->FilterGpuSet(request, node, *choice);
   return FilterVerdict::Success();
 }
 

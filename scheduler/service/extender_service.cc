@@ -45,7 +45,11 @@ std::string_view NodeName(const k8s::ExtenderArgs& args, size_t i) {
 }  // namespace
 
 ExtenderService::ExtenderService(ExtenderSources sources, MetricsRegistry& metrics)
-    : sources_(std::move(sources)), metrics_(metrics) {}
+    : sources_(std::move(sources)),
+      metrics_(metrics),
+      nodes_computed_(metrics.Counter(kPrioritizedNodes, kPrioritizedNodesHelp, {{"answer", "computed"}})),
+      nodes_from_memo_(metrics.Counter(kPrioritizedNodes, kPrioritizedNodesHelp, {{"answer", "memo"}})),
+      memo_bypassed_(metrics.Counter(kMemoBypassed, kMemoBypassedHelp)) {}
 
 absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const {
   absl::StatusOr<k8s::ExtenderArgs> args = k8s::DecodeExtenderArgs(body, ThreadParser());
@@ -132,12 +136,10 @@ absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) c
     scores = score_memo_.For(profile)->Score(ProfileRequest(*request, args->pod.host), candidates.views(), nullptr,
                                              &memo);
     if (memo.requests_bypassed > 0) {
-      metrics_.Counter(kMemoBypassed, kMemoBypassedHelp).Inc();
+      memo_bypassed_.Inc();
     } else {
-      metrics_.Counter(kPrioritizedNodes, kPrioritizedNodesHelp, {{"answer", "computed"}})
-          .Inc(static_cast<double>(memo.nodes_computed));
-      metrics_.Counter(kPrioritizedNodes, kPrioritizedNodesHelp, {{"answer", "memo"}})
-          .Inc(static_cast<double>(memo.nodes_reused));
+      nodes_computed_.Inc(static_cast<double>(memo.nodes_computed));
+      nodes_from_memo_.Inc(static_cast<double>(memo.nodes_reused));
     }
     for (size_t i = 0; i < n; ++i) {
       if (!candidates.known(i)) scores[i] = 0;

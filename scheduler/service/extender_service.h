@@ -60,6 +60,11 @@ class ExtenderService {
  private:
   ExtenderSources sources_;
   MetricsRegistry& metrics_;
+  // Prioritize's memo counters, looked up once: the registry takes a lock
+  // and builds a label map per lookup.
+  Counter& nodes_computed_;
+  Counter& nodes_from_memo_;
+  Counter& memo_bypassed_;
   // Prioritize's per-node answers of the profile in force, kept between
   // requests; a cache, so the verbs stay logically const.
   mutable ScoreMemoHolder score_memo_;
