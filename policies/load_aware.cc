@@ -110,35 +110,22 @@ absl::StatusOr<std::unique_ptr<Plugin>> LoadAwarePlugin::New(PluginArgs& args) {
   return std::make_unique<LoadAwarePlugin>(a);
 }
 
-LoadAwarePlugin::Exclusion LoadAwarePlugin::Judge(const PodGpuRequest& r, const GpuTelemetry& g,
-                                                   int64_t recent_memory_mib) const {
+LoadAwarePlugin::Judgement LoadAwarePlugin::Judge(const PodGpuRequest& r, const NodeView& node,
+                                                   const GpuTelemetry& g) const {
   if (args_.reject_busy_gpus) {
     const int64_t load = BusyLoad(g);
-    if (Known(load) && load > args_.busy_threshold_percent * 10) return Exclusion::kBusy;
+    if (Known(load) && load > args_.busy_threshold_percent * 10) return {Exclusion::kBusy, 0};
   }
-  if (args_.memory_guard && r.memory.value() > 0 && Known(g.memory_free.value()) &&
-      g.memory_free.value() - recent_memory_mib < r.memory.value()) {
-    return Exclusion::kMemory;
-  }
-  return Exclusion::kNone;
-}
-
-absl::InlinedVector<int64_t, 8> LoadAwarePlugin::RecentMemoryByGpu(const NodeView& node,
-                                                                  const NodeTelemetry& t) const {
-  absl::InlinedVector<int64_t, 8> mib(t.gpus.size(), 0);
-  if (node.bindings.empty()) return mib;
-  // Bindings come newest first: the walk stops at the oldest sample's cutoff.
-  absl::Time oldest = absl::InfiniteFuture();
-  for (const GpuTelemetry& g : t.gpus) oldest = std::min(oldest, g.sampled_at);
-  const absl::Time stop = oldest - args_.pod_warmup;
-  for (const GpuBinding& b : node.bindings) {
-    if (b.bound_at <= stop) break;
-    const GpuTelemetry* g = t.Find(b.index);
-    if (g != nullptr && b.bound_at > g->sampled_at - args_.pod_warmup) {
-      mib[static_cast<size_t>(g - t.gpus.data())] += b.memory.value();
+  if (args_.memory_guard && r.memory.value() > 0 && Known(g.memory_free.value())) {
+    const int64_t free_mib = g.memory_free.value();
+    // Pods bound since the sample reserved at most what all pods reserve on
+    // the GPU: the bindings are walked only when that much could decide.
+    if (free_mib - node.UsageOf(g.index).memory.value() < r.memory.value()) {
+      const int64_t recent_mib = RecentOn(args_, node, g.index, g.sampled_at).memory_mib;
+      if (free_mib - recent_mib < r.memory.value()) return {Exclusion::kMemory, recent_mib};
     }
   }
-  return mib;
+  return {Exclusion::kNone, 0};
 }
 
 bool LoadAwarePlugin::MayExclude(const PodGpuRequest& r, const NodeView& node) const {
@@ -151,12 +138,10 @@ void LoadAwarePlugin::ExcludeGpus(const PodGpuRequest& r, const NodeView& node, 
   const NodeTelemetry& t = *node.telemetry;
   // Fresh means sampled at or after this (one time subtraction per node, not per GPU).
   const absl::Time fresh_since = clock_() - t.stale_after;
-  const absl::InlinedVector<int64_t, 8> recent = RecentMemoryByGpu(node, t);
   // The measured GPUs only: an unmeasured one is never ruled out, nor a stale
   // one. (An index not in the inventory is harmless: no chooser ranks it.)
-  for (size_t i = 0; i < t.gpus.size(); ++i) {
-    const GpuTelemetry& g = t.gpus[i];
-    if (g.sampled_at >= fresh_since && Judge(r, g, recent[i]) != Exclusion::kNone) excluded.push_back(g.index);
+  for (const GpuTelemetry& g : t.gpus) {
+    if (g.sampled_at >= fresh_since && Judge(r, node, g).exclusion != Exclusion::kNone) excluded.push_back(g.index);
   }
 }
 
@@ -164,7 +149,6 @@ FilterVerdict LoadAwarePlugin::ExplainExcluded(const PodGpuRequest& r, const Nod
   if (!MayExclude(r, node)) return FilterVerdict::Success();
   const NodeTelemetry& t = *node.telemetry;
   const absl::Time now = clock_();
-  const absl::InlinedVector<int64_t, 8> recent = RecentMemoryByGpu(node, t);
   size_t listed = 0;
   bool any_busy = false;
   std::string why;
@@ -174,8 +158,7 @@ FilterVerdict LoadAwarePlugin::ExplainExcluded(const PodGpuRequest& r, const Nod
     const GpuTelemetry* measured = t.Find(gpu.index);
     if (measured == nullptr || !t.Fresh(*measured, now)) continue;
     const GpuTelemetry& g = *measured;
-    const int64_t recent_mib = recent[static_cast<size_t>(measured - t.gpus.data())];
-    const Exclusion e = Judge(r, g, recent_mib);
+    const auto [e, recent_mib] = Judge(r, node, g);
     if (e == Exclusion::kNone) continue;
     any_busy = any_busy || e == Exclusion::kBusy;
     if (++listed > kMaxListedGpus) continue;

@@ -46,7 +46,6 @@
 #include <memory>
 #include <string_view>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "scheduler/framework/plugin.h"
@@ -108,15 +107,12 @@ class LoadAwarePlugin final : public GpuFilterPlugin, public ScorePlugin {
   enum class Exclusion { kNone, kBusy, kMemory };
   // Whether the pod can have any GPU ruled out on `node` (cheap: no GPU visited).
   [[nodiscard]] bool MayExclude(const PodGpuRequest& request, const NodeView& node) const;
-  // Whether fresh GPU `g` is ruled out for the pod, and why.
-  // \param recent_memory_mib what pods bound since its sample reserved on it.
-  [[nodiscard]] Exclusion Judge(const PodGpuRequest& request, const GpuTelemetry& g,
-                                int64_t recent_memory_mib) const;
-  // The memory pods bound since each GPU's sample (less the warm-up)
-  // reserved, by position in `t.gpus`: one pass over the node's recent
-  // bindings, not one per GPU.
-  [[nodiscard]] absl::InlinedVector<int64_t, 8> RecentMemoryByGpu(const NodeView& node,
-                                                                 const NodeTelemetry& t) const;
+  struct Judgement {
+    Exclusion exclusion;
+    int64_t recent_memory_mib;  ///< What pods bound since the sample reserved (worked out for kMemory only).
+  };
+  // Whether fresh GPU `g` of `node` is ruled out for the pod, and why.
+  [[nodiscard]] Judgement Judge(const PodGpuRequest& request, const NodeView& node, const GpuTelemetry& g) const;
 
   const LoadAwareArgs args_;
   const Clock clock_;

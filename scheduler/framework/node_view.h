@@ -38,7 +38,8 @@ struct NodeView {
   absl::Span<const GpuUsage> usage;              ///< Indexed by GPU index; indices past the end are idle.
   /// Measured GPU load (scheduler/model/telemetry.h); null when no source reports the node.
   const NodeTelemetry* telemetry = nullptr;
-  /// Shares of the pods here whose bind time is known, newest first.
+  /// Shares of the pods here whose bind time is known, newest first; each
+  /// is also counted in `usage`.
   absl::Span<const GpuBinding> bindings = {};
   /// Host CPU and memory (allocatable, and what bound pods and binds in
   /// flight request); null when unknown (a node without allocatable, a

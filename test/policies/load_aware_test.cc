@@ -305,7 +305,9 @@ TEST(LoadAwareGpuFilter, MemoryGuardWantsTheGuaranteedMemoryActuallyFree) {
   EXPECT_EQ(v.message, "GPU 0 has 6920 MiB of memory free in fact (measured, 75000 MiB in use), pod needs 10240 MiB");
   EXPECT_TRUE(guarded->Filter(Pod().Fraction(250).Memory(4096), n.View()).ok());
 
-  // Memory reserved by a pod bound since the sample is not free either.
+  // Memory reserved by a pod bound since the sample is not free either. (The
+  // pod holds its share, as every binding's pod does in the cluster model.)
+  n.node.Hold(0, 250, 4096);
   n.bindings = {GpuBinding{.bound_at = kNow, .index = 0, .guaranteed = MilliGpu(250), .limit = MilliGpu(250),
                            .memory = MemoryMiB(4096)}};
   EXPECT_FALSE(guarded->Filter(Pod().Fraction(250).Memory(4096), n.View()).ok());
