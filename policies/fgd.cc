@@ -102,11 +102,11 @@ absl::InlinedVector<FgdPlugin::GpuScore, 8> FgdPlugin::ScoreEachGpu(const PodGpu
   absl::InlinedVector<GpuScore, 8> scored;
   const NodeGpuAccess access(workload_, node.gpus);
   const NodeFree now = FreeOf(node);
-  const double before = NodeFragmentation(workload_, access, now.gpu, now.cpu);
+  std::optional<double> before;  // measured once some GPU fits
   absl::InlinedVector<size_t, 8> tried;  // inventory positions scored
   for (size_t i = 0; i < node.gpus.size(); ++i) {
     const GpuDevice& g = node.gpus[i];
-    if (now.gpu[i] < r.guaranteed.value() || !FitsOnGpu(fit_, r, node, g)) continue;
+    if (now.gpu[i] < r.guaranteed.value() || !fit_.FitsOneGpu(r, node, g)) continue;
     // A GPU like one scored already (same model, same free) scores the same.
     const auto like = std::find_if(tried.begin(), tried.end(), [&](size_t j) {
       return now.gpu[j] == now.gpu[i] && node.gpus[j].model == g.model;
@@ -117,10 +117,11 @@ absl::InlinedVector<FgdPlugin::GpuScore, 8> FgdPlugin::ScoreEachGpu(const PodGpu
       continue;
     }
     tried.push_back(i);
+    if (!before.has_value()) before = NodeFragmentation(workload_, access, now.gpu, now.cpu);
     const size_t at[] = {i};
     const NodeFree after = After(now, r, at);
     scored.push_back(
-        {g.index, FragmentationScore(before, NodeFragmentation(workload_, access, after.gpu, after.cpu))});
+        {g.index, FragmentationScore(*before, NodeFragmentation(workload_, access, after.gpu, after.cpu))});
   }
   return scored;
 }
@@ -135,6 +136,7 @@ std::optional<GpuChoice> FgdPlugin::ChooseGpus(const PodGpuRequest& r, const Nod
                                      [](const GpuScore& a, const GpuScore& b) { return a.score < b.score; });
   GpuChoice choice;
   choice.gpu_indices.push_back(best->index);
+  choice.chooser_score = best->score;  // what Score would say of it, worked out already
   return choice;
 }
 

@@ -21,6 +21,11 @@
 //   3. Score: Δ = F(node now) − F(node after placing the pod on the chosen
 //      GPUs, CPU included); score = trunc(100 · σ(Δ / 1000)), σ the
 //      logistic function: no change scores 50, less fragmentation more.
+//      A share of one GPU was scored while choosing: the choice carries its
+//      score (GpuChoice::chooser_score) and the profile does not ask again.
+//
+// Cost: step 2 measures the node now and after each distinct GPU it could
+// take (GPUs of one model and one free amount count once), and nothing more.
 #pragma once
 
 #include <memory>

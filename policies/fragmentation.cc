@@ -1,6 +1,7 @@
 #include "policies/fragmentation.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "absl/strings/numbers.h"
@@ -13,8 +14,9 @@
 namespace tessera {
 namespace {
 
-// The paper's fragment kinds; F sums every kind but Q3 in this order.
-enum FragKind { kQ1LackBoth, kQ2LackGpu, kQ3Satisfied, kQ4LackCpu, kXlSatisfied, kXrLackCpu, kNoAccess, kKinds };
+// The paper's fragment kinds, which F sums in this order. (Its Q3, the free
+// GPU a kind that fits can use, is not fragment and is not summed.)
+enum FragKind { kQ1LackBoth, kQ2LackGpu, kQ4LackCpu, kXlSatisfied, kXrLackCpu, kNoAccess, kKinds };
 
 constexpr int64_t kMaxCount = 1'000'000'000;
 
@@ -133,10 +135,14 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   }
   std::sort(w.shares_.begin(), w.shares_.end());
   w.shares_.erase(std::unique(w.shares_.begin(), w.shares_.end()), w.shares_.end());
-  for (const WorkloadPod& p : pods) {
-    w.share_of_.push_back(p.gpus == 0 ? 0
-                                      : static_cast<size_t>(std::lower_bound(w.shares_.begin(), w.shares_.end(),
-                                                                             p.milli.value()) - w.shares_.begin()));
+  for (size_t m = 0; m < pods.size(); ++m) {
+    const WorkloadPod& p = pods[m];
+    const auto share = std::lower_bound(w.shares_.begin(), w.shares_.end(), p.milli.value());
+    w.kinds_.push_back(Kind{.p = w.probabilities_[m],
+                            .cpu = p.cpu.value(),
+                            .gpus = p.gpus,
+                            .milli = p.milli.value(),
+                            .share = p.gpus == 0 ? 0 : static_cast<size_t>(share - w.shares_.begin())});
   }
   w.pods_ = std::move(pods);
   return w;
@@ -178,83 +184,148 @@ NodeGpuAccess::NodeGpuAccess(const TargetWorkload& workload, absl::Span<const Gp
   for (size_t m = 0; m < pods.size(); ++m) open_ = open_ && (pods[m].gpus == 0 || any_[m] != 0);
 }
 
+namespace {
+
+// The fragment of a kind that fits and has the CPU: the free milli-GPU on
+// the GPUs too small for it, plus, with host stranding, what its usable GPU
+// exceeds the free CPU's service (see the top of fragmentation.h).
+int64_t FragmentWhenFits(int64_t free_total, int64_t too_small, std::optional<double> serviceable) {
+  int64_t fragment = too_small;
+  const double usable = static_cast<double>(free_total - too_small);
+  if (serviceable.has_value() && usable > *serviceable) fragment += static_cast<int64_t>(usable - *serviceable);
+  return fragment;
+}
+
+// The kinds' sums, added into F in the paper's order.
+struct KindSums {
+  double sum[kKinds] = {};
+  [[nodiscard]] double Total() const {
+    double fragmented = 0;
+    for (double s : sum) fragmented += s;
+    return fragmented;
+  }
+};
+
+// A node whose GPUs every kind may use alike (NodeGpuAccess::uniform): only
+// how much is free matters, not where. A share fits on the GPUs with at
+// least that much free, so per distinct share of the workload one count and
+// one fragment serve every kind of that share.
+double UniformFragmentation(const TargetWorkload& workload, const NodeGpuAccess& access,
+                            absl::Span<const int64_t> free_milli, int64_t free_total, std::optional<int64_t> cpu_free,
+                            std::optional<double> serviceable) {
+  const double all_free = static_cast<double>(free_total);
+  // Per distinct share: how many GPUs have room for it, and what a kind of
+  // that share leaves fragmented when it has its GPUs ([1]) or not ([0]).
+  // Counted GPU by GPU without branches: which GPUs have room differs from
+  // node to node, and mispredicted branches cost more than the counting.
+  const std::vector<int64_t>& shares = workload.shares();
+  absl::InlinedVector<int64_t, 32> fitting_storage(shares.size());
+  absl::InlinedVector<std::array<double, 2>, 32> fragment_storage(shares.size());
+  int64_t* const fitting = fitting_storage.data();
+  std::array<double, 2>* const fragment = fragment_storage.data();
+  const int64_t* const free = free_milli.data();
+  const size_t gpus = free_milli.size();
+  for (size_t k = 0; k < shares.size(); ++k) {
+    const int64_t share = shares[k];
+    int64_t fit = 0, too_small = 0;
+    for (size_t i = 0; i < gpus; ++i) {
+      const int64_t room = free[i] >= share ? 1 : 0;
+      fit += room;
+      too_small += free[i] & (room - 1);  // all ones when there is no room
+    }
+    fitting[k] = fit;
+    fragment[k] = {all_free, static_cast<double>(FragmentWhenFits(free_total, too_small, serviceable))};
+  }
+
+  // Unknown CPU is never short: as if the node had all the CPU there is.
+  const int64_t cpu = cpu_free.value_or(std::numeric_limits<int64_t>::max());
+  // Locals, not an array indexed by kind, so that the sums stay in
+  // registers. Every kind adds to each sum, +0.0 to all but its own (exact:
+  // the sums are never negative), so that no branch depends on the node.
+  double q1_lack_both = 0, q2_lack_gpu = 0, q4_lack_cpu = 0, xl_satisfied = 0, xr_lack_cpu = 0, no_access = 0;
+  const std::vector<TargetWorkload::Kind>& kinds = workload.kinds();
+  for (size_t m = 0; m < kinds.size(); ++m) {
+    const TargetWorkload::Kind& kind = kinds[m];
+    // 1.0 or 0.0: x · 1.0 is x and x · 0.0 is 0.0 exactly, and compilers
+    // keep a multiplication where they turn a choice into a branch.
+    const double cpu_fits = cpu >= kind.cpu ? 1.0 : 0.0;
+    const double all = kind.p * all_free;
+    if (kind.gpus == 0) {  // the same kinds on every node: predicted
+      xl_satisfied += all * cpu_fits;
+      xr_lack_cpu += all * (1.0 - cpu_fits);
+    } else if (!access.any_usable(m)) {  // the same on every node of a model
+      no_access += all;
+    } else {
+      const size_t has_gpus = fitting[kind.share] >= kind.gpus ? 1 : 0;
+      const double has = static_cast<double>(has_gpus);
+      q2_lack_gpu += kind.p * fragment[kind.share][has_gpus] * cpu_fits;
+      q4_lack_cpu += all * ((1.0 - cpu_fits) * has);
+      q1_lack_both += all * ((1.0 - cpu_fits) * (1.0 - has));
+    }
+  }
+  KindSums sums;
+  sums.sum[kQ1LackBoth] = q1_lack_both;
+  sums.sum[kQ2LackGpu] = q2_lack_gpu;
+  sums.sum[kQ4LackCpu] = q4_lack_cpu;
+  sums.sum[kXlSatisfied] = xl_satisfied;
+  sums.sum[kXrLackCpu] = xr_lack_cpu;
+  sums.sum[kNoAccess] = no_access;
+  return sums.Total();
+}
+
+// A node of several GPU models where some kind accepts only some of them:
+// which GPU has the room matters, so each kind counts its GPUs.
+double MixedFragmentation(const TargetWorkload& workload, const NodeGpuAccess& access,
+                          absl::Span<const int64_t> free_milli, int64_t free_total, std::optional<int64_t> cpu_free,
+                          std::optional<double> serviceable) {
+  const double all_free = static_cast<double>(free_total);
+  KindSums sums;
+  const std::vector<TargetWorkload::Kind>& kinds = workload.kinds();
+  for (size_t m = 0; m < kinds.size(); ++m) {
+    const TargetWorkload::Kind& kind = kinds[m];
+    const bool cpu_fits = !cpu_free.has_value() || *cpu_free >= kind.cpu;
+    if (kind.gpus == 0) {
+      sums.sum[cpu_fits ? kXlSatisfied : kXrLackCpu] += kind.p * all_free;
+      continue;
+    }
+    if (!access.any_usable(m)) {
+      sums.sum[kNoAccess] += kind.p * all_free;
+      continue;
+    }
+    int64_t fitting = 0, too_small = 0;
+    for (size_t i = 0; i < free_milli.size(); ++i) {
+      if (access.usable(m, i) && free_milli[i] >= kind.milli) {
+        ++fitting;
+      } else {
+        too_small += free_milli[i];
+      }
+    }
+    if (fitting < kind.gpus) {
+      sums.sum[cpu_fits ? kQ2LackGpu : kQ1LackBoth] += kind.p * all_free;
+    } else if (!cpu_fits) {
+      sums.sum[kQ4LackCpu] += kind.p * all_free;
+    } else {
+      sums.sum[kQ2LackGpu] += kind.p * static_cast<double>(FragmentWhenFits(free_total, too_small, serviceable));
+    }
+  }
+  return sums.Total();
+}
+
+}  // namespace
+
 double NodeFragmentation(const TargetWorkload& workload, const NodeGpuAccess& access,
                          absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_free,
                          const FragmentationOptions& options) {
   int64_t free_total = 0;
   for (int64_t f : free_milli) free_total += f;
   if (free_total == 0) return 0;  // nothing free, nothing fragmented
-  const double all_free = static_cast<double>(free_total);
-
-  // Free amounts in ascending order with prefix sums: on a uniform node a
-  // kind fits on a suffix of them.
-  absl::InlinedVector<int64_t, 8> sorted(free_milli.begin(), free_milli.end());
-  std::sort(sorted.begin(), sorted.end());
-  absl::InlinedVector<int64_t, 9> prefix(sorted.size() + 1, 0);
-  for (size_t i = 0; i < sorted.size(); ++i) prefix[i + 1] = prefix[i] + sorted[i];
-  // For each of the workload's distinct shares, where in `sorted` the GPUs large enough start.
-  const std::vector<int64_t>& shares = workload.shares();
-  absl::InlinedVector<size_t, 32> first_fit(shares.size(), 0);
-  for (size_t k = 0, i = 0; k < shares.size(); ++k) {
-    while (i < sorted.size() && sorted[i] < shares[k]) ++i;
-    first_fit[k] = i;
-  }
-
   // Host stranding: the milli-GPU the free CPU serves at the workload's ratio.
   std::optional<double> serviceable;
   if (options.host_stranding && cpu_free.has_value() && access.open() && workload.cpu_per_gpu() > 0) {
     serviceable = static_cast<double>(*cpu_free) / workload.cpu_per_gpu() * 1000;
   }
-
-  double kinds[kKinds] = {};
-  const std::vector<WorkloadPod>& pods = workload.pods();
-  const std::vector<double>& p = workload.probabilities();
-  for (size_t m = 0; m < pods.size(); ++m) {
-    const WorkloadPod& pod = pods[m];
-    const bool cpu_fits = !cpu_free.has_value() || *cpu_free >= pod.cpu.value();
-    if (pod.gpus == 0) {
-      kinds[cpu_fits ? kXlSatisfied : kXrLackCpu] += p[m] * all_free;
-      continue;
-    }
-    if (!access.any_usable(m)) {
-      kinds[kNoAccess] += p[m] * all_free;
-      continue;
-    }
-    // The GPUs this kind fits on, and the free milli on the others.
-    int64_t fitting = 0, too_small = 0;
-    if (access.uniform()) {
-      const size_t first = first_fit[workload.share_of(m)];
-      fitting = static_cast<int64_t>(sorted.size() - first);
-      too_small = prefix[first];
-    } else {
-      for (size_t i = 0; i < free_milli.size(); ++i) {
-        if (access.usable(m, i) && free_milli[i] >= pod.milli.value()) {
-          ++fitting;
-        } else {
-          too_small += free_milli[i];
-        }
-      }
-    }
-    if (fitting >= pod.gpus) {
-      if (cpu_fits) {
-        int64_t fragment = too_small;  // the GPUs too small for it
-        if (serviceable.has_value() && static_cast<double>(free_total - too_small) > *serviceable) {
-          fragment += static_cast<int64_t>(static_cast<double>(free_total - too_small) - *serviceable);
-        }
-        kinds[kQ2LackGpu] += p[m] * static_cast<double>(fragment);
-        kinds[kQ3Satisfied] += p[m] * static_cast<double>(free_total - fragment);
-      } else {
-        kinds[kQ4LackCpu] += p[m] * all_free;
-      }
-    } else {
-      kinds[cpu_fits ? kQ2LackGpu : kQ1LackBoth] += p[m] * all_free;
-    }
-  }
-  double fragmented = 0;
-  for (int k = 0; k < kKinds; ++k) {
-    if (k != kQ3Satisfied) fragmented += kinds[k];
-  }
-  return fragmented;
+  return access.uniform() ? UniformFragmentation(workload, access, free_milli, free_total, cpu_free, serviceable)
+                          : MixedFragmentation(workload, access, free_milli, free_total, cpu_free, serviceable);
 }
 
 }  // namespace tessera

@@ -76,11 +76,19 @@ class TargetWorkload {
   [[nodiscard]] double cpu_per_gpu() const { return cpu_per_gpu_; }
   /// Whether some kind accepts only some GPU models.
   [[nodiscard]] bool has_models() const { return has_models_; }
-  /// The distinct per-GPU shares of the kinds that ask for GPUs, ascending,
-  /// and for each kind the position of its share there (for kinds that ask
-  /// for none, 0): the measure counts fitting GPUs once per distinct share.
+  /// The distinct per-GPU shares of the kinds that ask for GPUs, ascending:
+  /// the measure counts fitting GPUs once per distinct share.
   [[nodiscard]] const std::vector<int64_t>& shares() const { return shares_; }
-  [[nodiscard]] size_t share_of(size_t pod) const { return share_of_[pod]; }
+
+  /// A kind as the measure's inner loop reads it, in pods() order.
+  struct Kind {
+    double p = 0;       ///< probabilities()[m]
+    int64_t cpu = 0;    ///< milli-CPU
+    int64_t gpus = 0;   ///< 0: asks for no GPU
+    int64_t milli = 0;  ///< per GPU
+    size_t share = 0;   ///< its share's position in shares() (0 when gpus is 0)
+  };
+  [[nodiscard]] const std::vector<Kind>& kinds() const { return kinds_; }
 
  private:
   TargetWorkload() = default;
@@ -89,7 +97,7 @@ class TargetWorkload {
   double cpu_per_gpu_ = 0;
   bool has_models_ = false;
   std::vector<int64_t> shares_;
-  std::vector<size_t> share_of_;
+  std::vector<Kind> kinds_;
 };
 
 /// Which GPUs of one node each workload pod may use (its accepted models):

@@ -8,15 +8,6 @@
 
 namespace tessera {
 
-bool FitsOnGpu(const GpuSharePlugin& fit, const PodGpuRequest& request, const NodeView& node,
-               const GpuDevice& gpu) {
-  // gpu-share's own choice on the node cut down to this one GPU: the same
-  // rules, without a second copy of them.
-  NodeView one = node;
-  one.gpus = absl::MakeConstSpan(&gpu, 1);
-  return fit.ChooseGpus(request, one).has_value();
-}
-
 absl::StatusOr<std::unique_ptr<Plugin>> GpuFitPlugin::New(PluginArgs& args) {
   const std::string selection = args.Enum("gpuSelection", {"best", "random"}, "best");
   if (absl::Status st = args.Finish(); !st.ok()) return st;
@@ -57,7 +48,7 @@ std::optional<RankedGpus> GpuFitPlugin::RankByHash(const PodGpuRequest& r, const
   absl::InlinedVector<Hashed, 8> fitting;
   const uint64_t node_hash = StableHash(r.salt, node.name);
   for (const GpuDevice& g : node.gpus) {
-    if (!FitsOnGpu(fit_, r, node, g)) continue;
+    if (!fit_.FitsOneGpu(r, node, g)) continue;
     fitting.push_back({g.index, MixBits(node_hash ^ static_cast<uint64_t>(g.index))});
   }
   std::stable_sort(fitting.begin(), fitting.end(), [](const Hashed& a, const Hashed& b) { return a.hash > b.hash; });

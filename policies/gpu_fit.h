@@ -59,9 +59,4 @@ class GpuFitPlugin final : public FilterPlugin, public GpuChooserPlugin {
   GpuSharePlugin fit_;  // gpu-share's fit and choice, with its defaults
 };
 
-/// Whether a pod that asks for one GPU fits on `gpu` of `node` now, by
-/// gpu-share's rules (model, compute, memory, burst limits).
-bool FitsOnGpu(const GpuSharePlugin& fit, const PodGpuRequest& request, const NodeView& node,
-               const GpuDevice& gpu);
-
 }  // namespace tessera

@@ -296,6 +296,10 @@ std::optional<GpuChoice> GpuSharePlugin::ChooseGpus(const PodGpuRequest& r, cons
   return choice;
 }
 
+bool GpuSharePlugin::FitsOneGpu(const PodGpuRequest& r, const NodeView& node, const GpuDevice& gpu) const {
+  return node.inventory_ok() && FitNow(args_, r, gpu, node.UsageOf(gpu.index)) == GpuFit::kFits;
+}
+
 std::optional<RankedGpus> GpuSharePlugin::RankGpus(const PodGpuRequest& r, const NodeView& node) const {
   std::optional<RankedGpus> ranked(std::in_place);  // one object, returned in place
   if (!node.inventory_ok()) return ranked;

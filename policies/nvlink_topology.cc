@@ -78,7 +78,9 @@ std::optional<GpuChoice> NvlinkTopologyPlugin::ChooseGpuSet(const PodGpuRequest&
       if (gpu.index < topology.gpu_count() && node.UsageOf(gpu.index).idle()) free |= GpuMask{1} << gpu.index;
     }
     const int32_t gpu = LeastDamagingGpu(topology, free, absl::MakeConstSpan(preference.data(), tied));
-    return GpuChoice{.gpu_indices = {gpu}};
+    GpuChoice choice;
+    choice.gpu_indices.push_back(gpu);
+    return choice;
   }
 
   const std::optional<GpuSetChoice> best = FindBestGpuSet(topology, preference, k);

@@ -51,7 +51,13 @@ struct FilterVerdict {
 /// The GPUs a pod would get on one node: device indices, in the order chosen.
 struct GpuChoice {
   absl::InlinedVector<int32_t, 8> gpu_indices;
-  bool operator==(const GpuChoice&) const = default;
+  /// The chooser's own Score of these GPUs, when the chooser is also a score
+  /// plugin and worked it out while choosing (fgd scores every GPU a share
+  /// could take to pick one). The profile then takes it instead of asking
+  /// Score again: it must be exactly what Score would return. Not part of
+  /// what was chosen: choices of the same GPUs are equal.
+  std::optional<int64_t> chooser_score;
+  bool operator==(const GpuChoice& other) const { return gpu_indices == other.gpu_indices; }
 };
 
 /// A GPU that can take the pod now, in a GPU chooser's order of preference.

@@ -49,7 +49,8 @@ Profile::Profile(std::vector<WeightedPlugin> plugins) : plugins_(std::move(plugi
   for (const WeightedPlugin& p : plugins_) {
     if (const auto* f = dynamic_cast<const FilterPlugin*>(p.plugin.get())) filters_.push_back(f);
     if (const auto* s = dynamic_cast<const ScorePlugin*>(p.plugin.get())) {
-      scorers_.push_back({s, p.weight, s->Memoizable()});
+      const bool is_chooser = dynamic_cast<const GpuChooserPlugin*>(p.plugin.get()) != nullptr;
+      scorers_.push_back({s, p.weight, s->Memoizable(), is_chooser});
     }
     if (const auto* c = dynamic_cast<const GpuChooserPlugin*>(p.plugin.get())) chooser_ = c;
     if (const auto* g = dynamic_cast<const GpuSetPlugin*>(p.plugin.get())) gpu_set_ = g;
@@ -180,7 +181,9 @@ std::vector<int64_t> Profile::WireScores(absl::Span<const int64_t> totals) {
 
 int64_t Profile::RawScore(size_t scorer, const PodGpuRequest& request, const NodeView& node,
                           const GpuChoice& choice) const {
-  return scorers_[scorer].plugin->Score(request, node, choice);
+  const WeightedScorer& s = scorers_[scorer];
+  if (s.is_chooser && choice.chooser_score.has_value()) return *choice.chooser_score;
+  return s.plugin->Score(request, node, choice);
 }
 
 void Profile::AddWeighted(size_t scorer, absl::Span<int64_t> raw, absl::Span<int64_t> totals) const {

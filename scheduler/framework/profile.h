@@ -105,7 +105,8 @@ class Profile {
   [[nodiscard]] size_t score_plugin_count() const { return scorers_.size(); }
   /// Σ of the score plugins' weights.
   [[nodiscard]] int64_t total_weight() const;
-  /// Score plugin `scorer`'s raw (not yet normalised) score of one node.
+  /// Score plugin `scorer`'s raw (not yet normalised) score of one node
+  /// (`choice.chooser_score` when `scorer` is the chooser and it gave one).
   [[nodiscard]] int64_t RawScore(size_t scorer, const PodGpuRequest& request, const NodeView& node,
                                  const GpuChoice& choice) const;
   /// Normalises score plugin `scorer`'s raw scores of all fitting nodes in
@@ -119,6 +120,7 @@ class Profile {
     const ScorePlugin* plugin;
     int64_t weight;
     bool memoizable;
+    bool is_chooser;  // the GPU chooser too: its GpuChoice::chooser_score stands for its Score
   };
 
   explicit Profile(std::vector<WeightedPlugin> plugins);

@@ -146,6 +146,39 @@ TEST(Profile, ScoresAreWeighedAtPluginResolutionThenPutOnTheWireAndChoicesAreDet
   EXPECT_FALSE(choices[3].has_value());
 }
 
+// A chooser that scores too, and says what its Score would say of a choice
+// on nodes named "scored": 77 there, where Score itself gives 33.
+class ScoringChooser final : public GpuChooserPlugin, public ScorePlugin {
+ public:
+  std::string_view Name() const override { return "scoring-chooser"; }
+  std::optional<GpuChoice> ChooseGpus(const PodGpuRequest&, const NodeView& n) const override {
+    GpuChoice c;
+    c.gpu_indices.push_back(0);
+    if (n.name == "scored") c.chooser_score = 77;
+    return c;
+  }
+  std::vector<GpuShare> SharesFor(const PodGpuRequest&, const NodeView&, const GpuChoice&) const override {
+    return {};
+  }
+  int64_t Score(const PodGpuRequest&, const NodeView&, const GpuChoice&) const override { return 33; }
+};
+
+TEST(Profile, AChoosersOwnScoreOfItsChoiceStandsForItsScoreAndNoOtherPlugins) {
+  std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> l;
+  l.emplace_back(std::make_unique<ScoringChooser>(), 1);
+  l.emplace_back(std::make_unique<FakeScore>("other"), 1);
+  auto profile = Profile::Create(Plugins(std::move(l)));
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  const Node scored = Node("scored").Gpus(1), plain = Node("plain").Gpus(1);
+  const std::optional<GpuChoice> carried = (*profile)->ChooseGpus(Pod(), scored.View());
+  const std::optional<GpuChoice> bare = (*profile)->ChooseGpus(Pod(), plain.View());
+  ASSERT_TRUE(carried.has_value() && bare.has_value());
+  EXPECT_EQ((*profile)->RawScore(0, Pod(), scored.View(), *carried), 77) << "the chooser's score, not asked again";
+  EXPECT_EQ((*profile)->RawScore(0, Pod(), plain.View(), *bare), 33) << "no score carried: Score is asked";
+  EXPECT_EQ((*profile)->RawScore(1, Pod(), scored.View(), *carried), 10) << "another plugin scores for itself";
+  EXPECT_EQ(*carried, *bare) << "the same GPUs are the same choice, whatever score they carry";
+}
+
 TEST(ProfileWireScores, TheBestNodesGetTenAndTheOrderBelowIsKeptWhereElevenLevelsAllow) {
   struct Case {
     std::string name;

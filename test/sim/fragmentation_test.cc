@@ -124,6 +124,92 @@ TEST(FragmentationTest, HostStrandingCountsTheGpuTheFreeCpuCannotServe) {
   EXPECT_DOUBLE_EQ(NodeFragmentation(typed, NodeGpuAccess(typed, Gpus(4, "G2")), idle, 6000, stranding), 0.5 * 4000);
 }
 
+// F by its definition, one kind and one GPU at a time: the fitting GPUs of
+// each kind counted afresh, the kinds' sums added in the paper's order.
+double DefinitionOfF(const TargetWorkload& w, const NodeGpuAccess& access, const std::vector<int64_t>& free,
+                     std::optional<int64_t> cpu_free, bool host_stranding) {
+  int64_t total = 0;
+  for (int64_t f : free) total += f;
+  if (total == 0) return 0;
+  const double all = static_cast<double>(total);
+  double q1 = 0, q2 = 0, q4 = 0, xl = 0, xr = 0, no_access = 0;
+  for (size_t m = 0; m < w.pods().size(); ++m) {
+    const WorkloadPod& pod = w.pods()[m];
+    const double p = w.probabilities()[m];
+    const bool cpu_fits = !cpu_free.has_value() || *cpu_free >= pod.cpu.value();
+    if (pod.gpus == 0) {
+      (cpu_fits ? xl : xr) += p * all;
+    } else if (!access.any_usable(m)) {
+      no_access += p * all;
+    } else {
+      int64_t fitting = 0, too_small = 0;
+      for (size_t i = 0; i < free.size(); ++i) {
+        if (access.usable(m, i) && free[i] >= pod.milli.value()) {
+          ++fitting;
+        } else {
+          too_small += free[i];
+        }
+      }
+      if (fitting < pod.gpus) {
+        (cpu_fits ? q2 : q1) += p * all;
+      } else if (!cpu_fits) {
+        q4 += p * all;
+      } else {
+        int64_t fragment = too_small;
+        const double usable = static_cast<double>(total - too_small);
+        if (host_stranding && cpu_free.has_value() && access.open() && w.cpu_per_gpu() > 0) {
+          const double serviceable = static_cast<double>(*cpu_free) / w.cpu_per_gpu() * 1000;
+          if (usable > serviceable) fragment += static_cast<int64_t>(usable - serviceable);
+        }
+        q2 += p * static_cast<double>(fragment);
+      }
+    }
+  }
+  double f = 0;
+  for (double kind : {q1, q2, q4, xl, xr, no_access}) f += kind;
+  return f;
+}
+
+TEST(FragmentationTest, TheFastMeasureIsBitForBitItsDefinition) {
+  const TargetWorkload any_model = Workload({"1047 cpu=3152m gpu=810m", "874 cpu=11300m gpu=1", "470 cpu=3152m gpu=1",
+                                             "388 cpu=11908m gpu=470m", "366 cpu=12500m", "232 cpu=4000m gpu=320m",
+                                             "84 cpu=24200m gpu=2", "54 cpu=4000m gpu=160m", "31 cpu=4152m gpu=4x500m"});
+  const TargetWorkload by_model = Workload({"5 cpu=4000m gpu=500m models=T4", "3 cpu=8000m gpu=1 models=A100",
+                                            "2 cpu=2000m gpu=250m", "1 cpu=16000m"});
+  std::vector<GpuDevice> mixed = Gpus(8, "A100");
+  for (size_t i = 5; i < mixed.size(); ++i) mixed[i].model = "T4";
+  struct Case {
+    std::string name;
+    const TargetWorkload* workload;
+    std::vector<GpuDevice> gpus;
+  };
+  const std::vector<Case> cases = {
+      {"a node every kind uses alike", &any_model, Gpus(8)},
+      {"a node of one model some kinds refuse", &by_model, Gpus(8, "T4")},
+      {"a node of two models", &by_model, mixed},
+  };
+  std::mt19937_64 rng(7);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const NodeGpuAccess access(*c.workload, c.gpus);
+    for (int round = 0; round < 1000; ++round) {
+      // Idle, shared, full and empty GPUs; CPU short, plenty or unknown.
+      std::vector<int64_t> free;
+      for (size_t g = 0; g < c.gpus.size(); ++g) {
+        free.push_back(rng() % 4 == 0 ? 1000 : static_cast<int64_t>(rng() % 101) * 10);
+      }
+      if (rng() % 10 == 0) free.assign(c.gpus.size(), 0);
+      const std::optional<int64_t> cpu =
+          rng() % 4 == 0 ? std::nullopt : std::optional<int64_t>(static_cast<int64_t>(rng() % 64'000));
+      for (const bool stranding : {false, true}) {
+        ASSERT_EQ(NodeFragmentation(*c.workload, access, free, cpu, FragmentationOptions{.host_stranding = stranding}),
+                  DefinitionOfF(*c.workload, access, free, cpu, stranding))
+            << "round " << round << " stranding " << stranding;
+      }
+    }
+  }
+}
+
 TEST(FgdScoreTest, NoChangeScoresFiftyAndLessFragmentationMore) {
   EXPECT_EQ(FragmentationScore(300, 300), 50);
   EXPECT_EQ(FragmentationScore(300, 550), 43);  // trunc(100 · σ(−0.25))
@@ -206,6 +292,39 @@ TEST_F(FgdPluginTest, TheRankingBeginsWithTheChoiceAndOrdersSharesByScore) {
         a.gpu_indices.push_back((*ranked)[k - 1].index);
         b.gpu_indices.push_back((*ranked)[k].index);
         EXPECT_GE(plugin_.Score(pod, view, a), plugin_.Score(pod, view, b));
+      }
+    }
+  }
+}
+
+TEST_F(FgdPluginTest, AShareCarriesItsScoreAndItIsTheScore) {
+  // The profile takes the score a share's choice carries for fgd's Score:
+  // on random nodes, with and without host resources and with two GPU
+  // models, it must be exactly what Score says.
+  const FgdPlugin typed(Workload({"3 cpu=1000m gpu=500m", "2 cpu=2000m gpu=1 models=T4", "1 cpu=4000m"}));
+  std::mt19937 rng(11);
+  for (int round = 0; round < 300; ++round) {
+    SCOPED_TRACE(round);
+    Node node = Node("n").Gpus(3, "G2", 0).Gpus(1, round % 3 == 0 ? "T4" : "G2", 0);
+    for (int32_t i = 0; i < 4; ++i) {
+      if (const int h = static_cast<int>(rng() % 11); h > 0) node.Hold(i, h * 100);
+    }
+    const NodeView bare = node.View();
+    const NodeView with_host = WithHost(node.View(), host_);
+    for (const FgdPlugin* plugin : {static_cast<const FgdPlugin*>(&plugin_), &typed}) {
+      for (const NodeView& view : {bare, with_host}) {
+        for (const int64_t milli : {200, 500, 900}) {
+          PodGpuRequest pod = Pod().Fraction(milli);
+          pod.host.cpu = MilliCpu(1000 * static_cast<int64_t>(rng() % 9));
+          const std::optional<GpuChoice> choice = plugin->ChooseGpus(pod, view);
+          if (!choice.has_value()) continue;
+          ASSERT_TRUE(choice->chooser_score.has_value());
+          EXPECT_EQ(*choice->chooser_score, plugin->Score(pod, view, *choice));
+        }
+        const std::optional<GpuChoice> whole = plugin->ChooseGpus(Pod().Count(2), view);
+        if (whole.has_value()) {
+          EXPECT_FALSE(whole->chooser_score.has_value()) << "whole GPUs are scored by Score";
+        }
       }
     }
   }
