@@ -35,9 +35,20 @@ NodeFree After(NodeFree free, const PodGpuRequest& r, absl::Span<const size_t> a
 
 }  // namespace
 
-int64_t FragmentationScore(double before, double after) {
-  const double delta = (before - after) / 1000;
+namespace {
+
+int64_t ScoreOfDecrease(double decrease) {
+  const double delta = decrease / 1000;
   return static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta)) * static_cast<double>(kMaxPluginScore));
+}
+
+}  // namespace
+
+int64_t FragmentationScore(double before, double after) { return ScoreOfDecrease(before - after); }
+
+int64_t FragmentationScore(int64_t before_times_weight, int64_t after_times_weight, int64_t total_weight) {
+  return ScoreOfDecrease(static_cast<double>(before_times_weight - after_times_weight) /
+                         static_cast<double>(total_weight));
 }
 
 int64_t PlacementFragmentationScore(const TargetWorkload& workload, const FragmentationOptions& options,
@@ -51,8 +62,9 @@ int64_t PlacementFragmentationScore(const TargetWorkload& workload, const Fragme
     }
   }
   const NodeFree after = After(now, r, at);
-  return FragmentationScore(NodeFragmentation(workload, access, now.gpu, now.cpu, options),
-                            NodeFragmentation(workload, access, after.gpu, after.cpu, options));
+  return FragmentationScore(NodeFragmentationTimesWeight(workload, access, now.gpu, now.cpu, options),
+                            NodeFragmentationTimesWeight(workload, access, after.gpu, after.cpu, options),
+                            workload.total_weight());
 }
 
 std::optional<TargetWorkload> ReadWorkloadArg(PluginArgs& args, std::string_view key) {
@@ -102,7 +114,7 @@ absl::InlinedVector<FgdPlugin::GpuScore, 8> FgdPlugin::ScoreEachGpu(const PodGpu
   absl::InlinedVector<GpuScore, 8> scored;
   const NodeGpuAccess access(workload_, node.gpus);
   const NodeFree now = FreeOf(node);
-  std::optional<double> before;  // measured once some GPU fits
+  std::optional<int64_t> before;  // measured once some GPU fits
   absl::InlinedVector<size_t, 8> tried;  // inventory positions scored
   for (size_t i = 0; i < node.gpus.size(); ++i) {
     const GpuDevice& g = node.gpus[i];
@@ -117,11 +129,12 @@ absl::InlinedVector<FgdPlugin::GpuScore, 8> FgdPlugin::ScoreEachGpu(const PodGpu
       continue;
     }
     tried.push_back(i);
-    if (!before.has_value()) before = NodeFragmentation(workload_, access, now.gpu, now.cpu);
+    if (!before.has_value()) before = NodeFragmentationTimesWeight(workload_, access, now.gpu, now.cpu);
     const size_t at[] = {i};
     const NodeFree after = After(now, r, at);
-    scored.push_back(
-        {g.index, FragmentationScore(*before, NodeFragmentation(workload_, access, after.gpu, after.cpu))});
+    scored.push_back({g.index, FragmentationScore(*before,
+                                                  NodeFragmentationTimesWeight(workload_, access, after.gpu, after.cpu),
+                                                  workload_.total_weight())});
   }
   return scored;
 }

@@ -89,6 +89,8 @@ std::optional<TargetWorkload> ReadWorkloadArg(PluginArgs& args, std::string_view
 
 /// FGD's score of a change in fragmentation: trunc(100 · σ((before − after) / 1000)).
 int64_t FragmentationScore(double before, double after);
+/// The same from F · W (NodeFragmentationTimesWeight), with the difference taken exactly.
+int64_t FragmentationScore(int64_t before_times_weight, int64_t after_times_weight, int64_t total_weight);
 
 /// FGD's score of placing `request` on `node`'s GPUs `choice` (positions
 /// absent from the node are ignored), under `workload` measured with `options`.

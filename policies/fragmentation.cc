@@ -14,10 +14,6 @@
 namespace tessera {
 namespace {
 
-// The paper's fragment kinds, which F sums in this order. (Its Q3, the free
-// GPU a kind that fits can use, is not fragment and is not summed.)
-enum FragKind { kQ1LackBoth, kQ2LackGpu, kQ4LackCpu, kXlSatisfied, kXrLackCpu, kNoAccess, kKinds };
-
 constexpr int64_t kMaxCount = 1'000'000'000;
 
 bool ParsePositive(std::string_view digits, int64_t max, int64_t& out) {
@@ -117,9 +113,14 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
     if ((p.gpus == 0) != (p.milli.value() == 0) || p.milli > kOneGpu || p.gpus < 0) {
       return absl::InvalidArgumentError(absl::StrCat("\"", FormatWorkloadPod(p), "\": GPU count and share disagree"));
     }
-    total += p.weight;
+    total += p.weight;  // each at most 10^9: no overflow before the check below
+    if (total > kMaxTotalWeight) {
+      return absl::InvalidArgumentError(absl::StrCat("the weights add up to more than ", kMaxTotalWeight,
+                                                     "; scale them down (only their ratios matter)"));
+    }
   }
   TargetWorkload w;
+  w.total_weight_ = total;
   w.probabilities_.reserve(pods.size());
   for (const WorkloadPod& p : pods) w.probabilities_.push_back(static_cast<double>(p.weight) / static_cast<double>(total));
   double cpu = 0, gpus = 0;
@@ -129,20 +130,65 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
     gpus += w.probabilities_[m] * static_cast<double>(pods[m].gpus * pods[m].milli.value()) / 1000;
   }
   if (gpus > 0) w.cpu_per_gpu_ = cpu / gpus;
+
+  Measure& measure = w.measure_;
   for (const WorkloadPod& p : pods) {
     w.has_models_ = w.has_models_ || !p.models.empty();
-    if (p.gpus > 0) w.shares_.push_back(p.milli.value());
+    if (p.gpus > 0) measure.shares.push_back(p.milli.value());
+    if (p.gpus > 0 && p.models.empty()) measure.cpu_levels.push_back(p.cpu.value());
   }
-  std::sort(w.shares_.begin(), w.shares_.end());
-  w.shares_.erase(std::unique(w.shares_.begin(), w.shares_.end()), w.shares_.end());
+  for (std::vector<int64_t>* v : {&measure.shares, &measure.cpu_levels}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
+  measure.shares_within.resize(static_cast<size_t>(kOneGpu.value()) + 1);
+  for (size_t free = 0; free < measure.shares_within.size(); ++free) {
+    measure.shares_within[free] = static_cast<uint16_t>(
+        std::upper_bound(measure.shares.begin(), measure.shares.end(), static_cast<int64_t>(free)) -
+        measure.shares.begin());
+  }
+  const size_t ranks = measure.cpu_levels.size() + 1;
+  struct GroupRows {
+    Measure::Group group;
+    std::vector<int64_t> weight_within_cpu;  // per rank
+  };
+  std::vector<GroupRows> groups;  // by share, then GPU count
   for (size_t m = 0; m < pods.size(); ++m) {
     const WorkloadPod& p = pods[m];
-    const auto share = std::lower_bound(w.shares_.begin(), w.shares_.end(), p.milli.value());
-    w.kinds_.push_back(Kind{.p = w.probabilities_[m],
-                            .cpu = p.cpu.value(),
-                            .gpus = p.gpus,
-                            .milli = p.milli.value(),
-                            .share = p.gpus == 0 ? 0 : static_cast<size_t>(share - w.shares_.begin())});
+    const size_t share = p.gpus == 0 ? 0
+                                     : static_cast<size_t>(std::lower_bound(measure.shares.begin(), measure.shares.end(),
+                                                                            p.milli.value()) - measure.shares.begin());
+    measure.share_of.push_back(share);
+    if (p.gpus == 0) {
+      measure.cpu_only_weight += p.weight;
+      measure.any_model_weight += p.weight;
+      continue;
+    }
+    if (!p.models.empty()) {
+      measure.model_kinds.push_back(m);
+      continue;
+    }
+    // Its group: the same share and GPU count; groups in share order.
+    const auto group = std::lower_bound(groups.begin(), groups.end(), std::make_pair(share, p.gpus),
+                                        [](const GroupRows& g, const std::pair<size_t, int64_t>& key) {
+                                          return std::make_pair(g.group.share, g.group.gpus) < key;
+                                        });
+    GroupRows& rows = group != groups.end() && group->group.share == share && group->group.gpus == p.gpus
+                          ? *group
+                          : *groups.insert(group, GroupRows{.group = {.share = share, .gpus = p.gpus, .weight = 0},
+                                                            .weight_within_cpu = std::vector<int64_t>(ranks, 0)});
+    rows.group.weight += p.weight;
+    measure.any_model_weight += p.weight;
+    // The kind counts at every rank whose level is at least its CPU.
+    const auto level = static_cast<size_t>(
+        std::lower_bound(measure.cpu_levels.begin(), measure.cpu_levels.end(), p.cpu.value()) -
+        measure.cpu_levels.begin());
+    for (size_t r = level + 1; r < ranks; ++r) rows.weight_within_cpu[r] += p.weight;
+  }
+  for (const GroupRows& rows : groups) {
+    measure.groups.push_back(rows.group);
+    measure.weight_within_cpu.insert(measure.weight_within_cpu.end(), rows.weight_within_cpu.begin(),
+                                     rows.weight_within_cpu.end());
   }
   w.pods_ = std::move(pods);
   return w;
@@ -196,136 +242,110 @@ int64_t FragmentWhenFits(int64_t free_total, int64_t too_small, std::optional<do
   return fragment;
 }
 
-// The kinds' sums, added into F in the paper's order.
-struct KindSums {
-  double sum[kKinds] = {};
-  [[nodiscard]] double Total() const {
-    double fragmented = 0;
-    for (double s : sum) fragmented += s;
-    return fragmented;
+// A kind that accepts some GPU models only, on this node: counted GPU by GPU
+// where the node mixes models, from the share table where it does not.
+int64_t ModelKindFragment(const TargetWorkload& workload, const NodeGpuAccess& access, size_t m,
+                          absl::Span<const int32_t> free_milli, int64_t free_total, std::optional<int64_t> cpu_free,
+                          std::optional<double> serviceable, const int64_t* fitting, const int64_t* fragment) {
+  const WorkloadPod& kind = workload.pods()[m];
+  if (!access.any_usable(m)) return free_total;
+  const bool cpu_fits = !cpu_free.has_value() || *cpu_free >= kind.cpu.value();
+  if (!cpu_fits) return free_total;  // it cannot run here: all of it
+  if (access.uniform()) {
+    const size_t share = workload.measure().share_of[m];
+    return fitting[share] >= kind.gpus ? fragment[share] : free_total;
   }
-};
-
-// A node whose GPUs every kind may use alike (NodeGpuAccess::uniform): only
-// how much is free matters, not where. A share fits on the GPUs with at
-// least that much free, so per distinct share of the workload one count and
-// one fragment serve every kind of that share.
-double UniformFragmentation(const TargetWorkload& workload, const NodeGpuAccess& access,
-                            absl::Span<const int64_t> free_milli, int64_t free_total, std::optional<int64_t> cpu_free,
-                            std::optional<double> serviceable) {
-  const double all_free = static_cast<double>(free_total);
-  // Per distinct share: how many GPUs have room for it, and what a kind of
-  // that share leaves fragmented when it has its GPUs ([1]) or not ([0]).
-  // Counted GPU by GPU without branches: which GPUs have room differs from
-  // node to node, and mispredicted branches cost more than the counting.
-  const std::vector<int64_t>& shares = workload.shares();
-  absl::InlinedVector<int64_t, 32> fitting_storage(shares.size());
-  absl::InlinedVector<std::array<double, 2>, 32> fragment_storage(shares.size());
-  int64_t* const fitting = fitting_storage.data();
-  std::array<double, 2>* const fragment = fragment_storage.data();
-  const int64_t* const free = free_milli.data();
-  const size_t gpus = free_milli.size();
-  for (size_t k = 0; k < shares.size(); ++k) {
-    const int64_t share = shares[k];
-    int64_t fit = 0, too_small = 0;
-    for (size_t i = 0; i < gpus; ++i) {
-      const int64_t room = free[i] >= share ? 1 : 0;
-      fit += room;
-      too_small += free[i] & (room - 1);  // all ones when there is no room
-    }
-    fitting[k] = fit;
-    fragment[k] = {all_free, static_cast<double>(FragmentWhenFits(free_total, too_small, serviceable))};
-  }
-
-  // Unknown CPU is never short: as if the node had all the CPU there is.
-  const int64_t cpu = cpu_free.value_or(std::numeric_limits<int64_t>::max());
-  // Locals, not an array indexed by kind, so that the sums stay in
-  // registers. Every kind adds to each sum, +0.0 to all but its own (exact:
-  // the sums are never negative), so that no branch depends on the node.
-  double q1_lack_both = 0, q2_lack_gpu = 0, q4_lack_cpu = 0, xl_satisfied = 0, xr_lack_cpu = 0, no_access = 0;
-  const std::vector<TargetWorkload::Kind>& kinds = workload.kinds();
-  for (size_t m = 0; m < kinds.size(); ++m) {
-    const TargetWorkload::Kind& kind = kinds[m];
-    // 1.0 or 0.0: x · 1.0 is x and x · 0.0 is 0.0 exactly, and compilers
-    // keep a multiplication where they turn a choice into a branch.
-    const double cpu_fits = cpu >= kind.cpu ? 1.0 : 0.0;
-    const double all = kind.p * all_free;
-    if (kind.gpus == 0) {  // the same kinds on every node: predicted
-      xl_satisfied += all * cpu_fits;
-      xr_lack_cpu += all * (1.0 - cpu_fits);
-    } else if (!access.any_usable(m)) {  // the same on every node of a model
-      no_access += all;
+  int64_t fits = 0, too_small = 0;
+  for (size_t i = 0; i < free_milli.size(); ++i) {
+    if (access.usable(m, i) && free_milli[i] >= kind.milli.value()) {
+      ++fits;
     } else {
-      const size_t has_gpus = fitting[kind.share] >= kind.gpus ? 1 : 0;
-      const double has = static_cast<double>(has_gpus);
-      q2_lack_gpu += kind.p * fragment[kind.share][has_gpus] * cpu_fits;
-      q4_lack_cpu += all * ((1.0 - cpu_fits) * has);
-      q1_lack_both += all * ((1.0 - cpu_fits) * (1.0 - has));
+      too_small += free_milli[i];
     }
   }
-  KindSums sums;
-  sums.sum[kQ1LackBoth] = q1_lack_both;
-  sums.sum[kQ2LackGpu] = q2_lack_gpu;
-  sums.sum[kQ4LackCpu] = q4_lack_cpu;
-  sums.sum[kXlSatisfied] = xl_satisfied;
-  sums.sum[kXrLackCpu] = xr_lack_cpu;
-  sums.sum[kNoAccess] = no_access;
-  return sums.Total();
-}
-
-// A node of several GPU models where some kind accepts only some of them:
-// which GPU has the room matters, so each kind counts its GPUs.
-double MixedFragmentation(const TargetWorkload& workload, const NodeGpuAccess& access,
-                          absl::Span<const int64_t> free_milli, int64_t free_total, std::optional<int64_t> cpu_free,
-                          std::optional<double> serviceable) {
-  const double all_free = static_cast<double>(free_total);
-  KindSums sums;
-  const std::vector<TargetWorkload::Kind>& kinds = workload.kinds();
-  for (size_t m = 0; m < kinds.size(); ++m) {
-    const TargetWorkload::Kind& kind = kinds[m];
-    const bool cpu_fits = !cpu_free.has_value() || *cpu_free >= kind.cpu;
-    if (kind.gpus == 0) {
-      sums.sum[cpu_fits ? kXlSatisfied : kXrLackCpu] += kind.p * all_free;
-      continue;
-    }
-    if (!access.any_usable(m)) {
-      sums.sum[kNoAccess] += kind.p * all_free;
-      continue;
-    }
-    int64_t fitting = 0, too_small = 0;
-    for (size_t i = 0; i < free_milli.size(); ++i) {
-      if (access.usable(m, i) && free_milli[i] >= kind.milli) {
-        ++fitting;
-      } else {
-        too_small += free_milli[i];
-      }
-    }
-    if (fitting < kind.gpus) {
-      sums.sum[cpu_fits ? kQ2LackGpu : kQ1LackBoth] += kind.p * all_free;
-    } else if (!cpu_fits) {
-      sums.sum[kQ4LackCpu] += kind.p * all_free;
-    } else {
-      sums.sum[kQ2LackGpu] += kind.p * static_cast<double>(FragmentWhenFits(free_total, too_small, serviceable));
-    }
-  }
-  return sums.Total();
+  return fits >= kind.gpus ? FragmentWhenFits(free_total, too_small, serviceable) : free_total;
 }
 
 }  // namespace
 
-double NodeFragmentation(const TargetWorkload& workload, const NodeGpuAccess& access,
-                         absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_free,
-                         const FragmentationOptions& options) {
+int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeGpuAccess& access,
+                                     absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_free,
+                                     const FragmentationOptions& options) {
+  // One GPU's free milli-GPU is 0..1000.
+  const size_t gpus = free_milli.size();
+  absl::InlinedVector<int32_t, 16> free_storage(gpus);
+  int32_t* const free = free_storage.data();
   int64_t free_total = 0;
-  for (int64_t f : free_milli) free_total += f;
+  for (size_t i = 0; i < gpus; ++i) {
+    free[i] = static_cast<int32_t>(std::clamp<int64_t>(free_milli[i], 0, kOneGpu.value()));
+    free_total += free[i];
+  }
   if (free_total == 0) return 0;  // nothing free, nothing fragmented
   // Host stranding: the milli-GPU the free CPU serves at the workload's ratio.
   std::optional<double> serviceable;
   if (options.host_stranding && cpu_free.has_value() && access.open() && workload.cpu_per_gpu() > 0) {
     serviceable = static_cast<double>(*cpu_free) / workload.cpu_per_gpu() * 1000;
   }
-  return access.uniform() ? UniformFragmentation(workload, access, free_milli, free_total, cpu_free, serviceable)
-                          : MixedFragmentation(workload, access, free_milli, free_total, cpu_free, serviceable);
+  const TargetWorkload::Measure& measure = workload.measure();
+
+  // Kinds of any model, group by group: a group's kinds that have the CPU
+  // (weight_within_cpu at the node's CPU rank) can use the free GPU not
+  // fragmented for their share if the group has its GPUs; every other kind
+  // leaves all of the free GPU. So
+  //   Σ w·frag = free_total · W_any − Σ_{groups with GPUs} w_cpu · (free_total − fragment).
+  const std::vector<int64_t>& levels = measure.cpu_levels;
+  const size_t ranks = levels.size() + 1;
+  const size_t rank = cpu_free.has_value() ? static_cast<size_t>(std::upper_bound(levels.begin(), levels.end(),
+                                                                                  *cpu_free) - levels.begin())
+                                           : ranks - 1;
+  // Per distinct share: how many GPUs have room for it, and the fragment of
+  // a kind of that share that has its GPUs. A GPU has room for the shares up
+  // to its free amount (shares_within, a table lookup), so a histogram of
+  // the GPUs by that count, summed up share by share, gives both for every
+  // share in O(GPUs + shares), without a branch on what the node holds.
+  // Kept as a table only for kinds that name models.
+  const size_t shares = measure.shares.size();
+  absl::InlinedVector<int32_t, 33> gpus_at(shares + 1, 0);  // GPUs with room for exactly the first j shares
+  absl::InlinedVector<int32_t, 33> free_at(shares + 1, 0);  // their free milli-GPU
+  for (size_t i = 0; i < gpus; ++i) {
+    const size_t j = measure.shares_within[static_cast<size_t>(free[i])];
+    ++gpus_at[j];
+    free_at[j] += free[i];
+  }
+  const bool keep_table = !measure.model_kinds.empty();
+  absl::InlinedVector<int64_t, 32> fitting, fragment;
+  int64_t usable = 0;      // Σ w · (free GPU a kind can use)
+  int32_t no_room = 0;     // GPUs too small for shares[k]
+  int32_t too_small = 0;   // and their free milli-GPU
+  size_t g = 0;            // groups are in share order
+  for (size_t k = 0; k < shares; ++k) {
+    no_room += gpus_at[k];
+    too_small += free_at[k];
+    const int64_t fit = static_cast<int64_t>(gpus) - no_room;
+    const int64_t fragmented = FragmentWhenFits(free_total, too_small, serviceable);
+    for (; g < measure.groups.size() && measure.groups[g].share == k; ++g) {
+      const int64_t has_gpus = fit >= measure.groups[g].gpus ? 1 : 0;
+      usable += has_gpus * measure.weight_within_cpu[g * ranks + rank] * (free_total - fragmented);
+    }
+    if (keep_table) {
+      fitting.push_back(fit);
+      fragment.push_back(fragmented);
+    }
+  }
+  int64_t weighted = measure.any_model_weight * free_total - usable;
+  for (size_t m : measure.model_kinds) {
+    weighted += workload.pods()[m].weight * ModelKindFragment(workload, access, m, absl::MakeConstSpan(free, gpus),
+                                                             free_total, cpu_free, serviceable, fitting.data(),
+                                                             fragment.data());
+  }
+  return weighted;
+}
+
+double NodeFragmentation(const TargetWorkload& workload, const NodeGpuAccess& access,
+                         absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_free,
+                         const FragmentationOptions& options) {
+  return static_cast<double>(NodeFragmentationTimesWeight(workload, access, free_milli, cpu_free, options)) /
+         static_cast<double>(workload.total_weight());
 }
 
 }  // namespace tessera

@@ -9,9 +9,15 @@
 // GPU counts all free GPU as fragment: it can only ever strand it. The
 // node's fragmentation is the expectation over the workload's pods:
 //
-//   F(node) = Σ_m p_m · frag(node, m)      (milli-GPU, float64)
+//   F(node) = Σ_m p_m · frag(node, m)      (milli-GPU)
 //
 // and the cluster's is Σ over nodes. FGD places each pod where F grows least.
+//
+// Exact. With p_m = w_m / W (the items' integer weights), F is computed as
+// the integer Σ_m w_m · frag(node, m) (milli-GPU × weight) divided by W once.
+// Integer sums do not depend on their order, so the measure may add kinds in
+// groups (all kinds of one share and GPU count at once), and the difference
+// between two states of a node, which is what FGD scores, is exact.
 //
 // Host stranding. The paper asks only whether *one* pod of a kind fits. A
 // node whose free CPU is short for its free GPUs strands some of them even
@@ -65,39 +71,65 @@ std::string FormatWorkloadPod(const WorkloadPod& pod);
 /// The kinds of pod a cluster expects, with their probabilities.
 class TargetWorkload {
  public:
-  /// \return InvalidArgument when `pods` is empty or a pod is malformed.
+  /// Σ weight may be at most this: a node's F · W must fit in 64 bits for any
+  /// node of up to 2^32 free milli-GPU. Only the weights' ratios matter.
+  static constexpr int64_t kMaxTotalWeight = int64_t{1} << 30;
+
+  /// \return InvalidArgument when `pods` is empty, a pod is malformed or the
+  ///   weights add up to more than kMaxTotalWeight.
   static absl::StatusOr<TargetWorkload> Create(std::vector<WorkloadPod> pods);
 
   [[nodiscard]] const std::vector<WorkloadPod>& pods() const { return pods_; }
-  /// p_m = weight_m / Σ weight, in pods() order.
+  /// W = Σ weight.
+  [[nodiscard]] int64_t total_weight() const { return total_weight_; }
+  /// p_m = weight_m / W, in pods() order.
   [[nodiscard]] const std::vector<double>& probabilities() const { return probabilities_; }
   /// milli-CPU per whole GPU over the kinds that ask for GPUs, weighted by
   /// probability: Σ p·cpu / Σ p·GPUs; 0 when no kind asks for a GPU.
   [[nodiscard]] double cpu_per_gpu() const { return cpu_per_gpu_; }
   /// Whether some kind accepts only some GPU models.
   [[nodiscard]] bool has_models() const { return has_models_; }
-  /// The distinct per-GPU shares of the kinds that ask for GPUs, ascending:
-  /// the measure counts fitting GPUs once per distinct share.
-  [[nodiscard]] const std::vector<int64_t>& shares() const { return shares_; }
 
-  /// A kind as the measure's inner loop reads it, in pods() order.
-  struct Kind {
-    double p = 0;       ///< probabilities()[m]
-    int64_t cpu = 0;    ///< milli-CPU
-    int64_t gpus = 0;   ///< 0: asks for no GPU
-    int64_t milli = 0;  ///< per GPU
-    size_t share = 0;   ///< its share's position in shares() (0 when gpus is 0)
+  /// The workload arranged for the measure (NodeFragmentationTimesWeight).
+  struct Measure {
+    /// The distinct per-GPU shares of the kinds that ask for GPUs, ascending.
+    std::vector<int64_t> shares;
+    /// [free milli-GPU 0..1000]: how many of `shares` a GPU with that much free has room for.
+    std::vector<uint16_t> shares_within;
+    /// Σ weight of the kinds that ask for no GPU: all free GPU is their fragment.
+    int64_t cpu_only_weight = 0;
+    /// Σ weight of the kinds that name no models (cpu_only_weight and the groups').
+    int64_t any_model_weight = 0;
+    /// The kinds that ask for GPUs of any model, by share and GPU count (in
+    /// that order): on a node they all fit or all miss GPUs, and differ only in CPU.
+    struct Group {
+      size_t share = 0;   ///< position in `shares`
+      int64_t gpus = 0;
+      int64_t weight = 0;  ///< Σ weight of its kinds
+    };
+    std::vector<Group> groups;
+    /// The distinct CPU requests of the groups' kinds, ascending.
+    std::vector<int64_t> cpu_levels;
+    /// [group · (cpu_levels.size() + 1) + r]: Σ weight of the group's kinds
+    /// asking at most cpu_levels[r − 1] (r = 0: none of them; r =
+    /// cpu_levels.size(): all).
+    std::vector<int64_t> weight_within_cpu;
+    /// The kinds that ask for GPUs of some models only (pods() positions);
+    /// measured kind by kind, GPU by GPU.
+    std::vector<size_t> model_kinds;
+    /// Per pods() position: its share's position in `shares` (0 when it asks for no GPU).
+    std::vector<size_t> share_of;
   };
-  [[nodiscard]] const std::vector<Kind>& kinds() const { return kinds_; }
+  [[nodiscard]] const Measure& measure() const { return measure_; }
 
  private:
   TargetWorkload() = default;
   std::vector<WorkloadPod> pods_;
+  int64_t total_weight_ = 0;
   std::vector<double> probabilities_;
   double cpu_per_gpu_ = 0;
   bool has_models_ = false;
-  std::vector<int64_t> shares_;
-  std::vector<Kind> kinds_;
+  Measure measure_;
 };
 
 /// Which GPUs of one node each workload pod may use (its accepted models):
@@ -130,11 +162,17 @@ struct FragmentationOptions {
   bool host_stranding = false;
 };
 
+/// F(node) · W, exactly (milli-GPU × weight): Σ_m w_m · frag(node, m).
+/// `free_milli[i]` is GPU i's free milli (the GPUs of `access`, in order;
+/// 0..1000, as FreeMilli gives it: beyond that, the nearest end counts);
+/// `cpu_free` nullopt means the node's CPU is unknown and never short (and
+/// nothing is stranded).
+int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeGpuAccess& access,
+                                     absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_free,
+                                     const FragmentationOptions& options = {});
+
 /// F(node): the expected free milli-GPU of the node a pod drawn from
-/// `workload` could not use. `free_milli[i]` is GPU i's free milli (the GPUs
-/// of `access`, in order); `cpu_free` nullopt means the node's CPU is unknown
-/// and never short (and nothing is stranded). Summed in the paper's order,
-/// so an unchanged node gives a bit-identical F and a zero difference.
+/// `workload` could not use; NodeFragmentationTimesWeight / W.
 double NodeFragmentation(const TargetWorkload& workload, const NodeGpuAccess& access,
                          absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_free,
                          const FragmentationOptions& options = {});

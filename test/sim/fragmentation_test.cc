@@ -79,6 +79,15 @@ TEST(WorkloadTextTest, BadItemsSayWhatIsWrong) {
   }
 }
 
+TEST(WorkloadTextTest, WeightsTooLargeToMeasureExactlyAreRefusedWithTheRemedy) {
+  std::vector<WorkloadPod> pods(2, *ParseWorkloadPod("1000000000 cpu=1000m gpu=500m"));
+  const absl::StatusOr<TargetWorkload> workload = TargetWorkload::Create(pods);
+  ASSERT_FALSE(workload.ok());
+  EXPECT_THAT(workload.status().message(), HasSubstr("scale them down (only their ratios matter)"));
+  pods[0].weight = pods[1].weight = TargetWorkload::kMaxTotalWeight / 2;
+  EXPECT_TRUE(TargetWorkload::Create(pods).ok()) << "at the limit";
+}
+
 TEST(FragmentationTest, CountsTheGpusTooSmallForEachKindWeightedByHowCommonItIs) {
   const TargetWorkload w = Workload({"1 cpu=1000m gpu=500m", "1 cpu=1000m gpu=1"});
   const int64_t plenty = 8000;
@@ -124,24 +133,17 @@ TEST(FragmentationTest, HostStrandingCountsTheGpuTheFreeCpuCannotServe) {
   EXPECT_DOUBLE_EQ(NodeFragmentation(typed, NodeGpuAccess(typed, Gpus(4, "G2")), idle, 6000, stranding), 0.5 * 4000);
 }
 
-// F by its definition, one kind and one GPU at a time: the fitting GPUs of
-// each kind counted afresh, the kinds' sums added in the paper's order.
-double DefinitionOfF(const TargetWorkload& w, const NodeGpuAccess& access, const std::vector<int64_t>& free,
-                     std::optional<int64_t> cpu_free, bool host_stranding) {
+// F · W by its definition, kind by kind and GPU by GPU: Σ_m w_m · frag(node, m).
+int64_t DefinitionOfFTimesWeight(const TargetWorkload& w, const NodeGpuAccess& access, const std::vector<int64_t>& free,
+                                 std::optional<int64_t> cpu_free, bool host_stranding) {
   int64_t total = 0;
   for (int64_t f : free) total += f;
-  if (total == 0) return 0;
-  const double all = static_cast<double>(total);
-  double q1 = 0, q2 = 0, q4 = 0, xl = 0, xr = 0, no_access = 0;
+  int64_t sum = 0;
   for (size_t m = 0; m < w.pods().size(); ++m) {
     const WorkloadPod& pod = w.pods()[m];
-    const double p = w.probabilities()[m];
     const bool cpu_fits = !cpu_free.has_value() || *cpu_free >= pod.cpu.value();
-    if (pod.gpus == 0) {
-      (cpu_fits ? xl : xr) += p * all;
-    } else if (!access.any_usable(m)) {
-      no_access += p * all;
-    } else {
+    int64_t fragment = total;  // cannot run here: all of it
+    if (pod.gpus > 0 && access.any_usable(m) && cpu_fits) {
       int64_t fitting = 0, too_small = 0;
       for (size_t i = 0; i < free.size(); ++i) {
         if (access.usable(m, i) && free[i] >= pod.milli.value()) {
@@ -150,27 +152,21 @@ double DefinitionOfF(const TargetWorkload& w, const NodeGpuAccess& access, const
           too_small += free[i];
         }
       }
-      if (fitting < pod.gpus) {
-        (cpu_fits ? q2 : q1) += p * all;
-      } else if (!cpu_fits) {
-        q4 += p * all;
-      } else {
-        int64_t fragment = too_small;
+      if (fitting >= pod.gpus) {
+        fragment = too_small;
         const double usable = static_cast<double>(total - too_small);
         if (host_stranding && cpu_free.has_value() && access.open() && w.cpu_per_gpu() > 0) {
           const double serviceable = static_cast<double>(*cpu_free) / w.cpu_per_gpu() * 1000;
           if (usable > serviceable) fragment += static_cast<int64_t>(usable - serviceable);
         }
-        q2 += p * static_cast<double>(fragment);
       }
     }
+    sum += pod.weight * fragment;
   }
-  double f = 0;
-  for (double kind : {q1, q2, q4, xl, xr, no_access}) f += kind;
-  return f;
+  return sum;
 }
 
-TEST(FragmentationTest, TheFastMeasureIsBitForBitItsDefinition) {
+TEST(FragmentationTest, TheGroupedMeasureIsExactlyItsDefinition) {
   const TargetWorkload any_model = Workload({"1047 cpu=3152m gpu=810m", "874 cpu=11300m gpu=1", "470 cpu=3152m gpu=1",
                                              "388 cpu=11908m gpu=470m", "366 cpu=12500m", "232 cpu=4000m gpu=320m",
                                              "84 cpu=24200m gpu=2", "54 cpu=4000m gpu=160m", "31 cpu=4152m gpu=4x500m"});
@@ -202,8 +198,9 @@ TEST(FragmentationTest, TheFastMeasureIsBitForBitItsDefinition) {
       const std::optional<int64_t> cpu =
           rng() % 4 == 0 ? std::nullopt : std::optional<int64_t>(static_cast<int64_t>(rng() % 64'000));
       for (const bool stranding : {false, true}) {
-        ASSERT_EQ(NodeFragmentation(*c.workload, access, free, cpu, FragmentationOptions{.host_stranding = stranding}),
-                  DefinitionOfF(*c.workload, access, free, cpu, stranding))
+        ASSERT_EQ(NodeFragmentationTimesWeight(*c.workload, access, free, cpu,
+                                               FragmentationOptions{.host_stranding = stranding}),
+                  DefinitionOfFTimesWeight(*c.workload, access, free, cpu, stranding))
             << "round " << round << " stranding " << stranding;
       }
     }
