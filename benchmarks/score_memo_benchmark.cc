@@ -9,6 +9,9 @@
 // Cases, each the whole verb on the request body (decode, policy, encode):
 //   BM_PrioritizeColdMemo     a fresh memo every request: every node computed
 //                             (a policy reload, or the first pod of a shape)
+//   BM_PrioritizeColdMemoParallel  the same with a WorkerPool of
+//                             WorkerPool::DefaultThreads() helpers (counter
+//                             `helpers`), as tessera-extender runs by default
 //   BM_PrioritizeAfterOneBind one pod bound or gone on one node between two
 //                             requests of one shape: one node recomputed
 //                             (the publish itself, the watch's work, untimed)
@@ -35,6 +38,7 @@
 #include "policies/builtin_registry.h"
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/framework/score_memo.h"
+#include "scheduler/framework/worker_pool.h"
 #include "scheduler/metrics/metrics.h"
 #include "scheduler/service/extender_service.h"
 
@@ -106,9 +110,11 @@ struct Fixture {
     ++binds;
     snapshot = model.Publish();
   }
-  [[nodiscard]] std::unique_ptr<ExtenderService> NewService() {
-    return std::make_unique<ExtenderService>(
-        ExtenderSources{.snapshot = [this] { return snapshot; }, .profile = [this] { return profile; }}, metrics);
+  [[nodiscard]] std::unique_ptr<ExtenderService> NewService(WorkerPool* score_pool = nullptr) {
+    return std::make_unique<ExtenderService>(ExtenderSources{.snapshot = [this] { return snapshot; },
+                                                             .profile = [this] { return profile; },
+                                                             .score_pool = score_pool},
+                                             metrics);
   }
 };
 
@@ -177,6 +183,20 @@ void BM_PrioritizeColdMemo(benchmark::State& state, const std::string& policy) {
     state.ResumeTiming();
     Prioritize(state, *service, f->body);
   }
+}
+
+void BM_PrioritizeColdMemoParallel(benchmark::State& state, const std::string& policy) {
+  Fixture* f = GetFixture(state, policy);
+  if (f == nullptr) return;
+  static WorkerPool pool(WorkerPool::DefaultThreads());
+  std::unique_ptr<ExtenderService> service;
+  for (auto _ : state) {
+    state.PauseTiming();
+    service = f->NewService(&pool);  // a fresh memo; the last one is freed untimed
+    state.ResumeTiming();
+    Prioritize(state, *service, f->body);
+  }
+  state.counters["helpers"] = pool.threads();
 }
 
 void BM_PrioritizeAfterOneBind(benchmark::State& state, const std::string& policy) {
@@ -249,6 +269,8 @@ void BM_MemoScoreAfterOneBind(benchmark::State& state, const std::string& policy
       ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond)
 
 TESSERA_MEMO_BENCHMARK(BM_PrioritizeColdMemo);
+BENCHMARK_CAPTURE(BM_PrioritizeColdMemoParallel, default_policy, std::string("default-policy.yaml"))
+    ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();  // helpers' time counts
 TESSERA_MEMO_BENCHMARK(BM_PrioritizeAfterOneBind);
 TESSERA_MEMO_BENCHMARK(BM_PrioritizeUnchanged);
 TESSERA_MEMO_BENCHMARK(BM_ProfileScore);

@@ -119,9 +119,10 @@ absl::InlinedVector<FgdPlugin::GpuScore, 8> FgdPlugin::ScoreEachGpu(const PodGpu
   for (size_t i = 0; i < node.gpus.size(); ++i) {
     const GpuDevice& g = node.gpus[i];
     if (now.gpu[i] < r.guaranteed.value() || !fit_.FitsOneGpu(r, node, g)) continue;
-    // A GPU like one scored already (same model, same free) scores the same.
+    // A GPU like one scored already (same free, and same model where the
+    // workload tells models apart) scores the same.
     const auto like = std::find_if(tried.begin(), tried.end(), [&](size_t j) {
-      return now.gpu[j] == now.gpu[i] && node.gpus[j].model == g.model;
+      return now.gpu[j] == now.gpu[i] && (!workload_.has_models() || node.gpus[j].model == g.model);
     });
     if (like != tried.end()) {
       scored.push_back({g.index, scored[static_cast<size_t>(like - tried.begin())].score});

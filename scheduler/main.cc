@@ -29,6 +29,7 @@
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/cache/pod_directory.h"
 #include "scheduler/common/log.h"
+#include "scheduler/framework/worker_pool.h"
 #include "scheduler/metrics/metrics.h"
 #include "scheduler/model/absl_compat.h"
 #include "scheduler/server/http_server.h"
@@ -41,6 +42,10 @@
 ABSL_FLAG(std::string, address, "127.0.0.1", "Address to listen on.");
 ABSL_FLAG(int, port, 8888, "Port to listen on (0: any free port, printed at start).");
 ABSL_FLAG(int, threads, 2, "Threads serving requests.");
+ABSL_FLAG(int, score_threads, -1,
+          "Helper threads that share prioritize's work on nodes the score memo has not seen (a new pod shape, a "
+          "policy reload). -1: one fewer than the CPUs the process may use (affinity, cgroup CPU limit), at most 7; "
+          "0: none.");
 ABSL_FLAG(std::string, policy_file, "config/examples/default-policy.yaml",
           "YAML policy file: plugins, weights, args. Reloaded on SIGHUP and when it changes.");
 ABSL_FLAG(std::string, cluster_file, "",
@@ -63,9 +68,25 @@ ABSL_FLAG(absl::Duration, policy_poll_interval, absl::Seconds(2),
 namespace tessera {
 namespace {
 
+// More helpers than this only add wake-ups: a request's nodes are split in
+// chunks of ScoreMemo::kParallelGrain.
+constexpr int kMaxScoreThreads = 64;
+
 std::chrono::milliseconds Millis(absl::Duration d) { return std::chrono::milliseconds(absl::ToInt64Milliseconds(d)); }
 
 int Run() {
+  const int score_threads = absl::GetFlag(FLAGS_score_threads);
+  if (score_threads < -1 || score_threads > kMaxScoreThreads) {
+    LogError(absl::StrCat("--score_threads must be -1 (automatic), 0 (none) or 1..", kMaxScoreThreads, ", got ",
+                          score_threads));
+    return 2;
+  }
+  // Prioritize's helpers, shared by every request; started before anything
+  // that could use them and joined after the server stops.
+  WorkerPool score_pool(score_threads == -1 ? WorkerPool::DefaultThreads() : score_threads);
+  LogInfo(absl::StrCat("score helper threads: ", score_pool.threads(),
+                       " (--score_threads; they compute prioritize's nodes the score memo has not seen)"));
+
   MetricsRegistry metrics;
   const PluginRegistry registry = NewBuiltinRegistry();
 
@@ -150,7 +171,8 @@ int Run() {
   ExtenderService service({.snapshot = [&] { return model.Current(); },
                            .profile = [&] { return (*store)->Current(); },
                            .binder = binder.get(),
-                           .synced = [&] { return watch == nullptr || watch->synced(); }},
+                           .synced = [&] { return watch == nullptr || watch->synced(); },
+                           .score_pool = &score_pool},
                           metrics);
   RouterOptions router_options{
       .url_prefix = absl::GetFlag(FLAGS_url_prefix),

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "scheduler/framework/worker_pool.h"
+
 namespace tessera {
 namespace {
 
@@ -30,11 +32,12 @@ size_t ScoreMemo::MaxEntries(size_t largest_request) {
   return largest_request + largest_request / 4 + kSweepSlack;
 }
 
-ScoreMemo::ScoreMemo(std::shared_ptr<const Profile> profile, size_t max_requests)
+ScoreMemo::ScoreMemo(std::shared_ptr<const Profile> profile, size_t max_requests, WorkerPool* pool)
     : profile_(std::move(profile)),
       memoizable_(profile_->memoizable()),
       has_gpu_filters_(profile_->has_gpu_filters()),
-      max_requests_(std::max<size_t>(1, max_requests)) {}
+      max_requests_(std::max<size_t>(1, max_requests)),
+      pool_(pool != nullptr && pool->threads() > 0 ? pool : nullptr) {}
 
 std::vector<int64_t> ScoreMemo::Score(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
                                       std::vector<std::optional<GpuChoice>>* choices, Counters* this_call) const {
@@ -61,60 +64,90 @@ std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::
   Slot& slot = SlotFor(request);
   const uint64_t use = ++slot.uses;
   if (choices != nullptr) choices->assign(n, std::nullopt);
-  if (slot.entries.empty()) slot.entries.reserve(n);  // a new request: spare the rehashes
 
-  // Profile::Score's first stage, from the memo where the node's version is
-  // known: the nodes where the pod fits, and each score plugin's raw scores
-  // on them in node order.
+  // Every node's answers: kept at its version, or computed now into
+  // `computed` (no version, or a version not seen). Nothing enters the slot
+  // until the answers have been read, so pointers into it stay valid, and a
+  // thread computing nodes writes only its own elements of `computed`.
+  std::vector<const Entry*>& answers = scratch_.answers;
+  std::vector<size_t>& unknown = scratch_.unknown;
+  std::vector<Entry>& computed = scratch_.computed;
+  answers.assign(n, nullptr);
+  unknown.clear();
+  size_t versioned = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t version = nodes[i].version;
+    if (version != 0) {
+      ++versioned;
+      if (const auto it = slot.entries.find(version); it != slot.entries.end()) {
+        it->second.last_use = use;
+        answers[i] = &it->second;
+        continue;
+      }
+    }
+    unknown.push_back(i);
+  }
+  computed.clear();
+  computed.resize(unknown.size());
+  const auto compute = [&](size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) Evaluate(request, nodes[unknown[k]], computed[k]);
+  };
+  const bool parallel = pool_ != nullptr && unknown.size() >= kMinParallelNodes;
+  if (parallel) {
+    pool_->ParallelFor(unknown.size(), kParallelGrain, compute);
+  } else {
+    compute(0, unknown.size());
+  }
+  for (size_t k = 0; k < unknown.size(); ++k) answers[unknown[k]] = &computed[k];
+
+  // Profile::Score's first stage from those answers: the nodes where the pod
+  // fits, and each score plugin's raw scores on them in node order.
   std::vector<size_t> fitting;
   fitting.reserve(n);
   std::vector<std::vector<int64_t>> raw(scorers);
   for (std::vector<int64_t>& r : raw) r.reserve(n);
-  size_t versioned = 0;
-  uint64_t computed = 0;
-  Entry unversioned;
   std::optional<GpuChoice> avoiding;
   for (size_t i = 0; i < n; ++i) {
     const NodeView& node = nodes[i];
-    const Entry* entry = &unversioned;
-    if (node.version == 0) {
-      Evaluate(request, node, unversioned);
-      ++computed;
-    } else {
-      ++versioned;
-      auto [it, inserted] = slot.entries.try_emplace(node.version);
-      if (inserted) {
-        Evaluate(request, node, it->second);
-        ++computed;
-      }
-      it->second.last_use = use;
-      entry = &it->second;
-    }
-    if (!entry->choice.has_value()) continue;  // ruling GPUs out never makes room
+    const Entry& entry = *answers[i];
+    if (!entry.choice.has_value()) continue;  // ruling GPUs out never makes room
     // GPUs ruled out now (live load) may take the kept choice away; the kept
     // raw scores hold only for the kept choice.
-    const GpuChoice* choice = &*entry->choice;
+    const GpuChoice* choice = &*entry.choice;
     bool kept = true;
     if (has_gpu_filters_) {
       const GpuIndexList excluded = profile.ExcludedGpus(request, node);
       if (!excluded.empty()) {
         avoiding = profile.ChooseGpusAvoiding(request, node, excluded);
         if (!avoiding.has_value()) continue;
-        kept = *avoiding == *entry->choice;
+        kept = *avoiding == *entry.choice;
         choice = &*avoiding;
       }
     }
     fitting.push_back(i);
     for (size_t s = 0; s < scorers; ++s) {
-      raw[s].push_back(kept && profile.scorer_memoizable(s) ? entry->raw[s]
-                                                             : profile.RawScore(s, request, node, *choice));
+      raw[s].push_back(kept && profile.scorer_memoizable(s) ? entry.raw[s]
+                                                            : profile.RawScore(s, request, node, *choice));
     }
     if (choices != nullptr) (*choices)[i] = *choice;
   }
-  nodes_computed_.fetch_add(computed, std::memory_order_relaxed);
-  nodes_reused_.fetch_add(n - computed, std::memory_order_relaxed);
-  this_call.nodes_computed = computed;
-  this_call.nodes_reused = n - computed;
+
+  // Keep what was computed at a version. The same version named twice in
+  // one request was computed twice, identically; the first is kept.
+  if (slot.entries.empty()) slot.entries.reserve(n);  // a new request: spare the rehashes
+  for (size_t k = 0; k < unknown.size(); ++k) {
+    const uint64_t version = nodes[unknown[k]].version;
+    if (version == 0) continue;
+    slot.entries.try_emplace(version, std::move(computed[k])).first->second.last_use = use;
+  }
+  const uint64_t n_computed = unknown.size();
+  const uint64_t n_parallel = parallel ? n_computed : 0;
+  nodes_computed_.fetch_add(n_computed, std::memory_order_relaxed);
+  nodes_reused_.fetch_add(n - n_computed, std::memory_order_relaxed);
+  nodes_computed_in_parallel_.fetch_add(n_parallel, std::memory_order_relaxed);
+  this_call.nodes_computed = n_computed;
+  this_call.nodes_reused = n - n_computed;
+  this_call.nodes_computed_in_parallel = n_parallel;
 
   slot.high_water = std::max(slot.high_water, versioned);
   if (slot.entries.size() > MaxEntries(slot.high_water)) {
@@ -165,7 +198,8 @@ ScoreMemo::Slot& ScoreMemo::SlotFor(const PodGpuRequest& request) const {
 ScoreMemo::Counters ScoreMemo::counters() const {
   return Counters{.nodes_computed = nodes_computed_.load(std::memory_order_relaxed),
                   .nodes_reused = nodes_reused_.load(std::memory_order_relaxed),
-                  .requests_bypassed = requests_bypassed_.load(std::memory_order_relaxed)};
+                  .requests_bypassed = requests_bypassed_.load(std::memory_order_relaxed),
+                  .nodes_computed_in_parallel = nodes_computed_in_parallel_.load(std::memory_order_relaxed)};
 }
 
 size_t ScoreMemo::memoized_nodes() const {
@@ -177,7 +211,9 @@ size_t ScoreMemo::memoized_nodes() const {
 
 std::shared_ptr<const ScoreMemo> ScoreMemoHolder::For(std::shared_ptr<const Profile> profile) {
   absl::MutexLock lock(&mu_);
-  if (memo_ == nullptr || memo_->profile() != profile) memo_ = std::make_shared<const ScoreMemo>(std::move(profile));
+  if (memo_ == nullptr || memo_->profile() != profile) {
+    memo_ = std::make_shared<const ScoreMemo>(std::move(profile), ScoreMemo::kDefaultRequests, pool_);
+  }
   return memo_;
 }
 

@@ -23,7 +23,15 @@
 // swept). An answer takes 97 bytes of hash table: at 5000 nodes a request's
 // table has 8191 slots, 0.8 MB, and the default 32 requests hold 26 MB
 // (twice that after requests that each found most nodes changed at once:
-// tables do not shrink).
+// tables do not shrink). Besides, one request's working space is kept for
+// the next: 120 bytes a node of the largest request, 0.6 MB at 5000 nodes.
+//
+// Computing a node is the costly part (the profile's plugins; ~1 µs a node
+// with the default policy), and a new request or a policy reload computes
+// every node. Given a WorkerPool, a request with at least
+// kMinParallelNodes nodes to compute spreads them over the pool's threads;
+// everything else (lookups, GPU filters, normalisation) stays on the
+// caller, so the answer is the same whichever thread computed what.
 #pragma once
 
 #include <atomic>
@@ -42,6 +50,8 @@
 
 namespace tessera {
 
+class WorkerPool;
+
 class ScoreMemo {
  public:
   /// How many distinct requests are kept by default, least recently used
@@ -49,6 +59,13 @@ class ScoreMemo {
   /// shapes), an LRU of 8 shapes finds the pod's shape 65% of the time, of
   /// 32 88%, of 128 98%: 32 trades 26 MB at 5000 nodes for most of the gain.
   static constexpr size_t kDefaultRequests = 32;
+  /// Fewest nodes to compute in one request for the pool to be used: fewer
+  /// take under ~0.5 ms with the default policy, and waking the pool's
+  /// threads (tens of µs on a busy machine) would eat much of the gain.
+  static constexpr size_t kMinParallelNodes = 512;
+  /// Nodes a pool thread takes at a time: large enough that the shared
+  /// cursor is rarely touched, small enough that threads finish together.
+  static constexpr size_t kParallelGrain = 64;
 
   /// What the memo did so far (for tests, benchmarks and metrics).
   struct Counters {
@@ -57,9 +74,17 @@ class ScoreMemo {
     /// Requests answered by Profile::Score: the profile's GPU choice is not
     /// memoisable, or another request was using the memo.
     uint64_t requests_bypassed = 0;
+    /// Of nodes_computed, those handed to the worker pool (requests with at
+    /// least kMinParallelNodes to compute, when a pool was given). The pool
+    /// runs them on the caller alone while another request has its threads.
+    uint64_t nodes_computed_in_parallel = 0;
   };
 
-  explicit ScoreMemo(std::shared_ptr<const Profile> profile, size_t max_requests = kDefaultRequests);
+  /// \param pool if non-null, computes the nodes of requests with many to
+  ///   compute (not owned; must outlive the memo). A pool without threads
+  ///   is the same as none.
+  explicit ScoreMemo(std::shared_ptr<const Profile> profile, size_t max_requests = kDefaultRequests,
+                     WorkerPool* pool = nullptr);
   ScoreMemo(const ScoreMemo&) = delete;
   ScoreMemo& operator=(const ScoreMemo&) = delete;
 
@@ -98,6 +123,13 @@ class ScoreMemo {
     size_t high_water = 0;    // most versioned nodes one request named
     absl::flat_hash_map<uint64_t, Entry> entries;
   };
+  // One request's working space, kept between requests so that a warm
+  // request allocates nothing per node; sized by the largest request.
+  struct Scratch {
+    std::vector<const Entry*> answers;  // per node: kept, or in `computed`
+    std::vector<size_t> unknown;        // the nodes to compute, in node order
+    std::vector<Entry> computed;        // their answers, by position in `unknown`
+  };
 
   std::vector<int64_t> ScoreLocked(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
                                    std::vector<std::optional<GpuChoice>>* choices, Counters& this_call) const
@@ -110,14 +142,17 @@ class ScoreMemo {
   const bool memoizable_;
   const bool has_gpu_filters_;
   const size_t max_requests_;
+  WorkerPool* const pool_;  // null: every node is computed on the caller
 
   mutable absl::Mutex mu_;
   mutable std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
   mutable uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable Scratch scratch_ ABSL_GUARDED_BY(mu_);
 
   mutable std::atomic<uint64_t> nodes_computed_{0};
   mutable std::atomic<uint64_t> nodes_reused_{0};
   mutable std::atomic<uint64_t> requests_bypassed_{0};
+  mutable std::atomic<uint64_t> nodes_computed_in_parallel_{0};
 };
 
 /// The ScoreMemo of whichever profile is in force, for a caller that reads
@@ -126,10 +161,14 @@ class ScoreMemo {
 /// no answer of an old policy is ever reused. Thread-safe.
 class ScoreMemoHolder {
  public:
+  /// \param pool handed to every memo made (not owned; must outlive them).
+  explicit ScoreMemoHolder(WorkerPool* pool = nullptr) : pool_(pool) {}
+
   /// The memo for `profile`, made fresh when `profile` is not the last one's.
   [[nodiscard]] std::shared_ptr<const ScoreMemo> For(std::shared_ptr<const Profile> profile);
 
  private:
+  WorkerPool* const pool_;
   absl::Mutex mu_;
   std::shared_ptr<const ScoreMemo> memo_ ABSL_GUARDED_BY(mu_);
 };

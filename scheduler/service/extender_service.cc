@@ -49,7 +49,8 @@ ExtenderService::ExtenderService(ExtenderSources sources, MetricsRegistry& metri
       metrics_(metrics),
       nodes_computed_(metrics.Counter(kPrioritizedNodes, kPrioritizedNodesHelp, {{"answer", "computed"}})),
       nodes_from_memo_(metrics.Counter(kPrioritizedNodes, kPrioritizedNodesHelp, {{"answer", "memo"}})),
-      memo_bypassed_(metrics.Counter(kMemoBypassed, kMemoBypassedHelp)) {}
+      memo_bypassed_(metrics.Counter(kMemoBypassed, kMemoBypassedHelp)),
+      score_memo_(sources_.score_pool) {}
 
 absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const {
   absl::StatusOr<k8s::ExtenderArgs> args = k8s::DecodeExtenderArgs(body, ThreadParser());

@@ -29,6 +29,10 @@ struct ExtenderSources {
   /// rather than place pods on GPUs the model does not yet know are taken.
   /// Null: always in sync (a cluster file).
   std::function<bool()> synced = {};
+  /// Threads that share prioritize's work on nodes the score memo has not
+  /// seen (a new pod shape, a policy reload); not owned, must outlive the
+  /// service. Null: prioritize runs on the request's thread alone.
+  WorkerPool* score_pool = nullptr;
 };
 
 class ExtenderService {

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/cache/cluster_model.h"
+#include "scheduler/framework/worker_pool.h"
 #include "test/testing/builders.h"
 
 namespace tessera {
@@ -253,12 +254,16 @@ TEST(ScoreMemoTest, RecomputesOnlyTheNodesThatChanged) {
   }
 }
 
-TEST(ScoreMemoTest, AnswersAsProfileScoreThroughRandomChanges) {
+// 400 rounds of random binds, unbinds, node changes and requests over a
+// cluster of `nodes` nodes (two more come and go; every 100 rounds every
+// node changes at once), each answered by the memo as by Profile::Score.
+// \return the memo's counters at the end.
+ScoreMemo::Counters ExpectAnswersAsProfileScoreThroughRandomChanges(int nodes, WorkerPool* pool) {
   std::atomic<int> calls{0};
   const auto profile = MakeProfile(&calls);
-  const ScoreMemo memo(profile);
+  const ScoreMemo memo(profile, ScoreMemo::kDefaultRequests, pool);
   ClusterModel model;
-  Fill(model, 30);
+  Fill(model, nodes);
   std::mt19937_64 rng(6);
   PodGpuRequest salted = Pod().Fraction(250);
   salted.salt = 5;
@@ -267,7 +272,10 @@ TEST(ScoreMemoTest, AnswersAsProfileScoreThroughRandomChanges) {
   int next_uid = 0;
   std::vector<std::string> uids;
   for (int round = 0; round < 400; ++round) {
-    const int node = static_cast<int>(rng() % 32);  // 30, 31: nodes that come and go
+    const int node = static_cast<int>(rng() % static_cast<uint64_t>(nodes + 2));  // the last two come and go
+    if (round % 100 == 99) {
+      for (int i = 0; i < nodes; ++i) model.UpsertNode(NodeName(i), Gpus(round % 200 == 99 ? 8 : 4), absl::OkStatus());
+    }
     switch (rng() % 5) {
       case 0:
       case 1: {
@@ -296,13 +304,46 @@ TEST(ScoreMemoTest, AnswersAsProfileScoreThroughRandomChanges) {
     views.resize(views.size() - rng() % 5);
     const PodGpuRequest& pod = requests[rng() % requests.size()];
     std::vector<std::optional<GpuChoice>> memo_choices, profile_choices;
-    ASSERT_EQ(memo.Score(pod, views, &memo_choices), profile->Score(pod, views, &profile_choices))
-        << "round " << round;
-    ASSERT_EQ(memo_choices, profile_choices) << "round " << round;
+    const std::vector<int64_t> memo_scores = memo.Score(pod, views, &memo_choices);
+    const std::vector<int64_t> profile_scores = profile->Score(pod, views, &profile_choices);
+    EXPECT_EQ(memo_scores, profile_scores) << "round " << round;
+    EXPECT_EQ(memo_choices, profile_choices) << "round " << round;
+    if (memo_scores != profile_scores || memo_choices != profile_choices) break;
   }
   const ScoreMemo::Counters counters = memo.counters();
   EXPECT_GT(counters.nodes_reused, counters.nodes_computed);
   EXPECT_EQ(counters.requests_bypassed, 0u);
+  return counters;
+}
+
+TEST(ScoreMemoTest, AnswersAsProfileScoreThroughRandomChanges) {
+  struct Case {
+    std::string name;
+    int nodes;
+    int pool_threads;  // -1: no pool
+    bool computes_in_parallel;
+  };
+  const std::vector<Case> cases = {
+      {"a small cluster without a pool", 30, -1, false},
+      {"a small cluster with a pool, too few nodes to compute to use it", 30, 3, false},
+      {"a large cluster without a pool", 700, -1, false},
+      {"a large cluster with a pool of 3, each new request and mass change computed in parallel", 700, 3, true},
+      {"a large cluster with a pool without threads", 700, 0, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::optional<WorkerPool> pool;
+    if (c.pool_threads >= 0) pool.emplace(c.pool_threads);
+    const ScoreMemo::Counters counters =
+        ExpectAnswersAsProfileScoreThroughRandomChanges(c.nodes, pool.has_value() ? &*pool : nullptr);
+    if (c.computes_in_parallel) {
+      // The first request of each of the 6 shapes, and those after each mass change.
+      EXPECT_GE(counters.nodes_computed_in_parallel, 6u * ScoreMemo::kMinParallelNodes);
+      EXPECT_LT(counters.nodes_computed_in_parallel, counters.nodes_computed) << "single changes stay serial";
+    } else {
+      EXPECT_EQ(counters.nodes_computed_in_parallel, 0u);
+    }
+  }
 }
 
 TEST(ScoreMemoTest, AProfileWhoseChooserIsNotMemoizableIsScoredWithoutTheMemo) {
@@ -457,6 +498,22 @@ TEST(ScoreMemoTest, OldVersionsAreSweptSoTheMemoStaysBounded) {
   }
   EXPECT_LE(most, ScoreMemo::MaxEntries(4));
   EXPECT_GT(most, 4u);  // old versions were kept a while: the sweep is amortised
+}
+
+TEST(ScoreMemoHolderTest, HandsItsPoolToTheMemosItMakes) {
+  std::atomic<int> calls{0};
+  const auto profile = MakeProfile(&calls);
+  WorkerPool pool(2);
+  ScoreMemoHolder holder(&pool);
+  ClusterModel model;
+  Fill(model, 600);
+  const std::vector<NodeView> views = Views(*model.Publish());
+  const PodGpuRequest pod = Pod().Fraction(250);
+  ScoreMemo::Counters call;
+  EXPECT_EQ(holder.For(profile)->Score(pod, views, nullptr, &call), profile->Score(pod, views, nullptr));
+  EXPECT_EQ(call.nodes_computed, 600u);
+  EXPECT_EQ(call.nodes_computed_in_parallel, 600u);
+  EXPECT_EQ(holder.For(profile)->counters().nodes_computed_in_parallel, 600u);
 }
 
 TEST(ScoreMemoHolderTest, ANewProfileStartsAFreshMemo) {

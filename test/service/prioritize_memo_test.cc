@@ -12,6 +12,7 @@
 #include "policies/builtin_registry.h"
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/framework/score_memo.h"
+#include "scheduler/framework/worker_pool.h"
 #include "scheduler/metrics/metrics.h"
 #include "scheduler/service/extender_service.h"
 #include "test/testing/builders.h"
@@ -178,6 +179,34 @@ TEST(PrioritizeMemoTest, AnswersAsProfileScoreUnderEveryShippedPolicyThroughRand
   }
 }
 
+TEST(PrioritizeMemoTest, EveryShippedPolicyAnswersAsProfileScoreWithNodesComputedOnAPool) {
+  // Enough nodes that every new request shape is computed on the pool: the
+  // shipped plugins run on several threads at once.
+  WorkerPool pool(3);
+  ChangingCluster cluster(640, 13);
+  const std::vector<PodGpuRequest> requests = {Pod().Fraction(250).Limit(500).Memory(10240), WithHost(Pod(), 8000),
+                                               Pod().Count(2), WithHost(Pod().Fraction(500).Count(2), 40000)};
+  std::vector<std::string> policies = MemoizablePolicies();
+  policies.push_back("load-aware-policy.yaml");
+  for (const std::string& name : policies) {
+    const auto profile = LoadExample(name);
+    ASSERT_NE(profile, nullptr);
+    const ScoreMemo memo(profile, ScoreMemo::kDefaultRequests, &pool);
+    for (int round = 0; round < 8; ++round) {
+      cluster.Change();
+      const auto snapshot = cluster.Publish();
+      std::vector<NodeView> views;
+      for (NodeIndex i = 0; i < snapshot->node_count(); ++i) views.push_back(snapshot->View(i));
+      const PodGpuRequest& pod = requests[static_cast<size_t>(round) % requests.size()];
+      std::vector<std::optional<GpuChoice>> memo_choices, profile_choices;
+      ASSERT_EQ(memo.Score(pod, views, &memo_choices), profile->Score(pod, views, &profile_choices))
+          << name << ", round " << round;
+      ASSERT_EQ(memo_choices, profile_choices) << name << ", round " << round;
+    }
+    EXPECT_GE(memo.counters().nodes_computed_in_parallel, requests.size() * ScoreMemo::kMinParallelNodes) << name;
+  }
+}
+
 TEST(PrioritizeMemoTest, LoadAwareFollowsTelemetryThatChangesUnderAKeptChoice) {
   // Telemetry never renews a node's version: load-aware's GPU filter and
   // score must still follow it while gpu-share's answers are kept.
@@ -302,6 +331,29 @@ TEST(PrioritizeMemoTest, PrioritizeFollowsBindsBetweenRequests) {
     const std::string body = PrioritizeBody(nodes);
     ASSERT_EQ(*service.Prioritize(body), *fresh.Prioritize(body)) << "round " << round;
   }
+}
+
+TEST(PrioritizeMemoTest, AServiceWithAScorePoolAnswersAsOneWithout) {
+  ChangingCluster cluster(600, 17);
+  const auto snapshot = cluster.Publish();
+  std::vector<std::string> nodes;
+  for (NodeIndex i = 0; i < snapshot->node_count(); ++i) nodes.push_back(snapshot->node(i).name);
+  const std::string body = PrioritizeBody(nodes);
+  const std::shared_ptr<const Profile> profile = LoadExample("default-policy.yaml");
+  WorkerPool pool(2);
+  MetricsRegistry serial_metrics, pooled_metrics;
+  const ExtenderService serial(
+      ExtenderSources{.snapshot = [&] { return snapshot; }, .profile = [&] { return profile; }}, serial_metrics);
+  const ExtenderService pooled(ExtenderSources{.snapshot = [&] { return snapshot; },
+                                               .profile = [&] { return profile; },
+                                               .score_pool = &pool},
+                               pooled_metrics);
+  const absl::StatusOr<std::string> expected = serial.Prioritize(body);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  EXPECT_EQ(*pooled.Prioritize(body), *expected);  // cold: on the pool
+  EXPECT_EQ(*pooled.Prioritize(body), *expected);  // warm: from the memo
+  EXPECT_THAT(pooled_metrics.Render(), ::testing::HasSubstr(absl::StrCat(
+                                           "tessera_prioritize_nodes_total{answer=\"computed\"} ", nodes.size())));
 }
 
 }  // namespace
