@@ -19,6 +19,7 @@
 // and, for the policy stage alone over the snapshot's views:
 //   BM_ProfileScore           Profile::Score, no memo (what prioritize did before)
 //   BM_MemoScoreAfterOneBind  ScoreMemo::Score after one bind
+//   BM_MemoScoreCold          ScoreMemo::Score on a fresh memo, without and with the pool
 //
 // Target (issue #6): names-only prioritize at 5000 nodes <= 2 ms.
 
@@ -262,6 +263,23 @@ void BM_MemoScoreAfterOneBind(benchmark::State& state, const std::string& policy
   state.counters["memoized_nodes"] = static_cast<double>(memo.memoized_nodes());
 }
 
+// ScoreMemo::Score on a fresh memo: the policy stage of BM_PrioritizeColdMemo
+// (Parallel), without decoding the request and encoding the answer.
+void BM_MemoScoreCold(benchmark::State& state, const std::string& policy, bool parallel) {
+  Fixture* f = GetFixture(state, policy);
+  if (f == nullptr) return;
+  static WorkerPool pool(WorkerPool::DefaultThreads());
+  const std::vector<NodeView> views = Views(*f->snapshot);
+  std::unique_ptr<ScoreMemo> memo;
+  for (auto _ : state) {
+    state.PauseTiming();
+    memo = std::make_unique<ScoreMemo>(f->profile, ScoreMemo::kDefaultRequests, parallel ? &pool : nullptr);
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(memo->Score(QuarterGpu(), views, nullptr));
+  }
+  state.counters["helpers"] = parallel ? pool.threads() : 0;
+}
+
 #define TESSERA_MEMO_BENCHMARK(fn)                                                                  \
   BENCHMARK_CAPTURE(fn, default_policy, std::string("default-policy.yaml"))                         \
       ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);                              \
@@ -275,6 +293,10 @@ TESSERA_MEMO_BENCHMARK(BM_PrioritizeAfterOneBind);
 TESSERA_MEMO_BENCHMARK(BM_PrioritizeUnchanged);
 TESSERA_MEMO_BENCHMARK(BM_ProfileScore);
 TESSERA_MEMO_BENCHMARK(BM_MemoScoreAfterOneBind);
+BENCHMARK_CAPTURE(BM_MemoScoreCold, default_policy, std::string("default-policy.yaml"), false)
+    ->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_MemoScoreCold, default_policy_parallel, std::string("default-policy.yaml"), true)
+    ->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace tessera

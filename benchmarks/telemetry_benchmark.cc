@@ -13,7 +13,8 @@
 //                             gpu-share alone, then with load-aware on and every node
 //                             measured (the mode that costs the most), with
 //                             load-aware on but no telemetry, and with every node
-//                             measured and the score memo cold (a new pod shape)
+//                             measured and the score memo cold (a new pod shape),
+//                             on the caller alone and with the worker pool
 //
 // Targets (2-core machine): a refresh's parsing <= 200 ms; prioritize at 5000
 // nodes with load-aware within 1.2x of the extender's (<= 2 ms, so <= 2.4 ms).
@@ -35,6 +36,7 @@
 #include "policies/builtin_registry.h"
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/metrics/metrics.h"
+#include "scheduler/framework/worker_pool.h"
 #include "scheduler/service/extender_service.h"
 #include "scheduler/telemetry/gpu_samples.h"
 #include "scheduler/telemetry/prometheus_vector.h"
@@ -189,7 +191,7 @@ void BM_RefreshRound(benchmark::State& state) {
   }
 }
 
-enum class Policy { kGpuShare, kLoadAware, kLoadAwareNoTelemetry, kLoadAwareColdMemo };
+enum class Policy { kGpuShare, kLoadAware, kLoadAwareNoTelemetry, kLoadAwareColdMemo, kLoadAwareColdMemoPool };
 
 constexpr std::string_view kGpuShare = R"(apiVersion: tessera.io/v1alpha1
 kind: SchedulingPolicy
@@ -231,7 +233,8 @@ void BM_Prioritize(benchmark::State& state, Policy policy) {
   if (policy == Policy::kLoadAwareNoTelemetry) {
     for (const std::string& name : cluster.names) cluster.model.SetNodeTelemetry(name, nullptr);
     cluster.model.Publish();
-  } else if (policy == Policy::kLoadAware || policy == Policy::kLoadAwareColdMemo) {
+  } else if (policy == Policy::kLoadAware || policy == Policy::kLoadAwareColdMemo ||
+             policy == Policy::kLoadAwareColdMemoPool) {
     MeasureEverything(cluster);
   }
   const PluginRegistry registry = NewBuiltinRegistry();
@@ -257,11 +260,16 @@ void BM_Prioritize(benchmark::State& state, Policy policy) {
     return;
   }
   for (auto _ : state) {
-    if (policy == Policy::kLoadAwareColdMemo) {
+    if (policy == Policy::kLoadAwareColdMemo || policy == Policy::kLoadAwareColdMemoPool) {
       // A new service has a new score memo: every node is chosen and scored
-      // afresh, as for the first pod of a shape.
+      // afresh, as for the first pod of a shape; with the pool, on as many
+      // threads as tessera-extender uses by default here.
+      static WorkerPool pool(WorkerPool::DefaultThreads());
       const ExtenderService cold(
-          ExtenderSources{.snapshot = [&] { return snapshot; }, .profile = [&] { return *profile; }}, metrics);
+          ExtenderSources{.snapshot = [&] { return snapshot; },
+                          .profile = [&] { return *profile; },
+                          .score_pool = policy == Policy::kLoadAwareColdMemoPool ? &pool : nullptr},
+          metrics);
       absl::StatusOr<std::string> out = cold.Prioritize(body);
       benchmark::DoNotOptimize(out);
       continue;
@@ -283,6 +291,11 @@ BENCHMARK_CAPTURE(BM_Prioritize, load_aware_cold_memo, Policy::kLoadAwareColdMem
     ->ArgName("nodes")
     ->Arg(5000)
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Prioritize, load_aware_cold_memo_pool, Policy::kLoadAwareColdMemoPool)
+    ->ArgName("nodes")
+    ->Arg(5000)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();  // the helpers' time counts
 
 }  // namespace
 }  // namespace tessera

@@ -57,14 +57,26 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& res
 }
 
 std::string EncodeHostPriorityList(const std::vector<std::string_view>& hosts, const std::vector<int64_t>& scores) {
+  // {"Host":"<name>","Score":10}, : 27 bytes besides the name (escaping aside).
+  size_t size = 2;
+  for (std::string_view host : hosts) size += host.size() + 27;
   std::string out;
-  out.reserve(2 + hosts.size() * 40);
+  out.reserve(size);
   out.push_back('[');
   for (size_t i = 0; i < hosts.size(); ++i) {
     if (i > 0) out.push_back(',');
     out += "{\"Host\":";
     AppendJsonString(out, hosts[i]);
-    absl::StrAppend(&out, ",\"Score\":", scores[i], "}");
+    out += ",\"Score\":";
+    // The wire's 0..10 without a general number formatter.
+    if (const int64_t score = scores[i]; score >= 0 && score <= 9) {
+      out.push_back(static_cast<char>('0' + score));
+    } else if (score == 10) {
+      out += "10";
+    } else {
+      absl::StrAppend(&out, score);
+    }
+    out.push_back('}');
   }
   out.push_back(']');
   return out;

@@ -109,48 +109,71 @@ FilterVerdict FgdPlugin::Filter(const PodGpuRequest& r, const NodeView& node) co
   return fit_.Filter(r, node);
 }
 
-absl::InlinedVector<FgdPlugin::GpuScore, 8> FgdPlugin::ScoreEachGpu(const PodGpuRequest& r,
-                                                                      const NodeView& node) const {
-  absl::InlinedVector<GpuScore, 8> scored;
+absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const PodGpuRequest& r,
+                                                                          const NodeView& node) const {
+  absl::InlinedVector<GpuDecrease, 8> measured;
+  const size_t n = node.gpus.size();
+  const int64_t share = PerGpuMilli(r);
+  // The node now, and after the pod takes its share of GPU i: the same but
+  // for position i and the CPU, so one array serves every GPU tried.
+  absl::InlinedVector<int64_t, 8> free(n);
+  for (size_t i = 0; i < n; ++i) free[i] = FreeMilli(node, node.gpus[i]);
+  std::optional<int64_t> cpu_now, cpu_after;
+  if (node.host != nullptr) {
+    cpu_now = node.host->cpu_free().value();
+    cpu_after = *cpu_now - r.host.cpu.value();
+  }
   const NodeGpuAccess access(workload_, node.gpus);
-  const NodeFree now = FreeOf(node);
-  std::optional<int64_t> before;  // measured once some GPU fits
-  absl::InlinedVector<size_t, 8> tried;  // inventory positions scored
-  for (size_t i = 0; i < node.gpus.size(); ++i) {
+  std::optional<int64_t> before;         // F·W now, measured once some GPU fits
+  absl::InlinedVector<size_t, 8> tried;  // inventory positions measured, as in `measured`
+  for (size_t i = 0; i < n; ++i) {
     const GpuDevice& g = node.gpus[i];
-    if (now.gpu[i] < r.guaranteed.value() || !fit_.FitsOneGpu(r, node, g)) continue;
-    // A GPU like one scored already (same free, and same model where the
-    // workload tells models apart) scores the same.
-    const auto like = std::find_if(tried.begin(), tried.end(), [&](size_t j) {
-      return now.gpu[j] == now.gpu[i] && (!workload_.has_models() || node.gpus[j].model == g.model);
-    });
-    if (like != tried.end()) {
-      scored.push_back({g.index, scored[static_cast<size_t>(like - tried.begin())].score});
-      tried.push_back(i);
-      continue;
+    if (free[i] < share || !fit_.FitsOneGpu(r, node, g)) continue;
+    // A GPU like one measured already (same free, and same model where the
+    // workload tells models apart) measures the same.
+    size_t like = 0;
+    while (like < tried.size() && !(free[tried[like]] == free[i] &&
+                                    (!workload_.has_models() || node.gpus[tried[like]].model == g.model))) {
+      ++like;
+    }
+    int64_t decrease = 0;
+    if (like < tried.size()) {
+      decrease = measured[like].decrease;
+    } else {
+      if (!before.has_value()) before = NodeFragmentationTimesWeight(workload_, access, free, cpu_now);
+      free[i] -= share;
+      decrease = *before - NodeFragmentationTimesWeight(workload_, access, free, cpu_after);
+      free[i] += share;
     }
     tried.push_back(i);
-    if (!before.has_value()) before = NodeFragmentationTimesWeight(workload_, access, now.gpu, now.cpu);
-    const size_t at[] = {i};
-    const NodeFree after = After(now, r, at);
-    scored.push_back({g.index, FragmentationScore(*before,
-                                                  NodeFragmentationTimesWeight(workload_, access, after.gpu, after.cpu),
-                                                  workload_.total_weight())});
+    measured.push_back(GpuDecrease{.index = g.index, .decrease = decrease});
   }
-  return scored;
+  return measured;
+}
+
+int64_t FgdPlugin::ScoreOf(int64_t decrease) const {
+  return FragmentationScore(decrease, 0, workload_.total_weight());
 }
 
 std::optional<GpuChoice> FgdPlugin::ChooseGpus(const PodGpuRequest& r, const NodeView& node) const {
   if (r.count <= 0) return std::optional<GpuChoice>(std::in_place);  // asks for no GPU: none to choose
   if (!SharesOneGpu(r)) return fit_.ChooseGpus(r, node);
-  const absl::InlinedVector<GpuScore, 8> scored = ScoreEachGpu(r, node);
-  if (scored.empty()) return std::nullopt;
-  // The best score; the lowest index of those reaching it.
-  const auto best = std::max_element(scored.begin(), scored.end(),
-                                     [](const GpuScore& a, const GpuScore& b) { return a.score < b.score; });
+  const absl::InlinedVector<GpuDecrease, 8> measured = MeasureEachGpu(r, node);
+  if (measured.empty()) return std::nullopt;
+  // The best score; the lowest index of those reaching it. The score grows
+  // with the decrease, so the largest decrease has the best score, and only
+  // GPUs before the first with that decrease need a score of their own.
+  const int64_t most = std::max_element(measured.begin(), measured.end(), [](const GpuDecrease& a,
+                                                                             const GpuDecrease& b) {
+                         return a.decrease < b.decrease;
+                       })->decrease;
+  const int64_t best = ScoreOf(most);
+  const auto chosen = std::find_if(measured.begin(), measured.end(), [&](const GpuDecrease& m) {
+    return m.decrease == most || ScoreOf(m.decrease) == best;
+  });
   GpuChoice choice;
-  choice.gpu_indices.push_back(best->index);
-  choice.chooser_score = best->score;  // what Score would say of it, worked out already
+  choice.gpu_indices.push_back(chosen->index);
+  choice.chooser_score = best;  // what Score would say of it, worked out already
   return choice;
 }
 
@@ -164,7 +187,12 @@ std::optional<RankedGpus> FgdPlugin::RankShareOfOneGpu(const PodGpuRequest& r, c
   // moved into an optional trips GCC 12's maybe-uninitialized.
   std::optional<RankedGpus> ranked(std::in_place);
   if (r.count <= 0) return ranked;  // asks for no GPU: none to rank
-  absl::InlinedVector<GpuScore, 8> scored = ScoreEachGpu(r, node);
+  struct GpuScore {
+    int32_t index;
+    int64_t score;
+  };
+  absl::InlinedVector<GpuScore, 8> scored;
+  for (const GpuDecrease& m : MeasureEachGpu(r, node)) scored.push_back({m.index, ScoreOf(m.decrease)});
   // Best score first; equal scores keep index order (ChooseGpus' tie-break).
   std::stable_sort(scored.begin(), scored.end(), [](const GpuScore& a, const GpuScore& b) { return a.score > b.score; });
   int32_t tier = 0;

@@ -68,16 +68,20 @@ class FgdPlugin final : public FilterPlugin, public GpuChooserPlugin, public Sco
                               const GpuChoice& choice) const override;
 
  private:
-  struct GpuScore {
+  // A GPU a share of one GPU fits on, and how much F · W falls when the
+  // share goes there (negative: F grows).
+  struct GpuDecrease {
     int32_t index;
-    int64_t score;
+    int64_t decrease;
   };
-  // A share of one GPU: its score on every GPU it fits on, in index order.
-  // RankGpus for a share of one GPU (or no GPU): by ScoreEachGpu.
+  // Every GPU the share fits on, in index order.
+  [[nodiscard]] absl::InlinedVector<GpuDecrease, 8> MeasureEachGpu(const PodGpuRequest& request,
+                                                                   const NodeView& node) const;
+  // RankGpus for a share of one GPU (or no GPU): by score, from MeasureEachGpu.
   [[nodiscard]] std::optional<RankedGpus> RankShareOfOneGpu(const PodGpuRequest& request,
                                                             const NodeView& node) const;
-  [[nodiscard]] absl::InlinedVector<GpuScore, 8> ScoreEachGpu(const PodGpuRequest& request,
-                                                               const NodeView& node) const;
+  // FGD's score of a decrease of F · W.
+  [[nodiscard]] int64_t ScoreOf(int64_t decrease) const;
 
   TargetWorkload workload_;
   GpuSharePlugin fit_;

@@ -273,8 +273,11 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
                                      const FragmentationOptions& options) {
   // One GPU's free milli-GPU is 0..1000.
   const size_t gpus = free_milli.size();
-  absl::InlinedVector<int32_t, 16> free_storage(gpus);
-  int32_t* const free = free_storage.data();
+  constexpr size_t kStackGpus = 16;
+  std::array<int32_t, kStackGpus> free_stack;
+  std::vector<int32_t> free_heap;
+  if (gpus > kStackGpus) free_heap.resize(gpus);
+  int32_t* const free = gpus > kStackGpus ? free_heap.data() : free_stack.data();
   int64_t free_total = 0;
   for (size_t i = 0; i < gpus; ++i) {
     free[i] = static_cast<int32_t>(std::clamp<int64_t>(free_milli[i], 0, kOneGpu.value()));
@@ -305,8 +308,22 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   // share in O(GPUs + shares), without a branch on what the node holds.
   // Kept as a table only for kinds that name models.
   const size_t shares = measure.shares.size();
-  absl::InlinedVector<int32_t, 33> gpus_at(shares + 1, 0);  // GPUs with room for exactly the first j shares
-  absl::InlinedVector<int32_t, 33> free_at(shares + 1, 0);  // their free milli-GPU
+  // GPUs with room for exactly the first j shares, and their free milli-GPU:
+  // on the stack for up to 32 shares (a workload rarely has more), cleared
+  // as far as used.
+  constexpr size_t kStackShares = 32;
+  std::array<int32_t, kStackShares + 1> gpus_at_stack, free_at_stack;
+  std::vector<int32_t> gpus_at_heap, free_at_heap;
+  int32_t* gpus_at = gpus_at_stack.data();
+  int32_t* free_at = free_at_stack.data();
+  if (shares > kStackShares) {
+    gpus_at_heap.resize(shares + 1);
+    free_at_heap.resize(shares + 1);
+    gpus_at = gpus_at_heap.data();
+    free_at = free_at_heap.data();
+  }
+  std::fill_n(gpus_at, shares + 1, 0);
+  std::fill_n(free_at, shares + 1, 0);
   for (size_t i = 0; i < gpus; ++i) {
     const size_t j = measure.shares_within[static_cast<size_t>(free[i])];
     ++gpus_at[j];

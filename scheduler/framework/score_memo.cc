@@ -90,7 +90,10 @@ std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::
   computed.clear();
   computed.resize(unknown.size());
   const auto compute = [&](size_t begin, size_t end) {
-    for (size_t k = begin; k < end; ++k) Evaluate(request, nodes[unknown[k]], computed[k]);
+    for (size_t k = begin; k < end; ++k) {
+      if (k + kPrefetchDistance < end) PrefetchNode(nodes[unknown[k + kPrefetchDistance]]);
+      Evaluate(request, nodes[unknown[k]], computed[k]);
+    }
   };
   const bool parallel = pool_ != nullptr && unknown.size() >= kMinParallelNodes;
   if (parallel) {
