@@ -452,6 +452,27 @@ TEST(ScoreMemoTest, ViewsWithoutAVersionAreComputedEveryTime) {
   EXPECT_EQ(memo.counters().nodes_computed - warm.nodes_computed, 2u);
 }
 
+TEST(ScoreMemoTest, ANodeNamedTwiceInOneRequestIsAnsweredAlikeEitherWay) {
+  // kube-scheduler does not repeat names, but a request may: the node's
+  // version then appears twice, cold and warm, on the caller and on a pool.
+  WorkerPool pool(2);
+  for (WorkerPool* p : {static_cast<WorkerPool*>(nullptr), &pool}) {
+    SCOPED_TRACE(p == nullptr ? "on the caller" : "on the pool");
+    std::atomic<int> calls{0};
+    const auto profile = MakeProfile(&calls);
+    const ScoreMemo memo(profile, ScoreMemo::kDefaultRequests, p);
+    ClusterModel model;
+    Fill(model, static_cast<int>(ScoreMemo::kMinParallelNodes) + 8);
+    const auto snapshot = model.Publish();
+    std::vector<NodeView> views = Views(*snapshot);
+    views.push_back(views[1]);
+    views.push_back(views[5]);
+    const PodGpuRequest pod = Pod().Fraction(250);
+    EXPECT_EQ(memo.Score(pod, views, nullptr), profile->Score(pod, views, nullptr)) << "cold";
+    EXPECT_EQ(memo.Score(pod, views, nullptr), profile->Score(pod, views, nullptr)) << "warm";
+  }
+}
+
 TEST(ScoreMemoTest, DistinctRequestsKeepTheirOwnAnswers) {
   std::atomic<int> calls{0};
   const auto profile = MakeProfile(&calls);
