@@ -12,6 +12,10 @@
 //   BM_PrioritizeColdMemoParallel  the same with a WorkerPool of
 //                             WorkerPool::DefaultThreads() helpers (counter
 //                             `helpers`), as tessera-extender runs by default
+//   BM_PrioritizeNewShape     the first pod of a shape on a memo that has
+//                             served others (a new slot; the memo's working
+//                             space and freed tables are reused), without
+//                             and with the pool
 //   BM_PrioritizeAfterOneBind one pod bound or gone on one node between two
 //                             requests of one shape: one node recomputed
 //                             (the publish itself, the watch's work, untimed)
@@ -200,6 +204,32 @@ void BM_PrioritizeColdMemoParallel(benchmark::State& state, const std::string& p
   state.counters["helpers"] = pool.threads();
 }
 
+// A pod of a shape the memo has not seen, on a memo that has served many
+// (the service lives on): each request asks for 1 MiB more GPU memory than
+// the last, which changes the shape but not where the pod fits.
+void BM_PrioritizeNewShape(benchmark::State& state, const std::string& policy, bool parallel) {
+  Fixture* f = GetFixture(state, policy);
+  if (f == nullptr) return;
+  static WorkerPool pool(WorkerPool::DefaultThreads());
+  const std::unique_ptr<ExtenderService> service = f->NewService(parallel ? &pool : nullptr);
+  const std::string memory = R"("tessera.io/gpu-memory":"10Gi")";
+  const size_t at = f->body.find(memory);
+  if (at == std::string::npos) {
+    state.SkipWithError("the fixture's pod has no gpu-memory annotation");
+    return;
+  }
+  int64_t mib = 10240;
+  std::string body;
+  for (auto _ : state) {
+    state.PauseTiming();
+    body = f->body;
+    body.replace(at, memory.size(), absl::StrCat(R"("tessera.io/gpu-memory":")", ++mib, R"(Mi")"));
+    state.ResumeTiming();
+    Prioritize(state, *service, body);
+  }
+  state.counters["helpers"] = parallel ? pool.threads() : 0;
+}
+
 void BM_PrioritizeAfterOneBind(benchmark::State& state, const std::string& policy) {
   Fixture* f = GetFixture(state, policy);
   if (f == nullptr) return;
@@ -289,6 +319,10 @@ void BM_MemoScoreCold(benchmark::State& state, const std::string& policy, bool p
 TESSERA_MEMO_BENCHMARK(BM_PrioritizeColdMemo);
 BENCHMARK_CAPTURE(BM_PrioritizeColdMemoParallel, default_policy, std::string("default-policy.yaml"))
     ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();  // helpers' time counts
+BENCHMARK_CAPTURE(BM_PrioritizeNewShape, default_policy, std::string("default-policy.yaml"), false)
+    ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PrioritizeNewShape, default_policy_parallel, std::string("default-policy.yaml"), true)
+    ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 TESSERA_MEMO_BENCHMARK(BM_PrioritizeAfterOneBind);
 TESSERA_MEMO_BENCHMARK(BM_PrioritizeUnchanged);
 TESSERA_MEMO_BENCHMARK(BM_ProfileScore);
