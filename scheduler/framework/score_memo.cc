@@ -65,55 +65,16 @@ std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::
   const uint64_t use = ++slot.uses;
   if (choices != nullptr) choices->assign(n, std::nullopt);
 
-  // Every node's answers: kept at its version, or computed now into
-  // `computed` (no version, or a version not seen). Nothing enters the slot
-  // until the answers have been read, so pointers into it stay valid, and a
-  // thread computing nodes writes only its own elements of `computed`.
-  std::vector<const Entry*>& answers = scratch_.answers;
-  std::vector<size_t>& unknown = scratch_.unknown;
-  std::vector<Entry>& computed = scratch_.computed;
-  answers.assign(n, nullptr);
-  unknown.clear();
-  size_t versioned = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t version = nodes[i].version;
-    if (version != 0) {
-      ++versioned;
-      if (const auto it = slot.entries.find(version); it != slot.entries.end()) {
-        it->second.last_use = use;
-        answers[i] = &it->second;
-        continue;
-      }
-    }
-    unknown.push_back(i);
-  }
-  computed.clear();
-  computed.resize(unknown.size());
-  const auto compute = [&](size_t begin, size_t end) {
-    for (size_t k = begin; k < end; ++k) {
-      if (k + kPrefetchDistance < end) PrefetchNode(nodes[unknown[k + kPrefetchDistance]]);
-      Evaluate(request, nodes[unknown[k]], computed[k]);
-    }
-  };
-  const bool parallel = pool_ != nullptr && unknown.size() >= kMinParallelNodes;
-  if (parallel) {
-    pool_->ParallelFor(unknown.size(), kParallelGrain, compute);
-  } else {
-    compute(0, unknown.size());
-  }
-  for (size_t k = 0; k < unknown.size(); ++k) answers[unknown[k]] = &computed[k];
-
-  // Profile::Score's first stage from those answers: the nodes where the pod
-  // fits, and each score plugin's raw scores on them in node order.
+  // Profile::Score's first stage from each node's answers: the nodes where
+  // the pod fits, and each score plugin's raw scores on them in node order.
   std::vector<size_t> fitting;
   fitting.reserve(n);
   std::vector<std::vector<int64_t>> raw(scorers);
   for (std::vector<int64_t>& r : raw) r.reserve(n);
   std::optional<GpuChoice> avoiding;
-  for (size_t i = 0; i < n; ++i) {
+  const auto first_stage = [&](size_t i, const Entry& entry) {
     const NodeView& node = nodes[i];
-    const Entry& entry = *answers[i];
-    if (!entry.choice.has_value()) continue;  // ruling GPUs out never makes room
+    if (!entry.choice.has_value()) return;  // ruling GPUs out never makes room
     // GPUs ruled out now (live load) may take the kept choice away; the kept
     // raw scores hold only for the kept choice.
     const GpuChoice* choice = &*entry.choice;
@@ -122,7 +83,7 @@ std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::
       const GpuIndexList excluded = profile.ExcludedGpus(request, node);
       if (!excluded.empty()) {
         avoiding = profile.ChooseGpusAvoiding(request, node, excluded);
-        if (!avoiding.has_value()) continue;
+        if (!avoiding.has_value()) return;
         kept = *avoiding == *entry.choice;
         choice = &*avoiding;
       }
@@ -133,17 +94,87 @@ std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::
                                                             : profile.RawScore(s, request, node, *choice));
     }
     if (choices != nullptr) (*choices)[i] = *choice;
-  }
+  };
 
-  // Keep what was computed at a version. The same version named twice in
-  // one request was computed twice, identically; the first is kept.
-  if (slot.entries.empty()) slot.entries.reserve(n);  // a new request: spare the rehashes
-  for (size_t k = 0; k < unknown.size(); ++k) {
-    const uint64_t version = nodes[unknown[k]].version;
-    if (version == 0) continue;
-    slot.entries.try_emplace(version, std::move(computed[k])).first->second.last_use = use;
+  size_t versioned = 0;
+  uint64_t n_computed = 0;
+  bool parallel = false;
+  if (pool_ == nullptr) {
+    // One pass, each node computed straight into the slot where its version
+    // is new and read at once (before the next insertion can move it).
+    // A new request computes every node: load their data ahead. (Where most
+    // are kept, the loads would be wasted: their answers are in the slot.)
+    const bool all_new = slot.entries.empty();
+    if (all_new) slot.entries.reserve(n);  // and spare the rehashes
+    Entry unversioned;
+    for (size_t i = 0; i < n; ++i) {
+      if (all_new && i + kPrefetchDistance < n) PrefetchNode(nodes[i + kPrefetchDistance]);
+      const uint64_t version = nodes[i].version;
+      if (version == 0) {
+        Evaluate(request, nodes[i], unversioned);
+        ++n_computed;
+        first_stage(i, unversioned);
+        continue;
+      }
+      ++versioned;
+      auto [it, inserted] = slot.entries.try_emplace(version);
+      if (inserted) {
+        Evaluate(request, nodes[i], it->second);
+        ++n_computed;
+      }
+      it->second.last_use = use;
+      first_stage(i, it->second);
+    }
+  } else {
+    // With a pool: the answers kept at their version; the rest computed into
+    // `computed`, on the pool when there are many, each thread writing its
+    // own elements. They enter the slot only once read, so that pointers
+    // into it stay valid. (Straight into the slot's entries proved slower:
+    // hashing scatters them, and threads writing neighbours contend.)
+    std::vector<const Entry*>& answers = scratch_.answers;
+    std::vector<size_t>& unknown = scratch_.unknown;
+    std::vector<Entry>& computed = scratch_.computed;
+    answers.assign(n, nullptr);
+    unknown.clear();
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t version = nodes[i].version;
+      if (version != 0) {
+        ++versioned;
+        if (const auto it = slot.entries.find(version); it != slot.entries.end()) {
+          it->second.last_use = use;
+          answers[i] = &it->second;
+          continue;
+        }
+      }
+      unknown.push_back(i);
+    }
+    computed.clear();
+    computed.resize(unknown.size());
+    const auto compute = [&](size_t begin, size_t end) {
+      for (size_t k = begin; k < end; ++k) {
+        if (k + kPrefetchDistance < end) PrefetchNode(nodes[unknown[k + kPrefetchDistance]]);
+        Evaluate(request, nodes[unknown[k]], computed[k]);
+      }
+    };
+    parallel = unknown.size() >= kMinParallelNodes;
+    if (parallel) {
+      pool_->ParallelFor(unknown.size(), kParallelGrain, compute);
+    } else {
+      compute(0, unknown.size());
+    }
+    for (size_t k = 0; k < unknown.size(); ++k) answers[unknown[k]] = &computed[k];
+    for (size_t i = 0; i < n; ++i) first_stage(i, *answers[i]);
+
+    // Keep what was computed at a version. The same version named twice in
+    // one request was computed twice, identically; the first is kept.
+    if (slot.entries.empty()) slot.entries.reserve(n);  // a new request: spare the rehashes
+    for (size_t k = 0; k < unknown.size(); ++k) {
+      const uint64_t version = nodes[unknown[k]].version;
+      if (version == 0) continue;
+      slot.entries.try_emplace(version, std::move(computed[k])).first->second.last_use = use;
+    }
+    n_computed = unknown.size();
   }
-  const uint64_t n_computed = unknown.size();
   const uint64_t n_parallel = parallel ? n_computed : 0;
   nodes_computed_.fetch_add(n_computed, std::memory_order_relaxed);
   nodes_reused_.fetch_add(n - n_computed, std::memory_order_relaxed);
