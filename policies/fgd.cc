@@ -6,36 +6,30 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "config/plugin_args.h"
-#include "policies/gpu_fit.h"
 #include "policies/node_resources.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera {
 namespace {
 
-// The node's free milli-GPU per GPU (in inventory order) and free CPU.
+// A node as the measure reads it: free milli-GPU per GPU (inventory order),
+// free CPU now, and free CPU once the pod has its CPU. The node after the
+// pod takes its share of some GPUs is this with those entries lowered.
 struct NodeFree {
   absl::InlinedVector<int64_t, 8> gpu;
   std::optional<int64_t> cpu;
+  std::optional<int64_t> cpu_after;
 };
 
-NodeFree FreeOf(const NodeView& node) {
+NodeFree FreeOf(const NodeView& node, const PodGpuRequest& r) {
   NodeFree f;
   for (const GpuDevice& g : node.gpus) f.gpu.push_back(FreeMilli(node, g));
-  if (node.host != nullptr) f.cpu = node.host->cpu_free().value();
+  if (node.host != nullptr) {
+    f.cpu = node.host->cpu_free().value();
+    f.cpu_after = *f.cpu - r.host.cpu.value();
+  }
   return f;
 }
-
-// `free` after the pod takes its share of the GPUs at inventory positions `at` and its CPU.
-NodeFree After(NodeFree free, const PodGpuRequest& r, absl::Span<const size_t> at) {
-  for (size_t i : at) free.gpu[i] -= PerGpuMilli(r);
-  if (free.cpu.has_value()) *free.cpu -= r.host.cpu.value();
-  return free;
-}
-
-}  // namespace
-
-namespace {
 
 int64_t ScoreOfDecrease(double decrease) {
   const double delta = decrease / 1000;
@@ -54,16 +48,14 @@ int64_t FragmentationScore(int64_t before_times_weight, int64_t after_times_weig
 int64_t PlacementFragmentationScore(const TargetWorkload& workload, const FragmentationOptions& options,
                                     const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) {
   const NodeGpuAccess access(workload, node.gpus);
-  const NodeFree now = FreeOf(node);
-  absl::InlinedVector<size_t, 8> at;
+  NodeFree free = FreeOf(node, r);
+  const int64_t before = NodeFragmentationTimesWeight(workload, access, free.gpu, free.cpu, options);
   for (int32_t index : choice.gpu_indices) {
     for (size_t i = 0; i < node.gpus.size(); ++i) {
-      if (node.gpus[i].index == index) at.push_back(i);
+      if (node.gpus[i].index == index) free.gpu[i] -= PerGpuMilli(r);
     }
   }
-  const NodeFree after = After(now, r, at);
-  return FragmentationScore(NodeFragmentationTimesWeight(workload, access, now.gpu, now.cpu, options),
-                            NodeFragmentationTimesWeight(workload, access, after.gpu, after.cpu, options),
+  return FragmentationScore(before, NodeFragmentationTimesWeight(workload, access, free.gpu, free.cpu_after, options),
                             workload.total_weight());
 }
 
@@ -114,15 +106,10 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const P
   absl::InlinedVector<GpuDecrease, 8> measured;
   const size_t n = node.gpus.size();
   const int64_t share = PerGpuMilli(r);
-  // The node now, and after the pod takes its share of GPU i: the same but
-  // for position i and the CPU, so one array serves every GPU tried.
-  absl::InlinedVector<int64_t, 8> free(n);
-  for (size_t i = 0; i < n; ++i) free[i] = FreeMilli(node, node.gpus[i]);
-  std::optional<int64_t> cpu_now, cpu_after;
-  if (node.host != nullptr) {
-    cpu_now = node.host->cpu_free().value();
-    cpu_after = *cpu_now - r.host.cpu.value();
-  }
+  // The node after the pod takes its share of GPU i differs from the node
+  // now at position i alone: one array serves every GPU tried.
+  NodeFree now = FreeOf(node, r);
+  absl::InlinedVector<int64_t, 8>& free = now.gpu;
   const NodeGpuAccess access(workload_, node.gpus);
   std::optional<int64_t> before;         // F·W now, measured once some GPU fits
   absl::InlinedVector<size_t, 8> tried;  // inventory positions measured, as in `measured`
@@ -140,9 +127,9 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const P
     if (like < tried.size()) {
       decrease = measured[like].decrease;
     } else {
-      if (!before.has_value()) before = NodeFragmentationTimesWeight(workload_, access, free, cpu_now);
+      if (!before.has_value()) before = NodeFragmentationTimesWeight(workload_, access, free, now.cpu);
       free[i] -= share;
-      decrease = *before - NodeFragmentationTimesWeight(workload_, access, free, cpu_after);
+      decrease = *before - NodeFragmentationTimesWeight(workload_, access, free, now.cpu_after);
       free[i] += share;
     }
     tried.push_back(i);

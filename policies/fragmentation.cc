@@ -121,13 +121,12 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   }
   TargetWorkload w;
   w.total_weight_ = total;
-  w.probabilities_.reserve(pods.size());
-  for (const WorkloadPod& p : pods) w.probabilities_.push_back(static_cast<double>(p.weight) / static_cast<double>(total));
   double cpu = 0, gpus = 0;
-  for (size_t m = 0; m < pods.size(); ++m) {
-    if (pods[m].gpus == 0) continue;
-    cpu += w.probabilities_[m] * static_cast<double>(pods[m].cpu.value());
-    gpus += w.probabilities_[m] * static_cast<double>(pods[m].gpus * pods[m].milli.value()) / 1000;
+  for (const WorkloadPod& pod : pods) {
+    if (pod.gpus == 0) continue;
+    const double p = static_cast<double>(pod.weight) / static_cast<double>(total);
+    cpu += p * static_cast<double>(pod.cpu.value());
+    gpus += p * static_cast<double>(pod.gpus * pod.milli.value()) / 1000;
   }
   if (gpus > 0) w.cpu_per_gpu_ = cpu / gpus;
 

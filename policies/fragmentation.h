@@ -82,10 +82,9 @@ class TargetWorkload {
   [[nodiscard]] const std::vector<WorkloadPod>& pods() const { return pods_; }
   /// W = Σ weight.
   [[nodiscard]] int64_t total_weight() const { return total_weight_; }
-  /// p_m = weight_m / W, in pods() order.
-  [[nodiscard]] const std::vector<double>& probabilities() const { return probabilities_; }
   /// milli-CPU per whole GPU over the kinds that ask for GPUs, weighted by
-  /// probability: Σ p·cpu / Σ p·GPUs; 0 when no kind asks for a GPU.
+  /// how common they are (p_m = weight_m / W): Σ p·cpu / Σ p·GPUs; 0 when no
+  /// kind asks for a GPU.
   [[nodiscard]] double cpu_per_gpu() const { return cpu_per_gpu_; }
   /// Whether some kind accepts only some GPU models.
   [[nodiscard]] bool has_models() const { return has_models_; }
@@ -126,7 +125,6 @@ class TargetWorkload {
   TargetWorkload() = default;
   std::vector<WorkloadPod> pods_;
   int64_t total_weight_ = 0;
-  std::vector<double> probabilities_;
   double cpu_per_gpu_ = 0;
   bool has_models_ = false;
   Measure measure_;

@@ -23,8 +23,9 @@
 // swept). An answer takes 97 bytes of hash table: at 5000 nodes a request's
 // table has 8191 slots, 0.8 MB, and the default 32 requests hold 26 MB
 // (twice that after requests that each found most nodes changed at once:
-// tables do not shrink). Besides, one request's working space is kept for
-// the next: 120 bytes a node of the largest request, 0.6 MB at 5000 nodes.
+// tables do not shrink). Besides, with a pool, one request's working space
+// is kept for the next: 120 bytes a node of the largest request, 0.6 MB at
+// 5000 nodes.
 //
 // Computing a node is the costly part (the profile's plugins; ~1 µs a node
 // with the default policy), and a new request or a policy reload computes
@@ -123,8 +124,9 @@ class ScoreMemo {
     size_t high_water = 0;    // most versioned nodes one request named
     absl::flat_hash_map<uint64_t, Entry> entries;
   };
-  // One request's working space, kept between requests so that a warm
-  // request allocates nothing per node; sized by the largest request.
+  // One request's working space with a pool (without one, nodes are computed
+  // straight into the slot), kept between requests so that a warm request
+  // allocates nothing per node; sized by the largest request.
   struct Scratch {
     std::vector<const Entry*> answers;  // per node: kept, or in `computed`
     std::vector<size_t> unknown;        // the nodes to compute, in node order
