@@ -380,7 +380,9 @@ TEST(HttpServerTest, ReadTimeoutClosesAConnectionThatSendsHalfARequest) {
 
 TEST(HttpServerTest, IdleTimeoutClosesAConnectionThatSendsNothing) {
   HttpServerOptions options = TestOptions();
-  options.idle_timeout = milliseconds(100);
+  // Long enough that a starved CI machine still serves the first request
+  // before the idle deadline: both completions ready at once race.
+  options.idle_timeout = milliseconds(300);
   auto server = MustStart(options);
   ASSERT_NE(server, nullptr);
   Client client(server->port());
@@ -392,12 +394,15 @@ TEST(HttpServerTest, IdleTimeoutClosesAConnectionThatSendsNothing) {
 
 TEST(HttpServerTest, ReadTimeoutDoesNotApplyWhileIdle) {
   HttpServerOptions options = TestOptions();
-  options.read_timeout = milliseconds(50);
+  // The requests themselves run under this deadline: a short one (50 ms
+  // once) made the test fail on a loaded 2-core CI machine, where the read's
+  // and the timer's completions became ready together.
+  options.read_timeout = milliseconds(300);
   auto server = MustStart(options);
   ASSERT_NE(server, nullptr);
   Client client(server->port());
   EXPECT_EQ(client.RoundTrip(Post("/filter", "one")).body(), "one");
-  std::this_thread::sleep_for(milliseconds(150));  // idle for 3x read_timeout
+  std::this_thread::sleep_for(milliseconds(900));  // idle for 3x read_timeout
   EXPECT_EQ(client.RoundTrip(Post("/filter", "two")).body(), "two");
 }
 
