@@ -99,13 +99,17 @@ std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::
   size_t versioned = 0;
   uint64_t n_computed = 0;
   bool parallel = false;
+  std::vector<Entry>& entries = slot.entries;
   if (pool_ == nullptr) {
     // One pass, each node computed straight into the slot where its version
-    // is new and read at once (before the next insertion can move it).
+    // is new and read at once (before the next one can move it).
     // A new request computes every node: load their data ahead. (Where most
     // are kept, the loads would be wasted: their answers are in the slot.)
-    const bool all_new = slot.entries.empty();
-    if (all_new) slot.entries.reserve(n);  // and spare the rehashes
+    const bool all_new = entries.empty();
+    if (all_new) {  // spare the regrowth and the rehashes
+      entries.reserve(n);
+      slot.at.reserve(n);
+    }
     Entry unversioned;
     for (size_t i = 0; i < n; ++i) {
       if (all_new && i + kPrefetchDistance < n) PrefetchNode(nodes[i + kPrefetchDistance]);
@@ -117,20 +121,22 @@ std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::
         continue;
       }
       ++versioned;
-      auto [it, inserted] = slot.entries.try_emplace(version);
+      const auto [it, inserted] = slot.at.try_emplace(version, static_cast<uint32_t>(entries.size()));
       if (inserted) {
-        Evaluate(request, nodes[i], it->second);
+        Entry& entry = entries.emplace_back();
+        entry.version = version;
+        Evaluate(request, nodes[i], entry);
         ++n_computed;
       }
-      it->second.last_use = use;
-      first_stage(i, it->second);
+      Entry& entry = entries[it->second];
+      entry.last_use = use;
+      first_stage(i, entry);
     }
   } else {
     // With a pool: the answers kept at their version; the rest computed into
     // `computed`, on the pool when there are many, each thread writing its
-    // own elements. They enter the slot only once read, so that pointers
-    // into it stay valid. (Straight into the slot's entries proved slower:
-    // hashing scatters them, and threads writing neighbours contend.)
+    // own run of elements. They enter the slot only once read, so that
+    // pointers into it stay valid.
     std::vector<const Entry*>& answers = scratch_.answers;
     std::vector<size_t>& unknown = scratch_.unknown;
     std::vector<Entry>& computed = scratch_.computed;
@@ -140,9 +146,10 @@ std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::
       const uint64_t version = nodes[i].version;
       if (version != 0) {
         ++versioned;
-        if (const auto it = slot.entries.find(version); it != slot.entries.end()) {
-          it->second.last_use = use;
-          answers[i] = &it->second;
+        if (const auto it = slot.at.find(version); it != slot.at.end()) {
+          Entry& entry = entries[it->second];
+          entry.last_use = use;
+          answers[i] = &entry;
           continue;
         }
       }
@@ -167,11 +174,26 @@ std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::
 
     // Keep what was computed at a version. The same version named twice in
     // one request was computed twice, identically; the first is kept.
-    if (slot.entries.empty()) slot.entries.reserve(n);  // a new request: spare the rehashes
-    for (size_t k = 0; k < unknown.size(); ++k) {
-      const uint64_t version = nodes[unknown[k]].version;
-      if (version == 0) continue;
-      slot.entries.try_emplace(version, std::move(computed[k])).first->second.last_use = use;
+    if (entries.empty()) {
+      // A new request: the slot takes the computed array whole (and leaves
+      // its own, emptied, as the next request's working space); answers not
+      // indexed stay unread until the next sweep drops them.
+      entries.swap(computed);
+      slot.at.reserve(entries.size());
+      for (size_t k = 0; k < entries.size(); ++k) {
+        const uint64_t version = nodes[unknown[k]].version;
+        const bool indexed = version != 0 && slot.at.try_emplace(version, static_cast<uint32_t>(k)).second;
+        entries[k].version = indexed ? version : 0;
+        entries[k].last_use = indexed ? use : 0;
+      }
+    } else {
+      for (size_t k = 0; k < unknown.size(); ++k) {
+        const uint64_t version = nodes[unknown[k]].version;
+        if (version == 0 || !slot.at.try_emplace(version, static_cast<uint32_t>(entries.size())).second) continue;
+        Entry& entry = entries.emplace_back(std::move(computed[k]));
+        entry.version = version;
+        entry.last_use = use;
+      }
     }
     n_computed = unknown.size();
   }
@@ -184,9 +206,7 @@ std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::
   this_call.nodes_computed_in_parallel = n_parallel;
 
   slot.high_water = std::max(slot.high_water, versioned);
-  if (slot.entries.size() > MaxEntries(slot.high_water)) {
-    absl::erase_if(slot.entries, [use](const auto& kv) { return kv.second.last_use != use; });
-  }
+  if (entries.size() > MaxEntries(slot.high_water)) Sweep(slot, use);
 
   // The second stage and the wire exactly as Profile::Score does them.
   std::vector<int64_t> weighted(fitting.size(), 0);
@@ -208,6 +228,16 @@ void ScoreMemo::Evaluate(const PodGpuRequest& request, const NodeView& node, Ent
   }
 }
 
+void ScoreMemo::Sweep(Slot& slot, uint64_t use) {
+  std::vector<Entry>& entries = slot.entries;
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [use](const Entry& e) { return e.version == 0 || e.last_use != use; }),
+                entries.end());
+  slot.at.clear();
+  slot.at.reserve(entries.size());
+  for (size_t k = 0; k < entries.size(); ++k) slot.at.emplace(entries[k].version, static_cast<uint32_t>(k));
+}
+
 ScoreMemo::Slot& ScoreMemo::SlotFor(const PodGpuRequest& request) const {
   const uint64_t now = ++clock_;
   for (Slot& slot : slots_) {
@@ -222,7 +252,12 @@ ScoreMemo::Slot& ScoreMemo::SlotFor(const PodGpuRequest& request) const {
   } else {
     slot = &*std::min_element(slots_.begin(), slots_.end(),
                               [](const Slot& a, const Slot& b) { return a.last_use < b.last_use; });
+    // The evicted request's array, emptied, serves the new one: its pages
+    // are mapped already.
+    std::vector<Entry> storage = std::move(slot->entries);
+    storage.clear();
     *slot = Slot{};
+    slot->entries = std::move(storage);
   }
   slot->request = request;
   slot->last_use = now;
@@ -239,7 +274,7 @@ ScoreMemo::Counters ScoreMemo::counters() const {
 size_t ScoreMemo::memoized_nodes() const {
   absl::MutexLock lock(&mu_);
   size_t total = 0;
-  for (const Slot& slot : slots_) total += slot.entries.size();
+  for (const Slot& slot : slots_) total += slot.entries.size();  // indexed or awaiting the sweep
   return total;
 }
 

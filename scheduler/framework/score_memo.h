@@ -20,14 +20,14 @@
 // Memory, bounded: at most `max_requests` requests; per request, between
 // requests, at most MaxEntries(N) = 1.25·N + 64 node answers, N the most
 // versioned nodes one of its requests named (beyond that, old versions are
-// swept). An answer takes 97 bytes of hash table: at 5000 nodes a request's
-// table has 8191 slots, 0.8 MB, and the default 32 requests hold 26 MB
-// (twice that after requests that each found most nodes changed at once:
-// tables do not shrink). Besides, with a pool, one request's working space
-// is kept for the next: 120 bytes a node of the largest request, 0.6 MB at
-// 5000 nodes.
+// swept). An answer takes 112 bytes in the request's array and 17 in its
+// index: at 5000 nodes about 0.7 MB a request, and the default 32 requests
+// hold 22 MB (up to twice that after requests that each found most nodes
+// changed at once: arrays and indices do not shrink). Besides, with a pool,
+// one request's working space is kept for the next: 128 bytes a node of the
+// largest request, 0.6 MB at 5000 nodes.
 //
-// Computing a node is the costly part (the profile's plugins; ~1 µs a node
+// Computing a node is the costly part (the profile's plugins; ~0.25 µs a node
 // with the default policy), and a new request or a policy reload computes
 // every node. Given a WorkerPool, a request with at least
 // kMinParallelNodes nodes to compute spreads them over the pool's threads;
@@ -112,17 +112,23 @@ class ScoreMemo {
  private:
   // One node's answers at one version.
   struct Entry {
+    uint64_t version = 0;               // the node's; 0: not indexed (a duplicate or an unversioned node)
     uint64_t last_use = 0;              // the slot's use that last read it
     std::optional<GpuChoice> choice;    // before any GPU is ruled out; nullopt: the pod does not fit
     absl::InlinedVector<int64_t, 3> raw;  // per score plugin (memoizable ones only); empty when it does not fit
   };
-  // The answers for one request, by node version.
+  // The answers for one request: dense, in the order they were computed
+  // (the order nodes are named in), and an index by node version. A new
+  // request adopts the array its nodes were computed into whole, and the
+  // index is small (12 bytes an answer) where a table of answers would be
+  // 100: building it touches a tenth of the memory.
   struct Slot {
     PodGpuRequest request;
     uint64_t last_use = 0;    // the memo's clock at its last request (LRU)
     uint64_t uses = 0;        // requests it served
     size_t high_water = 0;    // most versioned nodes one request named
-    absl::flat_hash_map<uint64_t, Entry> entries;
+    std::vector<Entry> entries;
+    absl::flat_hash_map<uint64_t, uint32_t> at;  // version -> position in `entries`
   };
   // One request's working space with a pool (without one, nodes are computed
   // straight into the slot), kept between requests so that a warm request
@@ -137,6 +143,9 @@ class ScoreMemo {
                                    std::vector<std::optional<GpuChoice>>* choices, Counters& this_call) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Slot& SlotFor(const PodGpuRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the answers request `use` did not read (old versions of nodes that
+  // changed), keeping the others' order, and re-indexes.
+  static void Sweep(Slot& slot, uint64_t use);
   // The profile's choice and raw scores on one node, as Profile::Score computes them.
   void Evaluate(const PodGpuRequest& request, const NodeView& node, Entry& entry) const;
 
