@@ -106,35 +106,29 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const P
   absl::InlinedVector<GpuDecrease, 8> measured;
   const size_t n = node.gpus.size();
   const int64_t share = PerGpuMilli(r);
-  // The node after the pod takes its share of GPU i differs from the node
-  // now at position i alone: one array serves every GPU tried.
-  NodeFree now = FreeOf(node, r);
-  absl::InlinedVector<int64_t, 8>& free = now.gpu;
-  const NodeGpuAccess access(workload_, node.gpus);
-  std::optional<int64_t> before;         // F·W now, measured once some GPU fits
-  absl::InlinedVector<size_t, 8> tried;  // inventory positions measured, as in `measured`
+  const NodeFree now = FreeOf(node, r);
+  // The GPUs that can take the share, and of them those to measure: a GPU
+  // like one measured already (same free, and same model where the workload
+  // tells models apart) measures the same.
+  absl::InlinedVector<size_t, 8> distinct;  // inventory positions to measure
+  absl::InlinedVector<size_t, 8> like;      // per entry of `measured`: its position in `distinct`
   for (size_t i = 0; i < n; ++i) {
     const GpuDevice& g = node.gpus[i];
-    if (free[i] < share || !fit_.FitsOneGpu(r, node, g)) continue;
-    // A GPU like one measured already (same free, and same model where the
-    // workload tells models apart) measures the same.
-    size_t like = 0;
-    while (like < tried.size() && !(free[tried[like]] == free[i] &&
-                                    (!workload_.has_models() || node.gpus[tried[like]].model == g.model))) {
-      ++like;
+    if (now.gpu[i] < share || !fit_.FitsOneGpu(r, node, g)) continue;
+    size_t d = 0;
+    while (d < distinct.size() && !(now.gpu[distinct[d]] == now.gpu[i] &&
+                                    (!workload_.has_models() || node.gpus[distinct[d]].model == g.model))) {
+      ++d;
     }
-    int64_t decrease = 0;
-    if (like < tried.size()) {
-      decrease = measured[like].decrease;
-    } else {
-      if (!before.has_value()) before = NodeFragmentationTimesWeight(workload_, access, free, now.cpu);
-      free[i] -= share;
-      decrease = *before - NodeFragmentationTimesWeight(workload_, access, free, now.cpu_after);
-      free[i] += share;
-    }
-    tried.push_back(i);
-    measured.push_back(GpuDecrease{.index = g.index, .decrease = decrease});
+    if (d == distinct.size()) distinct.push_back(i);
+    like.push_back(d);
+    measured.push_back(GpuDecrease{.index = g.index, .decrease = 0});
   }
+  if (measured.empty()) return measured;
+  absl::InlinedVector<int64_t, 8> decreases(distinct.size());
+  FragmentationDecreases(workload_, NodeGpuAccess(workload_, node.gpus), now.gpu, now.cpu, now.cpu_after, share,
+                         distinct, absl::MakeSpan(decreases));
+  for (size_t k = 0; k < measured.size(); ++k) measured[k].decrease = decreases[like[k]];
   return measured;
 }
 

@@ -189,6 +189,20 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
     measure.weight_within_cpu.insert(measure.weight_within_cpu.end(), rows.weight_within_cpu.begin(),
                                      rows.weight_within_cpu.end());
   }
+  constexpr size_t kFrees = static_cast<size_t>(kOneGpu.value()) + 1;
+  measure.room_weight.assign(ranks * kFrees, 0);
+  for (size_t g = 0; g < measure.groups.size(); ++g) {
+    const Measure::Group& group = measure.groups[g];
+    if (group.gpus != 1) {
+      measure.multi_gpu_groups.push_back(g);
+      continue;
+    }
+    const auto from = static_cast<size_t>(measure.shares[group.share]);
+    for (size_t r = 0; r < ranks; ++r) {
+      const auto w = static_cast<int32_t>(measure.weight_within_cpu[g * ranks + r]);
+      for (size_t f = from; f < kFrees; ++f) measure.room_weight[r * kFrees + f] += w;
+    }
+  }
   w.pods_ = std::move(pods);
   return w;
 }
@@ -355,6 +369,87 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
                                                              fragment.data());
   }
   return weighted;
+}
+
+namespace {
+
+// The CPU rank NodeFragmentationTimesWeight reads weight_within_cpu at.
+size_t CpuRank(const TargetWorkload::Measure& measure, std::optional<int64_t> cpu_free) {
+  const std::vector<int64_t>& levels = measure.cpu_levels;
+  if (!cpu_free.has_value()) return levels.size();
+  return static_cast<size_t>(std::upper_bound(levels.begin(), levels.end(), *cpu_free) - levels.begin());
+}
+
+int64_t ClampedFree(int64_t free_milli) { return std::clamp<int64_t>(free_milli, 0, kOneGpu.value()); }
+
+}  // namespace
+
+void FragmentationDecreases(const TargetWorkload& workload, const NodeGpuAccess& access,
+                            absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_now,
+                            std::optional<int64_t> cpu_after, int64_t share, absl::Span<const size_t> positions,
+                            absl::Span<int64_t> decreases, const FragmentationOptions& options) {
+  const TargetWorkload::Measure& measure = workload.measure();
+  const size_t gpus = free_milli.size();
+  if (options.host_stranding || !measure.model_kinds.empty()) {
+    absl::InlinedVector<int64_t, 16> after(free_milli.begin(), free_milli.end());
+    const int64_t before = NodeFragmentationTimesWeight(workload, access, free_milli, cpu_now, options);
+    for (size_t j = 0; j < positions.size(); ++j) {
+      after[positions[j]] -= share;
+      decreases[j] = before - NodeFragmentationTimesWeight(workload, access, after, cpu_after, options);
+      after[positions[j]] += share;
+    }
+    return;
+  }
+  // F·W = W_any·T − Σ_GPUs f·room_weight[rank][f] − (multi-GPU groups' usable):
+  // see TargetWorkload::Measure::room_weight and NodeFragmentationTimesWeight.
+  constexpr size_t kFrees = static_cast<size_t>(kOneGpu.value()) + 1;
+  const size_t ranks = measure.cpu_levels.size() + 1;
+  const size_t rank_now = CpuRank(measure, cpu_now);
+  const size_t rank_after = CpuRank(measure, cpu_after);
+  const int32_t* const room_now = measure.room_weight.data() + rank_now * kFrees;
+  const int32_t* const room_after = measure.room_weight.data() + rank_after * kFrees;
+  absl::InlinedVector<int64_t, 16> free(gpus);
+  int64_t total = 0, usable_now = 0, usable_after = 0;
+  for (size_t i = 0; i < gpus; ++i) {
+    free[i] = ClampedFree(free_milli[i]);
+    total += free[i];
+    usable_now += free[i] * room_now[free[i]];
+    usable_after += free[i] * room_after[free[i]];
+  }
+  // A multi-GPU group can use the GPUs with room for its share if there are
+  // enough of them: how many there are and what they hold, now.
+  struct Room {
+    int64_t share, count, sum;
+  };
+  absl::InlinedVector<Room, 4> rooms;
+  for (size_t g : measure.multi_gpu_groups) {
+    const TargetWorkload::Measure::Group& group = measure.groups[g];
+    Room room{.share = measure.shares[group.share], .count = 0, .sum = 0};
+    for (size_t i = 0; i < gpus; ++i) {
+      const int64_t has = free[i] >= room.share ? 1 : 0;
+      room.count += has;
+      room.sum += has * free[i];
+    }
+    if (room.count >= group.gpus) usable_now += measure.weight_within_cpu[g * ranks + rank_now] * room.sum;
+    rooms.push_back(room);
+  }
+  const int64_t before = total == 0 ? 0 : measure.any_model_weight * total - usable_now;
+  for (size_t j = 0; j < positions.size(); ++j) {
+    const size_t i = positions[j];
+    const int64_t lowered = ClampedFree(free_milli[i] - share);
+    const int64_t total_after = total - free[i] + lowered;
+    int64_t usable = usable_after - free[i] * room_after[free[i]] + lowered * room_after[lowered];
+    for (size_t m = 0; m < rooms.size(); ++m) {
+      const size_t g = measure.multi_gpu_groups[m];
+      const Room& room = rooms[m];
+      const int64_t had = free[i] >= room.share ? 1 : 0;
+      const int64_t has = lowered >= room.share ? 1 : 0;
+      const int64_t count = room.count - had + has;
+      const int64_t sum = room.sum - had * free[i] + has * lowered;
+      if (count >= measure.groups[g].gpus) usable += measure.weight_within_cpu[g * ranks + rank_after] * sum;
+    }
+    decreases[j] = before - (total_after == 0 ? 0 : measure.any_model_weight * total_after - usable);
+  }
 }
 
 double NodeFragmentation(const TargetWorkload& workload, const NodeGpuAccess& access,

@@ -116,6 +116,14 @@ class TargetWorkload {
     /// The kinds that ask for GPUs of some models only (pods() positions);
     /// measured kind by kind, GPU by GPU.
     std::vector<size_t> model_kinds;
+    /// [rank · 1001 + f]: Σ weight_within_cpu at `rank` of the one-GPU
+    /// groups whose share is at most f milli-GPU. A GPU with f free is usable
+    /// by exactly those, so Σ over GPUs of f · room_weight[rank][f] is what
+    /// the one-GPU groups can use (FragmentationDecreases). Weights add up
+    /// to at most 2^30: int32 suffices.
+    std::vector<int32_t> room_weight;
+    /// The groups asking for more than one GPU (positions in `groups`).
+    std::vector<size_t> multi_gpu_groups;
     /// Per pods() position: its share's position in `shares` (0 when it asks for no GPU).
     std::vector<size_t> share_of;
   };
@@ -168,6 +176,18 @@ struct FragmentationOptions {
 int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeGpuAccess& access,
                                      absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_free,
                                      const FragmentationOptions& options = {});
+
+/// For FGD's choice of a GPU for a share of one: F·W of the node now minus
+/// F·W once the pod has `share` milli-GPU of GPU `positions[j]` (and the
+/// node's free CPU is `cpu_after`), into `decreases[j]`. Exactly what two
+/// NodeFragmentationTimesWeight calls per position give, computed from one
+/// pass over the GPUs where the node changes only at one GPU: without host
+/// stranding and kinds that name models, F·W is linear in each GPU's free
+/// (room_weight), so moving one GPU changes one term. Otherwise it measures.
+void FragmentationDecreases(const TargetWorkload& workload, const NodeGpuAccess& access,
+                            absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_now,
+                            std::optional<int64_t> cpu_after, int64_t share, absl::Span<const size_t> positions,
+                            absl::Span<int64_t> decreases, const FragmentationOptions& options = {});
 
 /// F(node): the expected free milli-GPU of the node a pod drawn from
 /// `workload` could not use; NodeFragmentationTimesWeight / W.

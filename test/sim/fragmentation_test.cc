@@ -207,6 +207,64 @@ TEST(FragmentationTest, TheGroupedMeasureIsExactlyItsDefinition) {
   }
 }
 
+TEST(FragmentationTest, TheDecreasesFgdChoosesFromAreTheMeasuresDifferences) {
+  // One-GPU and multi-GPU groups (the linear path), kinds that name models
+  // (measured), and host stranding (measured).
+  const TargetWorkload any_model = Workload({"1047 cpu=3152m gpu=810m", "874 cpu=11300m gpu=1", "470 cpu=3152m gpu=1",
+                                             "388 cpu=11908m gpu=470m", "366 cpu=12500m", "232 cpu=4000m gpu=320m",
+                                             "84 cpu=24200m gpu=2", "54 cpu=4000m gpu=160m", "31 cpu=4152m gpu=4x500m"});
+  const TargetWorkload by_model = Workload({"5 cpu=4000m gpu=500m models=T4", "3 cpu=8000m gpu=1 models=A100",
+                                            "2 cpu=2000m gpu=250m", "1 cpu=16000m"});
+  struct Case {
+    std::string name;
+    const TargetWorkload* workload;
+    std::vector<GpuDevice> gpus;
+    bool host_stranding;
+  };
+  const std::vector<Case> cases = {
+      {"an 8-GPU node every kind uses alike", &any_model, Gpus(8), false},
+      {"a 2-GPU node", &any_model, Gpus(2), false},
+      {"a 20-GPU node", &any_model, Gpus(20), false},
+      {"with host stranding", &any_model, Gpus(8), true},
+      {"a workload that names models", &by_model, Gpus(8, "T4"), false},
+  };
+  std::mt19937_64 rng(13);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const FragmentationOptions options{.host_stranding = c.host_stranding};
+    const NodeGpuAccess access(*c.workload, c.gpus);
+    for (int round = 0; round < 1000; ++round) {
+      // Idle, shared, full and empty GPUs, and free beyond either end (the
+      // measure clamps); CPU short, plenty or unknown, before and after.
+      std::vector<int64_t> free;
+      for (size_t g = 0; g < c.gpus.size(); ++g) {
+        const uint64_t kind = rng() % 8;
+        free.push_back(kind == 0 ? 1000 : kind == 1 ? 1200 : kind == 2 ? -50 : static_cast<int64_t>(rng() % 101) * 10);
+      }
+      if (rng() % 10 == 0) free.assign(c.gpus.size(), 0);
+      const int64_t share = 1 + static_cast<int64_t>(rng() % 1000);
+      const std::optional<int64_t> cpu =
+          rng() % 4 == 0 ? std::nullopt : std::optional<int64_t>(static_cast<int64_t>(rng() % 64'000));
+      const std::optional<int64_t> cpu_after =
+          cpu.has_value() ? std::optional<int64_t>(*cpu - static_cast<int64_t>(rng() % 16'000)) : std::nullopt;
+      std::vector<size_t> positions;
+      for (size_t g = 0; g < c.gpus.size(); ++g) {
+        if (rng() % 3 != 0) positions.push_back(g);
+      }
+      std::vector<int64_t> decreases(positions.size(), -1);
+      FragmentationDecreases(*c.workload, access, free, cpu, cpu_after, share, positions, absl::MakeSpan(decreases),
+                             options);
+      const int64_t before = NodeFragmentationTimesWeight(*c.workload, access, free, cpu, options);
+      for (size_t j = 0; j < positions.size(); ++j) {
+        std::vector<int64_t> after = free;
+        after[positions[j]] -= share;
+        ASSERT_EQ(decreases[j], before - NodeFragmentationTimesWeight(*c.workload, access, after, cpu_after, options))
+            << "round " << round << " GPU " << positions[j] << " share " << share;
+      }
+    }
+  }
+}
+
 TEST(FgdScoreTest, NoChangeScoresFiftyAndLessFragmentationMore) {
   EXPECT_EQ(FragmentationScore(300, 300), 50);
   EXPECT_EQ(FragmentationScore(300, 550), 43);  // trunc(100 · σ(−0.25))
