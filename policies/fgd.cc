@@ -103,15 +103,15 @@ FilterVerdict FgdPlugin::Filter(const PodGpuRequest& r, const NodeView& node) co
 
 absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const PodGpuRequest& r,
                                                                           const NodeView& node) const {
-  absl::InlinedVector<GpuDecrease, 8> measured;
   const size_t n = node.gpus.size();
   const int64_t share = PerGpuMilli(r);
   const NodeFree now = FreeOf(node, r);
   // The GPUs that can take the share, and of them those to measure: a GPU
   // like one measured already (same free, and same model where the workload
   // tells models apart) measures the same.
+  absl::InlinedVector<size_t, 8> fitting;   // inventory positions
   absl::InlinedVector<size_t, 8> distinct;  // inventory positions to measure
-  absl::InlinedVector<size_t, 8> like;      // per entry of `measured`: its position in `distinct`
+  absl::InlinedVector<size_t, 8> like;      // per fitting GPU: its position in `distinct`
   for (size_t i = 0; i < n; ++i) {
     const GpuDevice& g = node.gpus[i];
     if (now.gpu[i] < share || !fit_.FitsOneGpu(r, node, g)) continue;
@@ -121,14 +121,19 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const P
       ++d;
     }
     if (d == distinct.size()) distinct.push_back(i);
+    fitting.push_back(i);
     like.push_back(d);
-    measured.push_back(GpuDecrease{.index = g.index, .decrease = 0});
   }
-  if (measured.empty()) return measured;
+  absl::InlinedVector<GpuDecrease, 8> measured;
+  if (fitting.empty()) return measured;
   absl::InlinedVector<int64_t, 8> decreases(distinct.size());
   FragmentationDecreases(workload_, NodeGpuAccess(workload_, node.gpus), now.gpu, now.cpu, now.cpu_after, share,
                          distinct, absl::MakeSpan(decreases));
-  for (size_t k = 0; k < measured.size(); ++k) measured[k].decrease = decreases[like[k]];
+  measured.resize(fitting.size());
+  for (size_t k = 0; k < fitting.size(); ++k) {
+    measured[k].index = node.gpus[fitting[k]].index;
+    measured[k].decrease = decreases[like[k]];
+  }
   return measured;
 }
 
