@@ -23,7 +23,7 @@ struct NodeFree {
 
 NodeFree FreeOf(const NodeView& node, const PodGpuRequest& r) {
   NodeFree f;
-  for (const GpuDevice& g : node.gpus) f.gpu.push_back(FreeMilli(node, g));
+  for (const GpuState& g : node.gpu_states) f.gpu.push_back(FreeMilli(g));
   if (node.host != nullptr) {
     f.cpu = node.host->cpu_free().value();
     f.cpu_after = *f.cpu - r.host.cpu.value();
@@ -52,7 +52,7 @@ int64_t PlacementFragmentationScore(const TargetWorkload& workload, const Fragme
   const int64_t before = NodeFragmentationTimesWeight(workload, access, free.gpu, free.cpu, options);
   for (int32_t index : choice.gpu_indices) {
     for (size_t i = 0; i < node.gpus.size(); ++i) {
-      if (node.gpus[i].index == index) free.gpu[i] -= PerGpuMilli(r);
+      if (node.gpu_states[i].index == index) free.gpu[i] -= PerGpuMilli(r);
     }
   }
   return FragmentationScore(before, NodeFragmentationTimesWeight(workload, access, free.gpu, free.cpu_after, options),
@@ -113,11 +113,10 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const P
   absl::InlinedVector<size_t, 8> distinct;  // inventory positions to measure
   absl::InlinedVector<size_t, 8> like;      // per fitting GPU: its position in `distinct`
   for (size_t i = 0; i < n; ++i) {
-    const GpuDevice& g = node.gpus[i];
-    if (now.gpu[i] < share || !fit_.FitsOneGpu(r, node, g)) continue;
+    if (now.gpu[i] < share || !fit_.FitsOneGpu(r, node, i)) continue;
     size_t d = 0;
     while (d < distinct.size() && !(now.gpu[distinct[d]] == now.gpu[i] &&
-                                    (!workload_.has_models() || node.gpus[distinct[d]].model == g.model))) {
+                                    (!workload_.has_models() || node.gpus[distinct[d]].model == node.gpus[i].model))) {
       ++d;
     }
     if (d == distinct.size()) distinct.push_back(i);
@@ -131,7 +130,7 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const P
                          distinct, absl::MakeSpan(decreases));
   measured.resize(fitting.size());
   for (size_t k = 0; k < fitting.size(); ++k) {
-    measured[k].index = node.gpus[fitting[k]].index;
+    measured[k].index = node.gpu_states[fitting[k]].index;
     measured[k].decrease = decreases[like[k]];
   }
   return measured;

@@ -47,9 +47,10 @@ std::optional<RankedGpus> GpuFitPlugin::RankByHash(const PodGpuRequest& r, const
   };
   absl::InlinedVector<Hashed, 8> fitting;
   const uint64_t node_hash = StableHash(r.salt, node.name);
-  for (const GpuDevice& g : node.gpus) {
-    if (!fit_.FitsOneGpu(r, node, g)) continue;
-    fitting.push_back({g.index, MixBits(node_hash ^ static_cast<uint64_t>(g.index))});
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    if (!fit_.FitsOneGpu(r, node, i)) continue;
+    const int32_t index = node.gpu_states[i].index;
+    fitting.push_back({index, MixBits(node_hash ^ static_cast<uint64_t>(index))});
   }
   std::stable_sort(fitting.begin(), fitting.end(), [](const Hashed& a, const Hashed& b) { return a.hash > b.hash; });
   for (size_t i = 0; i < fitting.size(); ++i) {

@@ -17,7 +17,7 @@ int64_t GpuPackingPlugin::Score(const PodGpuRequest& r, const NodeView& node, co
   const int64_t milli = PerGpuMilli(r);
   if (milli <= 0) return 0;
   absl::InlinedVector<int64_t, 8> free;
-  for (const GpuDevice& g : node.gpus) free.push_back(FreeMilli(node, g));
+  for (const GpuState& g : node.gpu_states) free.push_back(FreeMilli(g));
   const int64_t gpus = static_cast<int64_t>(free.size());
   const int64_t idle = std::count(free.begin(), free.end(), kOneGpu.value());
   if (idle == gpus) return std::max<int64_t>(kMaxPluginScore / 3 - idle, idle);

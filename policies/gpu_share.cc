@@ -22,8 +22,8 @@ enum class GpuFit {
 
 constexpr size_t kMaxListedGpus = 4;
 
-MemoryMiB UsableMemory(const GpuShareArgs& args, const GpuDevice& gpu) {
-  return std::max(MemoryMiB(0), gpu.memory - args.memory_reserve);
+MemoryMiB UsableMemory(const GpuShareArgs& args, MemoryMiB total) {
+  return std::max(MemoryMiB(0), total - args.memory_reserve);
 }
 
 MemoryMiB MemoryLimitOf(const PodGpuRequest& r) {
@@ -31,6 +31,7 @@ MemoryMiB MemoryLimitOf(const PodGpuRequest& r) {
 }
 
 bool ModelAccepted(const PodGpuRequest& r, const GpuDevice& gpu) {
+  if (r.models.empty() && r.excluded_models.empty()) return true;  // the inventory's line stays unread
   if (!r.models.empty()) {
     const bool any = std::any_of(r.models.begin(), r.models.end(),
                                  [&](const std::string& m) { return GpuModelMatches(m, gpu.model); });
@@ -40,12 +41,13 @@ bool ModelAccepted(const PodGpuRequest& r, const GpuDevice& gpu) {
                       [&](const std::string& m) { return GpuModelMatches(m, gpu.model); });
 }
 
-// Whether the pod could use this GPU were it idle.
-GpuFit FitWhenIdle(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice& gpu) {
-  if (!ModelAccepted(r, gpu)) return GpuFit::kModelRefused;
+// Whether the pod could use this GPU were it idle. `device` (the same GPU in
+// the inventory) is read for its model, and only when the pod names models.
+GpuFit FitWhenIdle(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice& device, const GpuState& gpu) {
+  if (!ModelAccepted(r, device)) return GpuFit::kModelRefused;
   if (r.memory.value() > 0) {
     if (!gpu.memory_known()) return GpuFit::kMemoryUnknown;
-    const MemoryMiB usable = UsableMemory(args, gpu);
+    const MemoryMiB usable = UsableMemory(args, gpu.memory);
     if (r.memory > usable) return GpuFit::kTooSmall;
     if (!r.whole_gpu && MemoryLimitOf(r).value() * 100 > usable.value() * args.max_memory_limit_percent) {
       return GpuFit::kTooSmall;
@@ -55,13 +57,14 @@ GpuFit FitWhenIdle(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDe
 }
 
 // Whether the pod fits on this GPU next to what pods hold on it now.
-GpuFit FitNow(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice& gpu, const GpuUsage& u) {
-  if (const GpuFit idle = FitWhenIdle(args, r, gpu); idle != GpuFit::kFits) return idle;
+GpuFit FitNow(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice& device, const GpuState& gpu) {
+  if (const GpuFit idle = FitWhenIdle(args, r, device, gpu); idle != GpuFit::kFits) return idle;
+  const GpuUsage& u = gpu.usage;
   if (r.whole_gpu) return u.idle() ? GpuFit::kFits : GpuFit::kFull;
   if (u.guaranteed + r.guaranteed > kOneGpu) return GpuFit::kFull;
   if (u.limit.value() + r.limit.value() > 10 * args.max_limit_percent) return GpuFit::kFull;
   if (gpu.memory_known()) {
-    const MemoryMiB usable = UsableMemory(args, gpu);
+    const MemoryMiB usable = UsableMemory(args, gpu.memory);
     if (u.memory + r.memory > usable) return GpuFit::kFull;
     if ((u.memory_limit + MemoryLimitOf(r)).value() * 100 > usable.value() * args.max_memory_limit_percent) {
       return GpuFit::kFull;
@@ -71,8 +74,8 @@ GpuFit FitNow(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice&
 }
 
 // Appends the first reason the pod does not fit on a GPU now; only on rejection.
-void AppendWhyFull(std::string& out, const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice& gpu,
-                   const GpuUsage& u) {
+void AppendWhyFull(std::string& out, const GpuShareArgs& args, const PodGpuRequest& r, const GpuState& gpu) {
+  const GpuUsage& u = gpu.usage;
   if (r.whole_gpu) {
     return absl::StrAppend(&out, "GPU ", gpu.index, " is shared by ", u.pods, u.pods == 1 ? " pod" : " pods",
                         " and the pod needs a whole GPU");
@@ -86,7 +89,7 @@ void AppendWhyFull(std::string& out, const GpuShareArgs& args, const PodGpuReque
     return absl::StrAppend(&out, "GPU ", gpu.index, " burst limits would reach ", u.limit.value() + r.limit.value(), "/", cap,
                         " milli (cap ", args.max_limit_percent, "%)");
   }
-  const MemoryMiB usable = UsableMemory(args, gpu);
+  const MemoryMiB usable = UsableMemory(args, gpu.memory);
   if (u.memory + r.memory > usable) {
     return absl::StrAppend(&out, "GPU ", gpu.index, " has ", std::max<int64_t>(0, (usable - u.memory).value()), " of ",
                         usable.value(), " MiB free, pod needs ", r.memory.value(), " MiB");
@@ -139,15 +142,16 @@ absl::InlinedVector<Candidate, 16> FittingGpus(const GpuShareArgs& args, const P
                                                const NodeView& node) {
   absl::InlinedVector<Candidate, 16> candidates;
   const bool bursts = !r.whole_gpu && r.limit > r.guaranteed;
-  for (const GpuDevice& g : node.gpus) {
-    const GpuUsage u = node.UsageOf(g.index);
-    if (FitNow(args, r, g, u) != GpuFit::kFits) continue;
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    const GpuState& g = node.gpu_states[i];
+    if (FitNow(args, r, node.gpus[i], g) != GpuFit::kFits) continue;
+    const GpuUsage& u = g.usage;
     const MilliGpu after = u.guaranteed + GuaranteedOf(r);
     candidates.push_back(Candidate{
         .index = g.index,
         .burst_room = bursts && (u.limit + r.limit) <= kOneGpu,
         .free_milli_after = (kOneGpu - after).value(),
-        .free_mib_after = (UsableMemory(args, g) - u.memory - r.memory).value(),
+        .free_mib_after = (UsableMemory(args, g.memory) - u.memory - r.memory).value(),
     });
   }
   return candidates;
@@ -214,8 +218,8 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
   // without evaluating them again.
   absl::InlinedVector<GpuFit, 16> fits;
   fits.reserve(gpus.size());
-  for (const GpuDevice& g : gpus) {
-    const GpuFit fit = FitNow(args_, r, g, node.UsageOf(g.index));
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const GpuFit fit = FitNow(args_, r, gpus[i], node.gpu_states[i]);
     fits.push_back(fit);
     switch (fit) {
       case GpuFit::kModelRefused: break;
@@ -246,7 +250,7 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
     }
     MemoryMiB largest(0);
     for (const GpuDevice& g : gpus) {
-      if (ModelAccepted(r, g)) largest = std::max(largest, UsableMemory(args_, g));
+      if (ModelAccepted(r, g)) largest = std::max(largest, UsableMemory(args_, g.memory));
     }
     if (r.memory <= largest) {
       // The reservation fits: the memory limit is what no GPU can take.
@@ -276,7 +280,7 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
     if (fits[i] != GpuFit::kFull) continue;
     if (++full > kMaxListedGpus) continue;
     if (full > 1) msg += "; ";
-    AppendWhyFull(msg, args_, r, gpus[i], node.UsageOf(gpus[i].index));
+    AppendWhyFull(msg, args_, r, node.gpu_states[i]);
   }
   if (full > kMaxListedGpus) {
     const size_t more = full - kMaxListedGpus;
@@ -296,8 +300,8 @@ std::optional<GpuChoice> GpuSharePlugin::ChooseGpus(const PodGpuRequest& r, cons
   return choice;
 }
 
-bool GpuSharePlugin::FitsOneGpu(const PodGpuRequest& r, const NodeView& node, const GpuDevice& gpu) const {
-  return node.inventory_ok() && FitNow(args_, r, gpu, node.UsageOf(gpu.index)) == GpuFit::kFits;
+bool GpuSharePlugin::FitsOneGpu(const PodGpuRequest& r, const NodeView& node, size_t position) const {
+  return node.inventory_ok() && FitNow(args_, r, node.gpus[position], node.gpu_states[position]) == GpuFit::kFits;
 }
 
 std::optional<RankedGpus> GpuSharePlugin::RankGpus(const PodGpuRequest& r, const NodeView& node) const {
@@ -318,7 +322,7 @@ int64_t GpuSharePlugin::Score(const PodGpuRequest& r, const NodeView& node, cons
   const absl::Span<const GpuDevice> gpus = node.gpus;
   if (gpus.empty() || r.count <= 0) return 0;  // no GPU asked: no preference (file comment)
   int64_t used = 0;
-  for (const GpuDevice& g : gpus) used += std::min(kOneGpu, node.UsageOf(g.index).guaranteed).value();
+  for (const GpuState& g : node.gpu_states) used += std::min(kOneGpu, g.usage.guaranteed).value();
   used += GuaranteedOf(r).value() * static_cast<int64_t>(choice.gpu_indices.size());
   const int64_t capacity = kOneGpu.value() * static_cast<int64_t>(gpus.size());
   const int64_t utilisation_permille = std::min<int64_t>(1000, used * 1000 / capacity);
@@ -347,7 +351,7 @@ std::vector<GpuShare> GpuSharePlugin::SharesFor(const PodGpuRequest& r, const No
     if (g != nullptr) s.uuid = g->uuid;
     if (r.whole_gpu) {
       s.guaranteed = s.limit = kOneGpu;
-      s.memory = r.memory.value() > 0 || g == nullptr ? r.memory : UsableMemory(args_, *g);
+      s.memory = r.memory.value() > 0 || g == nullptr ? r.memory : UsableMemory(args_, g->memory);
       s.memory_limit = std::max(s.memory, MemoryLimitOf(r));
     } else {
       s.guaranteed = r.guaranteed;

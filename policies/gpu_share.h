@@ -93,9 +93,10 @@ class GpuSharePlugin final : public FilterPlugin, public GpuChooserPlugin, publi
   [[nodiscard]] std::vector<GpuShare> SharesFor(const PodGpuRequest& request, const NodeView& node,
                                                 const GpuChoice& choice) const override;
 
-  /// Whether `gpu` of `node` can take one GPU's worth of the pod now (model,
-  /// compute, memory, burst limits): the test ChooseGpus puts each GPU to.
-  [[nodiscard]] bool FitsOneGpu(const PodGpuRequest& request, const NodeView& node, const GpuDevice& gpu) const;
+  /// Whether GPU `position` of `node` (in inventory order) can take one
+  /// GPU's worth of the pod now (model, compute, memory, burst limits): the
+  /// test ChooseGpus puts each GPU to.
+  [[nodiscard]] bool FitsOneGpu(const PodGpuRequest& request, const NodeView& node, size_t position) const;
 
   [[nodiscard]] const GpuShareArgs& args() const { return args_; }
 

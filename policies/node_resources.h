@@ -16,15 +16,15 @@ inline constexpr int64_t kMaxSpecCpuMilli = 128000;
 inline constexpr int64_t kMaxSpecGpuMilli = 8000;
 
 /// What pods' guarantees leave free of one GPU, 0..1000.
-inline int64_t FreeMilli(const NodeView& node, const GpuDevice& gpu) {
-  const int64_t held = node.UsageOf(gpu.index).guaranteed.value();
+inline int64_t FreeMilli(const GpuState& gpu) {
+  const int64_t held = gpu.usage.guaranteed.value();
   return held >= kOneGpu.value() ? 0 : kOneGpu.value() - held;
 }
 
 /// Σ FreeMilli over the node's GPUs.
 inline int64_t TotalFreeMilli(const NodeView& node) {
   int64_t total = 0;
-  for (const GpuDevice& g : node.gpus) total += FreeMilli(node, g);
+  for (const GpuState& g : node.gpu_states) total += FreeMilli(g);
   return total;
 }
 

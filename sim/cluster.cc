@@ -25,8 +25,10 @@ Cluster::Cluster(const Cluster& other)
 }
 
 void Cluster::Refresh(size_t i) {
-  const Node& n = nodes_[i];
-  views_[i] = NodeView{.name = n.name, .gpus = n.gpus, .inventory_error = nullptr, .usage = n.usage};
+  Node& n = nodes_[i];
+  n.gpu_states = JoinGpuStates(n.gpus, n.usage);
+  views_[i] = NodeView{.name = n.name, .gpus = n.gpus, .inventory_error = nullptr, .usage = n.usage,
+                       .gpu_states = n.gpu_states};
   views_[i].host = &n.host;
   views_[i].pod_shapes = n.pod_shapes;
 }

@@ -45,6 +45,7 @@ class Cluster {
     std::string name;
     std::vector<GpuDevice> gpus;
     std::vector<GpuUsage> usage;
+    std::vector<GpuState> gpu_states;  // gpus joined with usage, rebuilt by Refresh
     HostResources host;
     std::vector<GpuPodShape> pod_shapes;
     uint32_t version = 1;

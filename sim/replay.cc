@@ -54,7 +54,7 @@ class FragmentationRecord {
     if (typical_ == nullptr) return;
     const NodeView& view = cluster.View(i);
     absl::InlinedVector<int64_t, 8> free;
-    for (const GpuDevice& g : view.gpus) free.push_back(FreeMilli(view, g));
+    for (const GpuState& g : view.gpu_states) free.push_back(FreeMilli(g));
     const double f = NodeFragmentation(*typical_, access_[i], free, view.host->cpu_free().value());
     total_ += f - node_[i];
     node_[i] = f;

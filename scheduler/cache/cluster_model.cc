@@ -318,6 +318,7 @@ std::shared_ptr<const NodeState> ClusterModel::Build(const std::string& name, co
   }
   std::stable_sort(s->bindings.begin(), s->bindings.end(),
                    [](const GpuBinding& a, const GpuBinding& b) { return a.bound_at > b.bound_at; });
+  s->gpu_states = JoinGpuStates(s->inventory.gpus, s->usage);
   for (const GpuDevice& g : s->inventory.gpus) {
     const GpuUsage& u = s->usage[static_cast<size_t>(g.index)];
     if (u.guaranteed > kOneGpu) {
@@ -338,6 +339,7 @@ static NodeView ViewOf(const NodeState& state) {
                 .gpus = state.inventory.gpus,
                 .inventory_error = state.inventory_error.ok() ? nullptr : &state.inventory_error,
                 .usage = state.usage,
+                .gpu_states = state.gpu_states,
                 .bindings = state.bindings,
                 .pod_shapes = state.pod_shapes};
   view.topology = state.inventory.topology.get();

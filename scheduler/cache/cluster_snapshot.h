@@ -49,6 +49,7 @@ struct NodeState {
   NodeInventory inventory;
   absl::Status inventory_error;     ///< Not OK: inventory unparsable, node treated as having no GPUs.
   std::vector<GpuUsage> usage;      ///< By GPU index; sized to cover every index pods hold.
+  std::vector<GpuState> gpu_states; ///< The inventory joined with `usage` (NodeView::gpu_states).
   std::vector<PodHolding> pods;     ///< Pods holding GPUs here, sorted by uid.
   std::vector<std::string> problems;///< Inconsistencies found (overcommitted GPU, unknown GPU index).
   std::vector<GpuBinding> bindings; ///< Shares of pods with a known bind time, newest first.

@@ -36,6 +36,10 @@ struct NodeView {
   absl::Span<const GpuDevice> gpus;              ///< Sorted by index; empty when unknown or unreadable.
   const absl::Status* inventory_error = nullptr; ///< Null when the inventory is fine; else why it is unreadable.
   absl::Span<const GpuUsage> usage;              ///< Indexed by GPU index; indices past the end are idle.
+  /// `gpus` joined with `usage` (JoinGpuStates): same order, same size. What
+  /// fit and placement read per GPU, packed; everything that builds a view
+  /// fills it.
+  absl::Span<const GpuState> gpu_states = {};
   /// Measured GPU load (scheduler/model/telemetry.h); null when no source reports the node.
   const NodeTelemetry* telemetry = nullptr;
   /// Shares of the pods here whose bind time is known, newest first; each
@@ -75,14 +79,13 @@ struct NodeView {
 inline constexpr size_t kPrefetchDistance = 4;
 
 inline void PrefetchNode(const NodeView& node) {
-  // Every cache line of the usage and inventory arrays (8 GPUs: 5 and 11
-  // lines); the first lines only would leave the rest to stall the plugins.
+  // Every cache line of the packed GPU states (8 GPUs: 7 lines); the first
+  // lines only would leave the rest to stall the plugins.
   constexpr size_t kLine = 64;
-  const auto* usage = reinterpret_cast<const char*>(node.usage.data());
-  for (size_t at = 0; at < node.usage.size() * sizeof(GpuUsage); at += kLine) __builtin_prefetch(usage + at);
-  const auto* gpus = reinterpret_cast<const char*>(node.gpus.data());
-  for (size_t at = 0; at < node.gpus.size() * sizeof(GpuDevice); at += kLine) __builtin_prefetch(gpus + at);
-  __builtin_prefetch(node.telemetry);  // null when unmeasured: a prefetch never faults
+  const auto* states = reinterpret_cast<const char*>(node.gpu_states.data());
+  for (size_t at = 0; at < node.gpu_states.size() * sizeof(GpuState); at += kLine) __builtin_prefetch(states + at);
+  __builtin_prefetch(node.host);       // null when unknown: a prefetch never faults
+  __builtin_prefetch(node.telemetry);  // null when unmeasured
 }
 
 }  // namespace tessera

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "scheduler/model/quantity.h"
 
 namespace tessera {
@@ -86,6 +87,34 @@ struct GpuUsage {
   }
   bool operator==(const GpuUsage&) const = default;
 };
+
+/// One GPU as fit and placement read it, packed: the inventory's index and
+/// total memory joined with what pods hold on it. A node's eight GPUs take 7
+/// cache lines so, where their GpuDevice (with its uuid and model strings)
+/// and GpuUsage take 16: a cold prioritize over thousands of nodes waits on
+/// memory more than it computes.
+struct GpuState {
+  int32_t index = 0;    ///< GpuDevice::index.
+  MemoryMiB memory{0};  ///< GpuDevice::memory: total; 0 when unknown.
+  GpuUsage usage;       ///< What pods hold on it.
+
+  [[nodiscard]] bool memory_known() const { return memory.value() > 0; }
+  bool operator==(const GpuState&) const = default;
+};
+
+/// `gpus` joined with `usage_by_index` (indices past its end are idle), in
+/// `gpus`' order: what NodeView::gpu_states holds.
+inline std::vector<GpuState> JoinGpuStates(absl::Span<const GpuDevice> gpus,
+                                           absl::Span<const GpuUsage> usage_by_index) {
+  std::vector<GpuState> states;
+  states.reserve(gpus.size());
+  for (const GpuDevice& g : gpus) {
+    const bool held = g.index >= 0 && static_cast<size_t>(g.index) < usage_by_index.size();
+    states.push_back(GpuState{.index = g.index, .memory = g.memory,
+                              .usage = held ? usage_by_index[static_cast<size_t>(g.index)] : GpuUsage{}});
+  }
+  return states;
+}
 
 /// How many pods of one shape hold GPUs on a node: a node summary for plugins
 /// that keep alike pods together (gpu-clustering).

@@ -8,6 +8,7 @@ CandidateNodes::CandidateNodes(const k8s::ExtenderArgs& args, const ClusterSnaps
     known_.assign(nodes.size(), true);
     inventories_.resize(nodes.size());
     inventory_errors_.resize(nodes.size());
+    gpu_states_.resize(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) {
       const std::optional<NodeIndex> known = snapshot.FindNode(nodes[i].name);
       // The snapshot's parse of the same node lends its GPU topology when the
@@ -33,6 +34,8 @@ CandidateNodes::CandidateNodes(const k8s::ExtenderArgs& args, const ClusterSnaps
         v.bindings = cached.bindings;
         v.host = cached.host;  // allocatable from the watch, like what pods hold
       }
+      gpu_states_[i] = JoinGpuStates(v.gpus, v.usage);
+      v.gpu_states = gpu_states_[i];
     }
     return;
   }

@@ -31,6 +31,7 @@ class CandidateNodes {
   // views_ point into them.
   std::vector<NodeInventory> inventories_;
   std::vector<absl::Status> inventory_errors_;
+  std::vector<std::vector<GpuState>> gpu_states_;  // each inventory joined with the snapshot's usage
 };
 
 }  // namespace tessera

@@ -100,6 +100,47 @@ TEST(ClusterModel, PublishSharesUnchangedNodesAndViewsPointIntoTheirOwnNode) {
   EXPECT_GT(second->generation(), first->generation());
 }
 
+TEST(ClusterModel, EveryViewPacksItsInventoryJoinedWithWhatPodsHoldInInventoryOrder) {
+  NodeInventory sparse;  // indices 0, 2 and 5: usage is by index, states by position
+  sparse.source = InventorySource::kAnnotation;
+  for (int32_t index : {0, 2, 5}) {
+    sparse.gpus.push_back(GpuDevice{.index = index, .uuid = "", .model = "M", .memory = MemoryMiB(1000 * (index + 1)), .numa = 0});
+  }
+  ClusterModel m;
+  m.UpsertNode("sparse", sparse, absl::OkStatus());
+  m.UpsertNode("dense", Gpus(2, 4096), absl::OkStatus());
+  m.UpsertNode("bad", NodeInventory{}, absl::InvalidArgumentError("broken"));
+  m.UpsertPod(Pod("a", "sparse", {2}, 300, 100));
+  m.UpsertPod(Pod("b", "sparse", {2, 5}, 200));
+  m.UpsertPod(Pod("c", "sparse", {4}, 100));  // a GPU the inventory does not list
+  m.UpsertPod(Pod("d", "dense", {1}, 1000));
+  const auto Held = [](int64_t milli, int64_t mib, int32_t pods) {
+    return GpuUsage{.guaranteed = MilliGpu(milli), .limit = MilliGpu(milli), .memory = MemoryMiB(mib),
+                    .memory_limit = MemoryMiB(mib), .pods = pods};
+  };
+  struct Case {
+    std::string node;
+    std::vector<GpuState> states;
+  };
+  const std::vector<Case> cases = {
+      {"sparse", {{.index = 0, .memory = MemoryMiB(1000), .usage = {}},
+                  {.index = 2, .memory = MemoryMiB(3000), .usage = Held(500, 100, 2)},
+                  {.index = 5, .memory = MemoryMiB(6000), .usage = Held(200, 0, 1)}}},
+      {"dense", {{.index = 0, .memory = MemoryMiB(4096), .usage = {}},
+                 {.index = 1, .memory = MemoryMiB(4096), .usage = Held(1000, 0, 1)}}},
+      {"bad", {}},
+  };
+  for (int round = 0; round < 2; ++round) {  // as built, and once another node changed
+    const auto s = m.Publish();
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.node);
+      const NodeView view = s->View(*s->FindNode(c.node));
+      EXPECT_EQ(std::vector<GpuState>(view.gpu_states.begin(), view.gpu_states.end()), c.states);
+    }
+    m.UpsertNode("other", Gpus(1), absl::OkStatus());
+  }
+}
+
 TEST(ClusterModel, InconsistenciesAreReportedNotFatal) {
   ClusterModel m;
   m.UpsertNode("n1", Gpus(1, 1000), absl::OkStatus());

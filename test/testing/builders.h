@@ -61,8 +61,10 @@ class Node {
   }
 
   [[nodiscard]] NodeView View() const {
+    const std::vector<GpuState> states = JoinGpuStates(inventory_.gpus, usage_);
+    gpu_states_.assign(states.begin(), states.end());  // in place: earlier views stay valid
     NodeView view{.name = name_, .gpus = inventory_.gpus, .inventory_error = error_.ok() ? nullptr : &error_,
-                  .usage = usage_};
+                  .usage = usage_, .gpu_states = gpu_states_};
     view.topology = inventory_.topology.get();
     view.topology_error = inventory_.topology_error.ok() ? nullptr : &inventory_.topology_error;
     return view;
@@ -75,6 +77,7 @@ class Node {
   NodeInventory inventory_;
   absl::Status error_;
   std::vector<GpuUsage> usage_;
+  mutable std::vector<GpuState> gpu_states_;  // what the last View() points at
 };
 
 /// A pod's GPU request; defaults to one whole GPU.
