@@ -189,6 +189,8 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
     measure.weight_within_cpu.insert(measure.weight_within_cpu.end(), rows.weight_within_cpu.begin(),
                                      rows.weight_within_cpu.end());
   }
+  // Each one-GPU group adds its weight from its share up: entered at the
+  // share, then summed along each rank's row (O(groups·ranks + ranks·1001)).
   constexpr size_t kFrees = static_cast<size_t>(kOneGpu.value()) + 1;
   measure.room_weight.assign(ranks * kFrees, 0);
   for (size_t g = 0; g < measure.groups.size(); ++g) {
@@ -199,9 +201,11 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
     }
     const auto from = static_cast<size_t>(measure.shares[group.share]);
     for (size_t r = 0; r < ranks; ++r) {
-      const auto w = static_cast<int32_t>(measure.weight_within_cpu[g * ranks + r]);
-      for (size_t f = from; f < kFrees; ++f) measure.room_weight[r * kFrees + f] += w;
+      measure.room_weight[r * kFrees + from] += static_cast<int32_t>(measure.weight_within_cpu[g * ranks + r]);
     }
+  }
+  for (size_t r = 0; r < ranks; ++r) {
+    for (size_t f = 1; f < kFrees; ++f) measure.room_weight[r * kFrees + f] += measure.room_weight[r * kFrees + f - 1];
   }
   w.pods_ = std::move(pods);
   return w;
