@@ -435,21 +435,29 @@ TEST(ScoreMemoTest, GpusRuledOutAnewOnEachRequestGiveProfileScoresAnswer) {
   EXPECT_EQ(memo.counters().nodes_computed, 2u * 9u) << "ruling GPUs out never renews what is kept";
 }
 
-TEST(ScoreMemoTest, ViewsWithoutAVersionAreComputedEveryTime) {
-  std::atomic<int> calls{0};
-  const auto profile = MakeProfile(&calls);
-  const ScoreMemo memo(profile);
-  ClusterModel model;
-  Fill(model, 6);
-  const auto snapshot = model.Publish();
-  std::vector<NodeView> views = Views(*snapshot);
-  views[0].version = 0;  // as from a request's own Node object
-  views[3].version = 0;
-  const PodGpuRequest pod = Pod().Fraction(250);
-  (void)memo.Score(pod, views, nullptr);
-  const ScoreMemo::Counters warm = memo.counters();
-  EXPECT_EQ(memo.Score(pod, views, nullptr), profile->Score(pod, views, nullptr));
-  EXPECT_EQ(memo.counters().nodes_computed - warm.nodes_computed, 2u);
+TEST(ScoreMemoTest, ViewsWithoutAVersionAreComputedEveryTimeAndNeverKept) {
+  WorkerPool pool(2);
+  for (WorkerPool* p : {static_cast<WorkerPool*>(nullptr), &pool}) {
+    SCOPED_TRACE(p == nullptr ? "on the caller" : "on the pool");
+    std::atomic<int> calls{0};
+    const auto profile = MakeProfile(&calls);
+    const ScoreMemo memo(profile, ScoreMemo::kDefaultRequests, p);
+    ClusterModel model;
+    const size_t n = p == nullptr ? 6 : ScoreMemo::kMinParallelNodes + 8;
+    Fill(model, static_cast<int>(n));
+    const auto snapshot = model.Publish();
+    std::vector<NodeView> views = Views(*snapshot);
+    views[0].version = 0;  // as from a request's own Node object
+    views[3].version = 0;
+    const PodGpuRequest pod = Pod().Fraction(250);
+    EXPECT_EQ(memo.Score(pod, views, nullptr), profile->Score(pod, views, nullptr)) << "cold";
+    for (int round = 0; round < 3; ++round) {
+      const ScoreMemo::Counters before = memo.counters();
+      EXPECT_EQ(memo.Score(pod, views, nullptr), profile->Score(pod, views, nullptr)) << "round " << round;
+      EXPECT_EQ(memo.counters().nodes_computed - before.nodes_computed, 2u) << "round " << round;
+      EXPECT_LE(memo.memoized_nodes(), ScoreMemo::MaxEntries(n - 2)) << "round " << round;
+    }
+  }
 }
 
 TEST(ScoreMemoTest, ANodeNamedTwiceInOneRequestIsAnsweredAlikeEitherWay) {
