@@ -55,166 +55,200 @@ std::vector<int64_t> ScoreMemo::Score(const PodGpuRequest& request, absl::Span<c
   return scores;
 }
 
+// Profile::Score's stages from the memo's answers: fed node by node in
+// request order, it keeps the nodes where the pod fits and each score
+// plugin's raw scores on them, then normalises, weighs and puts them on the
+// wire exactly as Profile::Score does.
+class ScoreMemo::Stages {
+ public:
+  Stages(const Profile& profile, bool has_gpu_filters, const PodGpuRequest& request,
+         absl::Span<const NodeView> nodes, std::vector<std::optional<GpuChoice>>* choices)
+      : profile_(profile), has_gpu_filters_(has_gpu_filters), request_(request), nodes_(nodes), choices_(choices),
+        raw_(profile.score_plugin_count()) {
+    fitting_.reserve(nodes.size());
+    for (std::vector<int64_t>& r : raw_) r.reserve(nodes.size());
+    if (choices != nullptr) choices->assign(nodes.size(), std::nullopt);
+  }
+
+  // Node `i` as its answer (kept or just computed) has it.
+  void Add(size_t i, const Entry& answer) {
+    const NodeView& node = nodes_[i];
+    if (!answer.choice.has_value()) return;  // ruling GPUs out never makes room
+    // GPUs ruled out now (live load) may take the kept choice away; the kept
+    // raw scores hold only for the kept choice.
+    const GpuChoice* choice = &*answer.choice;
+    bool kept = true;
+    if (has_gpu_filters_) {
+      const GpuIndexList excluded = profile_.ExcludedGpus(request_, node);
+      if (!excluded.empty()) {
+        avoiding_ = profile_.ChooseGpusAvoiding(request_, node, excluded);
+        if (!avoiding_.has_value()) return;
+        kept = *avoiding_ == *answer.choice;
+        choice = &*avoiding_;
+      }
+    }
+    fitting_.push_back(i);
+    for (size_t s = 0; s < raw_.size(); ++s) {
+      raw_[s].push_back(kept && profile_.scorer_memoizable(s) ? answer.raw[s]
+                                                              : profile_.RawScore(s, request_, node, *choice));
+    }
+    if (choices_ != nullptr) (*choices_)[i] = *choice;
+  }
+
+  // The scores on the wire, per node (0 where the pod does not fit).
+  std::vector<int64_t> Wire() {
+    std::vector<int64_t> weighted(fitting_.size(), 0);
+    for (size_t s = 0; s < raw_.size(); ++s) {
+      profile_.AddWeighted(s, absl::MakeSpan(raw_[s]), absl::MakeSpan(weighted));
+    }
+    const std::vector<int64_t> on_wire = Profile::WireScores(weighted);
+    std::vector<int64_t> wire(nodes_.size(), 0);
+    for (size_t k = 0; k < fitting_.size(); ++k) wire[fitting_[k]] = on_wire[k];
+    return wire;
+  }
+
+ private:
+  const Profile& profile_;
+  const bool has_gpu_filters_;
+  const PodGpuRequest& request_;
+  const absl::Span<const NodeView> nodes_;
+  std::vector<std::optional<GpuChoice>>* const choices_;
+  std::vector<size_t> fitting_;
+  std::vector<std::vector<int64_t>> raw_;  // per score plugin, per fitting node
+  std::optional<GpuChoice> avoiding_;
+};
+
 std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
                                             std::vector<std::optional<GpuChoice>>* choices,
                                             Counters& this_call) const {
-  const Profile& profile = *profile_;
-  const size_t n = nodes.size();
-  const size_t scorers = profile.score_plugin_count();
   Slot& slot = SlotFor(request);
   const uint64_t use = ++slot.uses;
-  if (choices != nullptr) choices->assign(n, std::nullopt);
+  Stages stages(*profile_, has_gpu_filters_, request, nodes, choices);
+  const Pass pass = pool_ == nullptr ? PassOnCaller(request, nodes, slot, use, stages)
+                                     : PassWithPool(request, nodes, slot, use, stages);
 
-  // Profile::Score's first stage from each node's answers: the nodes where
-  // the pod fits, and each score plugin's raw scores on them in node order.
-  std::vector<size_t> fitting;
-  fitting.reserve(n);
-  std::vector<std::vector<int64_t>> raw(scorers);
-  for (std::vector<int64_t>& r : raw) r.reserve(n);
-  std::optional<GpuChoice> avoiding;
-  const auto first_stage = [&](size_t i, const Entry& entry) {
-    const NodeView& node = nodes[i];
-    if (!entry.choice.has_value()) return;  // ruling GPUs out never makes room
-    // GPUs ruled out now (live load) may take the kept choice away; the kept
-    // raw scores hold only for the kept choice.
-    const GpuChoice* choice = &*entry.choice;
-    bool kept = true;
-    if (has_gpu_filters_) {
-      const GpuIndexList excluded = profile.ExcludedGpus(request, node);
-      if (!excluded.empty()) {
-        avoiding = profile.ChooseGpusAvoiding(request, node, excluded);
-        if (!avoiding.has_value()) return;
-        kept = *avoiding == *entry.choice;
-        choice = &*avoiding;
-      }
-    }
-    fitting.push_back(i);
-    for (size_t s = 0; s < scorers; ++s) {
-      raw[s].push_back(kept && profile.scorer_memoizable(s) ? entry.raw[s]
-                                                            : profile.RawScore(s, request, node, *choice));
-    }
-    if (choices != nullptr) (*choices)[i] = *choice;
-  };
-
-  size_t versioned = 0;
-  uint64_t n_computed = 0;
-  bool parallel = false;
-  std::vector<Entry>& entries = slot.entries;
-  if (pool_ == nullptr) {
-    // One pass, each node computed straight into the slot where its version
-    // is new and read at once (before the next one can move it).
-    // A new request computes every node: load their data ahead. (Where most
-    // are kept, the loads would be wasted: their answers are in the slot.)
-    const bool all_new = entries.empty();
-    if (all_new) {  // spare the regrowth and the rehashes
-      entries.reserve(n);
-      slot.at.reserve(n);
-    }
-    Entry unversioned;
-    for (size_t i = 0; i < n; ++i) {
-      if (all_new && i + kPrefetchDistance < n) PrefetchNode(nodes[i + kPrefetchDistance]);
-      const uint64_t version = nodes[i].version;
-      if (version == 0) {
-        Evaluate(request, nodes[i], unversioned);
-        ++n_computed;
-        first_stage(i, unversioned);
-        continue;
-      }
-      ++versioned;
-      const auto [it, inserted] = slot.at.try_emplace(version, static_cast<uint32_t>(entries.size()));
-      if (inserted) {
-        Entry& entry = entries.emplace_back();
-        entry.version = version;
-        Evaluate(request, nodes[i], entry);
-        ++n_computed;
-      }
-      Entry& entry = entries[it->second];
-      entry.last_use = use;
-      first_stage(i, entry);
-    }
-  } else {
-    // With a pool: the answers kept at their version; the rest computed into
-    // `computed`, on the pool when there are many, each thread writing its
-    // own run of elements. They enter the slot only once read, so that
-    // pointers into it stay valid.
-    std::vector<const Entry*>& answers = scratch_.answers;
-    std::vector<size_t>& unknown = scratch_.unknown;
-    std::vector<Entry>& computed = scratch_.computed;
-    answers.assign(n, nullptr);
-    unknown.clear();
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t version = nodes[i].version;
-      if (version != 0) {
-        ++versioned;
-        if (const auto it = slot.at.find(version); it != slot.at.end()) {
-          Entry& entry = entries[it->second];
-          entry.last_use = use;
-          answers[i] = &entry;
-          continue;
-        }
-      }
-      unknown.push_back(i);
-    }
-    computed.clear();
-    computed.resize(unknown.size());
-    const auto compute = [&](size_t begin, size_t end) {
-      for (size_t k = begin; k < end; ++k) {
-        if (k + kPrefetchDistance < end) PrefetchNode(nodes[unknown[k + kPrefetchDistance]]);
-        Evaluate(request, nodes[unknown[k]], computed[k]);
-      }
-    };
-    parallel = unknown.size() >= kMinParallelNodes;
-    if (parallel) {
-      pool_->ParallelFor(unknown.size(), kParallelGrain, compute);
-    } else {
-      compute(0, unknown.size());
-    }
-    for (size_t k = 0; k < unknown.size(); ++k) answers[unknown[k]] = &computed[k];
-    for (size_t i = 0; i < n; ++i) first_stage(i, *answers[i]);
-
-    // Keep what was computed at a version. The same version named twice in
-    // one request was computed twice, identically; the first is kept.
-    if (entries.empty()) {
-      // A new request: the slot takes the computed array whole (and leaves
-      // its own, emptied, as the next request's working space); answers not
-      // indexed stay unread until the next sweep drops them.
-      entries.swap(computed);
-      slot.at.reserve(entries.size());
-      for (size_t k = 0; k < entries.size(); ++k) {
-        const uint64_t version = nodes[unknown[k]].version;
-        const bool indexed = version != 0 && slot.at.try_emplace(version, static_cast<uint32_t>(k)).second;
-        entries[k].version = indexed ? version : 0;
-        entries[k].last_use = indexed ? use : 0;
-      }
-    } else {
-      for (size_t k = 0; k < unknown.size(); ++k) {
-        const uint64_t version = nodes[unknown[k]].version;
-        if (version == 0 || !slot.at.try_emplace(version, static_cast<uint32_t>(entries.size())).second) continue;
-        Entry& entry = entries.emplace_back(std::move(computed[k]));
-        entry.version = version;
-        entry.last_use = use;
-      }
-    }
-    n_computed = unknown.size();
-  }
-  const uint64_t n_parallel = parallel ? n_computed : 0;
-  nodes_computed_.fetch_add(n_computed, std::memory_order_relaxed);
-  nodes_reused_.fetch_add(n - n_computed, std::memory_order_relaxed);
+  const size_t n = nodes.size();
+  const uint64_t n_parallel = pass.parallel ? pass.computed : 0;
+  nodes_computed_.fetch_add(pass.computed, std::memory_order_relaxed);
+  nodes_reused_.fetch_add(n - pass.computed, std::memory_order_relaxed);
   nodes_computed_in_parallel_.fetch_add(n_parallel, std::memory_order_relaxed);
-  this_call.nodes_computed = n_computed;
-  this_call.nodes_reused = n - n_computed;
+  this_call.nodes_computed = pass.computed;
+  this_call.nodes_reused = n - pass.computed;
   this_call.nodes_computed_in_parallel = n_parallel;
 
-  slot.high_water = std::max(slot.high_water, versioned);
-  if (entries.size() > MaxEntries(slot.high_water)) Sweep(slot, use);
+  slot.high_water = std::max(slot.high_water, pass.versioned);
+  if (slot.entries.size() > MaxEntries(slot.high_water)) Sweep(slot, use);
+  return stages.Wire();
+}
 
-  // The second stage and the wire exactly as Profile::Score does them.
-  std::vector<int64_t> weighted(fitting.size(), 0);
-  for (size_t s = 0; s < scorers; ++s) profile.AddWeighted(s, absl::MakeSpan(raw[s]), absl::MakeSpan(weighted));
-  const std::vector<int64_t> on_wire = Profile::WireScores(weighted);
-  std::vector<int64_t> wire(n, 0);
-  for (size_t k = 0; k < fitting.size(); ++k) wire[fitting[k]] = on_wire[k];
-  return wire;
+ScoreMemo::Pass ScoreMemo::PassOnCaller(const PodGpuRequest& request, absl::Span<const NodeView> nodes, Slot& slot,
+                                        uint64_t use, Stages& stages) const {
+  // One pass, each node computed straight into the slot where its version is
+  // new and read at once (before the next one can move it). A new request
+  // computes every node: load their data ahead. (Where most are kept, the
+  // loads would be wasted: their answers are in the slot.)
+  Pass pass;
+  const size_t n = nodes.size();
+  std::vector<Entry>& entries = slot.entries;
+  const bool all_new = entries.empty();
+  if (all_new) {  // spare the regrowth and the rehashes
+    entries.reserve(n);
+    slot.at.reserve(n);
+  }
+  Entry unversioned;
+  for (size_t i = 0; i < n; ++i) {
+    if (all_new && i + kPrefetchDistance < n) PrefetchNode(nodes[i + kPrefetchDistance]);
+    const uint64_t version = nodes[i].version;
+    if (version == 0) {
+      Evaluate(request, nodes[i], unversioned);
+      ++pass.computed;
+      stages.Add(i, unversioned);
+      continue;
+    }
+    ++pass.versioned;
+    const auto [it, inserted] = slot.at.try_emplace(version, static_cast<uint32_t>(entries.size()));
+    if (inserted) {
+      Entry& entry = entries.emplace_back();
+      entry.version = version;
+      Evaluate(request, nodes[i], entry);
+      ++pass.computed;
+    }
+    Entry& entry = entries[it->second];
+    entry.last_use = use;
+    stages.Add(i, entry);
+  }
+  return pass;
+}
+
+ScoreMemo::Pass ScoreMemo::PassWithPool(const PodGpuRequest& request, absl::Span<const NodeView> nodes, Slot& slot,
+                                        uint64_t use, Stages& stages) const {
+  // The answers kept at their version; the rest computed into `computed`, on
+  // the pool when there are many, each thread writing its own run of
+  // elements. They enter the slot only once read, so that pointers into it
+  // stay valid.
+  Pass pass;
+  const size_t n = nodes.size();
+  std::vector<Entry>& entries = slot.entries;
+  std::vector<const Entry*>& answers = scratch_.answers;
+  std::vector<size_t>& unknown = scratch_.unknown;
+  std::vector<Entry>& computed = scratch_.computed;
+  answers.assign(n, nullptr);
+  unknown.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t version = nodes[i].version;
+    if (version != 0) {
+      ++pass.versioned;
+      if (const auto it = slot.at.find(version); it != slot.at.end()) {
+        Entry& entry = entries[it->second];
+        entry.last_use = use;
+        answers[i] = &entry;
+        continue;
+      }
+    }
+    unknown.push_back(i);
+  }
+  computed.clear();
+  computed.resize(unknown.size());
+  const auto compute = [&](size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
+      if (k + kPrefetchDistance < end) PrefetchNode(nodes[unknown[k + kPrefetchDistance]]);
+      Evaluate(request, nodes[unknown[k]], computed[k]);
+    }
+  };
+  pass.parallel = unknown.size() >= kMinParallelNodes;
+  if (pass.parallel) {
+    pool_->ParallelFor(unknown.size(), kParallelGrain, compute);
+  } else {
+    compute(0, unknown.size());
+  }
+  pass.computed = unknown.size();
+  for (size_t k = 0; k < unknown.size(); ++k) answers[unknown[k]] = &computed[k];
+  for (size_t i = 0; i < n; ++i) stages.Add(i, *answers[i]);
+
+  // Keep what was computed at a version. The same version named twice in one
+  // request was computed twice, identically; the first is kept.
+  if (entries.empty()) {
+    // A new request: the slot takes the computed array whole (and leaves its
+    // own, emptied, as the next request's working space); answers not
+    // indexed stay unread until the next sweep drops them.
+    entries.swap(computed);
+    slot.at.reserve(entries.size());
+    for (size_t k = 0; k < entries.size(); ++k) {
+      const uint64_t version = nodes[unknown[k]].version;
+      const bool indexed = version != 0 && slot.at.try_emplace(version, static_cast<uint32_t>(k)).second;
+      entries[k].version = indexed ? version : 0;
+      entries[k].last_use = indexed ? use : 0;
+    }
+  } else {
+    for (size_t k = 0; k < unknown.size(); ++k) {
+      const uint64_t version = nodes[unknown[k]].version;
+      if (version == 0 || !slot.at.try_emplace(version, static_cast<uint32_t>(entries.size())).second) continue;
+      Entry& entry = entries.emplace_back(std::move(computed[k]));
+      entry.version = version;
+      entry.last_use = use;
+    }
+  }
+  return pass;
 }
 
 void ScoreMemo::Evaluate(const PodGpuRequest& request, const NodeView& node, Entry& entry) const {

@@ -139,9 +139,24 @@ class ScoreMemo {
     std::vector<Entry> computed;        // their answers, by position in `unknown`
   };
 
+  class Stages;  // Profile::Score's stages from the answers (score_memo.cc)
+  // What one request's pass over its nodes did.
+  struct Pass {
+    size_t versioned = 0;   // nodes named with a version
+    uint64_t computed = 0;  // nodes computed rather than answered from the slot
+    bool parallel = false;  // computed on the pool
+  };
+
   std::vector<int64_t> ScoreLocked(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
                                    std::vector<std::optional<GpuChoice>>* choices, Counters& this_call) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Answers every node from `slot` or computes it, into `stages` in node
+  // order: on the caller alone, or with the pool (a second pass then keeps
+  // what was computed).
+  Pass PassOnCaller(const PodGpuRequest& request, absl::Span<const NodeView> nodes, Slot& slot, uint64_t use,
+                    Stages& stages) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Pass PassWithPool(const PodGpuRequest& request, absl::Span<const NodeView> nodes, Slot& slot, uint64_t use,
+                    Stages& stages) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Slot& SlotFor(const PodGpuRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the answers request `use` did not read (old versions of nodes that
   // changed), keeping the others' order, and re-indexes.
