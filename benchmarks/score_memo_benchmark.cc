@@ -2,7 +2,12 @@
 // at 100, 1000 and 5000 nodes of 8 GPUs, about half of them shared by
 // running pods. The policies are the shipped files, read by the real loader:
 // the default policy (config/examples/default-policy.yaml: host-resources,
-// fgd, host-stranding) and gpu-share alone (binpack-policy.yaml).
+// fgd, host-stranding) and gpu-share alone (binpack-policy.yaml). The
+// default policy runs twice: on nodes whose host CPU and memory are unknown
+// (host-stranding then has nothing to weigh) and, `_host_known`, on nodes
+// that report them as the Kubernetes watch always does (96 CPUs; each pod
+// there asks 3, the pending pod 4): host-resources and host-stranding then
+// weigh every node.
 //
 //   ./build-bench/benchmarks/score_memo_benchmark --benchmark_min_time=0.2
 //
@@ -30,6 +35,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <utility>
@@ -85,11 +92,33 @@ PodHolding Share(std::string uid, std::string node, int32_t gpu, int64_t milli, 
   return pod;
 }
 
-// The pending pod: a quarter GPU (burst half), 10 GiB.
+// The pending pod: a quarter GPU (burst half), 10 GiB; 4 CPUs and 16 GiB of
+// the host (which count where the node's host is known).
 constexpr char kPod[] =
     R"({"metadata":{"name":"resnet-serving-x2kqp","namespace":"ml","uid":"7d1e4b2a-2222-4c3d-8e9f-000000000006",)"
     R"("annotations":{"tessera.io/gpu-fraction":"0.25","tessera.io/gpu-fraction-limit":"0.5",)"
-    R"("tessera.io/gpu-memory":"10Gi"}},"spec":{"containers":[{"name":"main","image":"inference:1.0"}]}})";
+    R"("tessera.io/gpu-memory":"10Gi"}},"spec":{"containers":[{"name":"main","image":"inference:1.0",)"
+    R"("resources":{"requests":{"cpu":"4","memory":"16Gi"}}}]}})";
+constexpr HostRequest kPendingPodHost{.cpu = MilliCpu(4000), .memory = MemoryMiB(16384)};
+
+// A node's host where it is known: 96 CPUs, 1 TiB; each pod holding a share
+// asks 3 CPUs and 24 GiB of it.
+HostResources NodeHost() {
+  return HostResources{.cpu_capacity = MilliCpu(96000), .cpu_used = MilliCpu(0),
+                       .memory_capacity = MemoryMiB(1 << 20), .memory_used = MemoryMiB(0)};
+}
+constexpr HostRequest kSharePodHost{.cpu = MilliCpu(3000), .memory = MemoryMiB(24576)};
+
+// Which policy file, and whether nodes report their host CPU and memory (as
+// the Kubernetes watch always has them: host-resources and host-stranding
+// then weigh them) or not (a cluster file without allocatable).
+struct Setup {
+  const char* policy;
+  bool host_known;
+};
+constexpr Setup kDefaultPolicy{"default-policy.yaml", false};
+constexpr Setup kDefaultPolicyWithHost{"default-policy.yaml", true};
+constexpr Setup kGpuShare{"binpack-policy.yaml", false};
 
 // One cluster, one policy, the service over them and a names-only body.
 struct Fixture {
@@ -123,12 +152,12 @@ struct Fixture {
   }
 };
 
-std::unique_ptr<Fixture> BuildFixture(const std::string& policy, int64_t n) {
+std::unique_ptr<Fixture> BuildFixture(const Setup& setup, int64_t n) {
   auto f = std::make_unique<Fixture>();
   f->nodes = n;
   const PluginRegistry registry = NewBuiltinRegistry();
   absl::StatusOr<std::shared_ptr<const Profile>> profile =
-      LoadPolicyFile(absl::StrCat(TESSERA_SOURCE_DIR, "/config/examples/", policy), registry);
+      LoadPolicyFile(absl::StrCat(TESSERA_SOURCE_DIR, "/config/examples/", setup.policy), registry);
   if (!profile.ok()) {
     f->error = std::string(profile.status().message());
     return f;
@@ -138,7 +167,7 @@ std::unique_ptr<Fixture> BuildFixture(const std::string& policy, int64_t n) {
   int64_t pods = 0;
   for (int64_t i = 0; i < n; ++i) {
     const std::string name = NodeName(i);
-    f->model.UpsertNode(name, A100s(), absl::OkStatus());
+    f->model.UpsertNode(name, A100s(), absl::OkStatus(), setup.host_known ? std::optional(NodeHost()) : std::nullopt);
     // ~15% full nodes, the rest with each GPU shared with probability ~45%.
     const uint64_t load = Mix(static_cast<uint64_t>(i)) % 100;
     for (int32_t g = 0; g < kGpusPerNode; ++g) {
@@ -146,7 +175,9 @@ std::unique_ptr<Fixture> BuildFixture(const std::string& policy, int64_t n) {
       const int64_t shares = load < 15 ? 4 : (h % 100 < 45 ? 1 + static_cast<int64_t>((h >> 8) % 3) : 0);
       for (int64_t k = 0; k < shares; ++k) {
         const int64_t milli = load < 15 ? 250 : 100 * (1 + static_cast<int64_t>((h >> (12 + 2 * k)) % 3));
-        f->model.UpsertPod(Share(absl::StrCat(name, "-", g, "-", k), name, g, milli, 8192));
+        PodHolding pod = Share(absl::StrCat(name, "-", g, "-", k), name, g, milli, 8192);
+        if (setup.host_known) pod.host = kSharePodHost;
+        f->model.UpsertPod(std::move(pod));
         ++pods;
       }
     }
@@ -155,16 +186,17 @@ std::unique_ptr<Fixture> BuildFixture(const std::string& policy, int64_t n) {
   f->snapshot = f->model.Publish();
   f->service = f->NewService();
   f->body = absl::StrCat(R"({"Pod":)", kPod, R"(,"Nodes":null,"NodeNames":[)", names, "]}");
-  std::fprintf(stderr, "fixture %s: %lld nodes, %lld pods, body %zu B, memoizable %d\n", policy.c_str(),
-               static_cast<long long>(n), static_cast<long long>(pods), f->body.size(), f->profile->memoizable());
+  std::fprintf(stderr, "fixture %s%s: %lld nodes, %lld pods, body %zu B, memoizable %d\n", setup.policy,
+               setup.host_known ? " (host known)" : "", static_cast<long long>(n), static_cast<long long>(pods),
+               f->body.size(), f->profile->memoizable());
   return f;
 }
 
 // One fixture per policy and size, built on first use, kept for the run.
-Fixture* GetFixture(benchmark::State& state, const std::string& policy) {
-  static std::map<std::pair<std::string, int64_t>, std::unique_ptr<Fixture>> cache;
-  std::unique_ptr<Fixture>& f = cache[{policy, state.range(0)}];
-  if (f == nullptr) f = BuildFixture(policy, state.range(0));
+Fixture* GetFixture(benchmark::State& state, const Setup& setup) {
+  static std::map<std::tuple<std::string, bool, int64_t>, std::unique_ptr<Fixture>> cache;
+  std::unique_ptr<Fixture>& f = cache[{setup.policy, setup.host_known, state.range(0)}];
+  if (f == nullptr) f = BuildFixture(setup, state.range(0));
   if (!f->error.empty()) {
     state.SkipWithError(f->error.c_str());
     return nullptr;
@@ -178,8 +210,8 @@ void Prioritize(benchmark::State& state, const ExtenderService& service, const s
   benchmark::DoNotOptimize(out);
 }
 
-void BM_PrioritizeColdMemo(benchmark::State& state, const std::string& policy) {
-  Fixture* f = GetFixture(state, policy);
+void BM_PrioritizeColdMemo(benchmark::State& state, const Setup& setup) {
+  Fixture* f = GetFixture(state, setup);
   if (f == nullptr) return;
   std::unique_ptr<ExtenderService> service;
   for (auto _ : state) {
@@ -190,8 +222,8 @@ void BM_PrioritizeColdMemo(benchmark::State& state, const std::string& policy) {
   }
 }
 
-void BM_PrioritizeColdMemoParallel(benchmark::State& state, const std::string& policy) {
-  Fixture* f = GetFixture(state, policy);
+void BM_PrioritizeColdMemoParallel(benchmark::State& state, const Setup& setup) {
+  Fixture* f = GetFixture(state, setup);
   if (f == nullptr) return;
   static WorkerPool pool(WorkerPool::DefaultThreads());
   std::unique_ptr<ExtenderService> service;
@@ -207,8 +239,8 @@ void BM_PrioritizeColdMemoParallel(benchmark::State& state, const std::string& p
 // A pod of a shape the memo has not seen, on a memo that has served many
 // (the service lives on): each request asks for 1 MiB more GPU memory than
 // the last, which changes the shape but not where the pod fits.
-void BM_PrioritizeNewShape(benchmark::State& state, const std::string& policy, bool parallel) {
-  Fixture* f = GetFixture(state, policy);
+void BM_PrioritizeNewShape(benchmark::State& state, const Setup& setup, bool parallel) {
+  Fixture* f = GetFixture(state, setup);
   if (f == nullptr) return;
   static WorkerPool pool(WorkerPool::DefaultThreads());
   const std::unique_ptr<ExtenderService> service = f->NewService(parallel ? &pool : nullptr);
@@ -230,8 +262,8 @@ void BM_PrioritizeNewShape(benchmark::State& state, const std::string& policy, b
   state.counters["helpers"] = parallel ? pool.threads() : 0;
 }
 
-void BM_PrioritizeAfterOneBind(benchmark::State& state, const std::string& policy) {
-  Fixture* f = GetFixture(state, policy);
+void BM_PrioritizeAfterOneBind(benchmark::State& state, const Setup& setup) {
+  Fixture* f = GetFixture(state, setup);
   if (f == nullptr) return;
   Prioritize(state, *f->service, f->body);  // warm
   for (auto _ : state) {
@@ -242,8 +274,8 @@ void BM_PrioritizeAfterOneBind(benchmark::State& state, const std::string& polic
   }
 }
 
-void BM_PrioritizeUnchanged(benchmark::State& state, const std::string& policy) {
-  Fixture* f = GetFixture(state, policy);
+void BM_PrioritizeUnchanged(benchmark::State& state, const Setup& setup) {
+  Fixture* f = GetFixture(state, setup);
   if (f == nullptr) return;
   for (auto _ : state) Prioritize(state, *f->service, f->body);
 }
@@ -262,20 +294,21 @@ const PodGpuRequest& QuarterGpu() {
     p.guaranteed = MilliGpu(250);
     p.limit = MilliGpu(500);
     p.memory = p.memory_limit = MemoryMiB(10240);
+    p.host = kPendingPodHost;
     return p;
   }();
   return r;
 }
 
-void BM_ProfileScore(benchmark::State& state, const std::string& policy) {
-  Fixture* f = GetFixture(state, policy);
+void BM_ProfileScore(benchmark::State& state, const Setup& setup) {
+  Fixture* f = GetFixture(state, setup);
   if (f == nullptr) return;
   const std::vector<NodeView> views = Views(*f->snapshot);
   for (auto _ : state) benchmark::DoNotOptimize(f->profile->Score(QuarterGpu(), views, nullptr));
 }
 
-void BM_MemoScoreAfterOneBind(benchmark::State& state, const std::string& policy) {
-  Fixture* f = GetFixture(state, policy);
+void BM_MemoScoreAfterOneBind(benchmark::State& state, const Setup& setup) {
+  Fixture* f = GetFixture(state, setup);
   if (f == nullptr) return;
   const ScoreMemo memo(f->profile);
   (void)memo.Score(QuarterGpu(), Views(*f->snapshot), nullptr);  // warm
@@ -295,8 +328,8 @@ void BM_MemoScoreAfterOneBind(benchmark::State& state, const std::string& policy
 
 // ScoreMemo::Score on a fresh memo: the policy stage of BM_PrioritizeColdMemo
 // (Parallel), without decoding the request and encoding the answer.
-void BM_MemoScoreCold(benchmark::State& state, const std::string& policy, bool parallel) {
-  Fixture* f = GetFixture(state, policy);
+void BM_MemoScoreCold(benchmark::State& state, const Setup& setup, bool parallel) {
+  Fixture* f = GetFixture(state, setup);
   if (f == nullptr) return;
   static WorkerPool pool(WorkerPool::DefaultThreads());
   const std::vector<NodeView> views = Views(*f->snapshot);
@@ -311,25 +344,33 @@ void BM_MemoScoreCold(benchmark::State& state, const std::string& policy, bool p
 }
 
 #define TESSERA_MEMO_BENCHMARK(fn)                                                                  \
-  BENCHMARK_CAPTURE(fn, default_policy, std::string("default-policy.yaml"))                         \
+  BENCHMARK_CAPTURE(fn, default_policy, kDefaultPolicy)                                             \
       ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);                              \
-  BENCHMARK_CAPTURE(fn, gpu_share, std::string("binpack-policy.yaml"))                              \
+  BENCHMARK_CAPTURE(fn, default_policy_host_known, kDefaultPolicyWithHost)                          \
+      ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);                              \
+  BENCHMARK_CAPTURE(fn, gpu_share, kGpuShare)                                                       \
       ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond)
 
 TESSERA_MEMO_BENCHMARK(BM_PrioritizeColdMemo);
-BENCHMARK_CAPTURE(BM_PrioritizeColdMemoParallel, default_policy, std::string("default-policy.yaml"))
+BENCHMARK_CAPTURE(BM_PrioritizeColdMemoParallel, default_policy, kDefaultPolicy)
     ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();  // helpers' time counts
-BENCHMARK_CAPTURE(BM_PrioritizeNewShape, default_policy, std::string("default-policy.yaml"), false)
+BENCHMARK_CAPTURE(BM_PrioritizeColdMemoParallel, default_policy_host_known, kDefaultPolicyWithHost)
+    ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_PrioritizeNewShape, default_policy, kDefaultPolicy, false)
     ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_PrioritizeNewShape, default_policy_parallel, std::string("default-policy.yaml"), true)
+BENCHMARK_CAPTURE(BM_PrioritizeNewShape, default_policy_parallel, kDefaultPolicy, true)
+    ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_PrioritizeNewShape, default_policy_host_known, kDefaultPolicyWithHost, false)
+    ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PrioritizeNewShape, default_policy_host_known_parallel, kDefaultPolicyWithHost, true)
     ->Arg(100)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 TESSERA_MEMO_BENCHMARK(BM_PrioritizeAfterOneBind);
 TESSERA_MEMO_BENCHMARK(BM_PrioritizeUnchanged);
 TESSERA_MEMO_BENCHMARK(BM_ProfileScore);
 TESSERA_MEMO_BENCHMARK(BM_MemoScoreAfterOneBind);
-BENCHMARK_CAPTURE(BM_MemoScoreCold, default_policy, std::string("default-policy.yaml"), false)
+BENCHMARK_CAPTURE(BM_MemoScoreCold, default_policy, kDefaultPolicy, false)
     ->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_MemoScoreCold, default_policy_parallel, std::string("default-policy.yaml"), true)
+BENCHMARK_CAPTURE(BM_MemoScoreCold, default_policy_parallel, kDefaultPolicy, true)
     ->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
