@@ -318,6 +318,29 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   const size_t rank = cpu_free.has_value() ? static_cast<size_t>(std::upper_bound(levels.begin(), levels.end(),
                                                                                   *cpu_free) - levels.begin())
                                            : ranks - 1;
+  // Where no kind names models and nothing is stranded (no stranding, or
+  // the free CPU serves all the free GPU: no kind's room exceeds it), what a
+  // kind that fits can use is its room, and F·W is linear in each GPU's free:
+  // one lookup a GPU (room_weight) and the multi-GPU groups on their own.
+  if (measure.model_kinds.empty() &&
+      (!serviceable.has_value() || static_cast<double>(free_total) <= *serviceable)) {
+    constexpr size_t kFrees = static_cast<size_t>(kOneGpu.value()) + 1;
+    const int32_t* const room_weight = measure.room_weight.data() + rank * kFrees;
+    int64_t usable = 0;
+    for (size_t i = 0; i < gpus; ++i) usable += int64_t{free[i]} * room_weight[free[i]];
+    for (size_t g : measure.multi_gpu_groups) {
+      const TargetWorkload::Measure::Group& group = measure.groups[g];
+      const int64_t share = measure.shares[group.share];
+      int64_t count = 0, room = 0;
+      for (size_t i = 0; i < gpus; ++i) {
+        const int64_t has = free[i] >= share ? 1 : 0;
+        count += has;
+        room += has * free[i];
+      }
+      if (count >= group.gpus) usable += measure.weight_within_cpu[g * ranks + rank] * room;
+    }
+    return measure.any_model_weight * free_total - usable;
+  }
   // Per distinct share: how many GPUs have room for it, and the fragment of
   // a kind of that share that has its GPUs. A GPU has room for the shares up
   // to its free amount (shares_within, a table lookup), so a histogram of
