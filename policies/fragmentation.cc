@@ -15,6 +15,8 @@ namespace tessera {
 namespace {
 
 constexpr int64_t kMaxCount = 1'000'000'000;
+// One GPU's free milli-GPU is 0..1000: tables by free amount have this many rows.
+constexpr size_t kFrees = static_cast<size_t>(kOneGpu.value()) + 1;
 
 bool ParsePositive(std::string_view digits, int64_t max, int64_t& out) {
   return !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
@@ -140,7 +142,7 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
     std::sort(v->begin(), v->end());
     v->erase(std::unique(v->begin(), v->end()), v->end());
   }
-  measure.shares_within.resize(static_cast<size_t>(kOneGpu.value()) + 1);
+  measure.shares_within.resize(kFrees);
   for (size_t free = 0; free < measure.shares_within.size(); ++free) {
     measure.shares_within[free] = static_cast<uint16_t>(
         std::upper_bound(measure.shares.begin(), measure.shares.end(), static_cast<int64_t>(free)) -
@@ -191,7 +193,6 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   }
   // Each one-GPU group adds its weight from its share up: entered at the
   // share, then summed along each rank's row (O(groups·ranks + ranks·1001)).
-  constexpr size_t kFrees = static_cast<size_t>(kOneGpu.value()) + 1;
   measure.room_weight.assign(ranks * kFrees, 0);
   for (size_t g = 0; g < measure.groups.size(); ++g) {
     const Measure::Group& group = measure.groups[g];
@@ -249,6 +250,44 @@ NodeGpuAccess::NodeGpuAccess(const TargetWorkload& workload, absl::Span<const Gp
 
 namespace {
 
+// The column of weight_within_cpu (and row of room_weight) for a node with
+// `cpu_free` free: the CPU levels it has; all of them when it is unknown.
+size_t CpuRank(const TargetWorkload::Measure& measure, std::optional<int64_t> cpu_free) {
+  const std::vector<int64_t>& levels = measure.cpu_levels;
+  if (!cpu_free.has_value()) return levels.size();
+  return static_cast<size_t>(std::upper_bound(levels.begin(), levels.end(), *cpu_free) - levels.begin());
+}
+
+int32_t ClampedFree(int64_t free_milli) {
+  return static_cast<int32_t>(std::clamp<int64_t>(free_milli, 0, kOneGpu.value()));
+}
+
+// What the one-GPU groups' kinds that have the CPU (`rank`) can use where
+// nothing is stranded: each GPU's free to every kind whose share it has
+// room for, Σ f · room_weight[rank][f].
+int64_t OneGpuGroupsUsable(const TargetWorkload::Measure& measure, size_t rank, absl::Span<const int32_t> free) {
+  const int32_t* const room_weight = measure.room_weight.data() + rank * kFrees;
+  int64_t usable = 0;
+  for (const int32_t f : free) usable += int64_t{f} * room_weight[f];
+  return usable;
+}
+
+// The GPUs with room for a share: how many, and the free milli-GPU they hold.
+struct ShareRoom {
+  int64_t gpus = 0;
+  int64_t free = 0;
+};
+
+ShareRoom RoomFor(int64_t share, absl::Span<const int32_t> free) {
+  ShareRoom room;
+  for (const int32_t f : free) {
+    const int64_t has = f >= share ? 1 : 0;
+    room.gpus += has;
+    room.free += has * f;
+  }
+  return room;
+}
+
 // The fragment of a kind that fits and has the CPU: the free milli-GPU on
 // the GPUs too small for it, plus, with host stranding, what its usable GPU
 // exceeds the free CPU's service (see the top of fragmentation.h).
@@ -297,7 +336,7 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   int32_t* const free = gpus > kStackGpus ? free_heap.data() : free_stack.data();
   int64_t free_total = 0;
   for (size_t i = 0; i < gpus; ++i) {
-    free[i] = static_cast<int32_t>(std::clamp<int64_t>(free_milli[i], 0, kOneGpu.value()));
+    free[i] = ClampedFree(free_milli[i]);
     free_total += free[i];
   }
   if (free_total == 0) return 0;  // nothing free, nothing fragmented
@@ -313,31 +352,20 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   // fragmented for their share if the group has its GPUs; every other kind
   // leaves all of the free GPU. So
   //   Σ w·frag = free_total · W_any − Σ_{groups with GPUs} w_cpu · (free_total − fragment).
-  const std::vector<int64_t>& levels = measure.cpu_levels;
-  const size_t ranks = levels.size() + 1;
-  const size_t rank = cpu_free.has_value() ? static_cast<size_t>(std::upper_bound(levels.begin(), levels.end(),
-                                                                                  *cpu_free) - levels.begin())
-                                           : ranks - 1;
+  const size_t ranks = measure.cpu_levels.size() + 1;
+  const size_t rank = CpuRank(measure, cpu_free);
   // Where no kind names models and nothing is stranded (no stranding, or
   // the free CPU serves all the free GPU: no kind's room exceeds it), what a
   // kind that fits can use is its room, and F·W is linear in each GPU's free:
   // one lookup a GPU (room_weight) and the multi-GPU groups on their own.
   if (measure.model_kinds.empty() &&
       (!serviceable.has_value() || static_cast<double>(free_total) <= *serviceable)) {
-    constexpr size_t kFrees = static_cast<size_t>(kOneGpu.value()) + 1;
-    const int32_t* const room_weight = measure.room_weight.data() + rank * kFrees;
-    int64_t usable = 0;
-    for (size_t i = 0; i < gpus; ++i) usable += int64_t{free[i]} * room_weight[free[i]];
+    const absl::Span<const int32_t> frees(free, gpus);
+    int64_t usable = OneGpuGroupsUsable(measure, rank, frees);
     for (size_t g : measure.multi_gpu_groups) {
       const TargetWorkload::Measure::Group& group = measure.groups[g];
-      const int64_t share = measure.shares[group.share];
-      int64_t count = 0, room = 0;
-      for (size_t i = 0; i < gpus; ++i) {
-        const int64_t has = free[i] >= share ? 1 : 0;
-        count += has;
-        room += has * free[i];
-      }
-      if (count >= group.gpus) usable += measure.weight_within_cpu[g * ranks + rank] * room;
+      const ShareRoom room = RoomFor(measure.shares[group.share], frees);
+      if (room.gpus >= group.gpus) usable += measure.weight_within_cpu[g * ranks + rank] * room.free;
     }
     return measure.any_model_weight * free_total - usable;
   }
@@ -398,19 +426,6 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   return weighted;
 }
 
-namespace {
-
-// The CPU rank NodeFragmentationTimesWeight reads weight_within_cpu at.
-size_t CpuRank(const TargetWorkload::Measure& measure, std::optional<int64_t> cpu_free) {
-  const std::vector<int64_t>& levels = measure.cpu_levels;
-  if (!cpu_free.has_value()) return levels.size();
-  return static_cast<size_t>(std::upper_bound(levels.begin(), levels.end(), *cpu_free) - levels.begin());
-}
-
-int64_t ClampedFree(int64_t free_milli) { return std::clamp<int64_t>(free_milli, 0, kOneGpu.value()); }
-
-}  // namespace
-
 void FragmentationDecreases(const TargetWorkload& workload, const NodeGpuAccess& access,
                             absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_now,
                             std::optional<int64_t> cpu_after, int64_t share, absl::Span<const size_t> positions,
@@ -429,51 +444,43 @@ void FragmentationDecreases(const TargetWorkload& workload, const NodeGpuAccess&
   }
   // F·W = W_any·T − Σ_GPUs f·room_weight[rank][f] − (multi-GPU groups' usable):
   // see TargetWorkload::Measure::room_weight and NodeFragmentationTimesWeight.
-  constexpr size_t kFrees = static_cast<size_t>(kOneGpu.value()) + 1;
   const size_t ranks = measure.cpu_levels.size() + 1;
   const size_t rank_now = CpuRank(measure, cpu_now);
   const size_t rank_after = CpuRank(measure, cpu_after);
-  const int32_t* const room_now = measure.room_weight.data() + rank_now * kFrees;
   const int32_t* const room_after = measure.room_weight.data() + rank_after * kFrees;
-  absl::InlinedVector<int64_t, 16> free(gpus);
-  int64_t total = 0, usable_now = 0, usable_after = 0;
+  absl::InlinedVector<int32_t, 16> free(gpus);
+  int64_t total = 0;
   for (size_t i = 0; i < gpus; ++i) {
     free[i] = ClampedFree(free_milli[i]);
     total += free[i];
-    usable_now += free[i] * room_now[free[i]];
-    usable_after += free[i] * room_after[free[i]];
   }
+  int64_t usable_now = OneGpuGroupsUsable(measure, rank_now, free);
+  const int64_t usable_after = OneGpuGroupsUsable(measure, rank_after, free);  // before the GPU changes
   // A multi-GPU group can use the GPUs with room for its share if there are
-  // enough of them: how many there are and what they hold, now.
-  struct Room {
-    int64_t share, count, sum;
-  };
-  absl::InlinedVector<Room, 4> rooms;
+  // enough of them; lowering one GPU changes its room by that GPU alone.
+  absl::InlinedVector<ShareRoom, 4> rooms;
   for (size_t g : measure.multi_gpu_groups) {
     const TargetWorkload::Measure::Group& group = measure.groups[g];
-    Room room{.share = measure.shares[group.share], .count = 0, .sum = 0};
-    for (size_t i = 0; i < gpus; ++i) {
-      const int64_t has = free[i] >= room.share ? 1 : 0;
-      room.count += has;
-      room.sum += has * free[i];
-    }
-    if (room.count >= group.gpus) usable_now += measure.weight_within_cpu[g * ranks + rank_now] * room.sum;
-    rooms.push_back(room);
+    const ShareRoom& room = rooms.emplace_back(RoomFor(measure.shares[group.share], free));
+    if (room.gpus >= group.gpus) usable_now += measure.weight_within_cpu[g * ranks + rank_now] * room.free;
   }
   const int64_t before = total == 0 ? 0 : measure.any_model_weight * total - usable_now;
   for (size_t j = 0; j < positions.size(); ++j) {
     const size_t i = positions[j];
+    const int64_t was = free[i];
     const int64_t lowered = ClampedFree(free_milli[i] - share);
-    const int64_t total_after = total - free[i] + lowered;
-    int64_t usable = usable_after - free[i] * room_after[free[i]] + lowered * room_after[lowered];
+    const int64_t total_after = total - was + lowered;
+    int64_t usable = usable_after - was * room_after[was] + lowered * room_after[lowered];
     for (size_t m = 0; m < rooms.size(); ++m) {
       const size_t g = measure.multi_gpu_groups[m];
-      const Room& room = rooms[m];
-      const int64_t had = free[i] >= room.share ? 1 : 0;
-      const int64_t has = lowered >= room.share ? 1 : 0;
-      const int64_t count = room.count - had + has;
-      const int64_t sum = room.sum - had * free[i] + has * lowered;
-      if (count >= measure.groups[g].gpus) usable += measure.weight_within_cpu[g * ranks + rank_after] * sum;
+      const int64_t group_share = measure.shares[measure.groups[g].share];
+      const int64_t had = was >= group_share ? 1 : 0;
+      const int64_t has = lowered >= group_share ? 1 : 0;
+      const int64_t gpus_with_room = rooms[m].gpus - had + has;
+      const int64_t room_free = rooms[m].free - had * was + has * lowered;
+      if (gpus_with_room >= measure.groups[g].gpus) {
+        usable += measure.weight_within_cpu[g * ranks + rank_after] * room_free;
+      }
     }
     decreases[j] = before - (total_after == 0 ? 0 : measure.any_model_weight * total_after - usable);
   }

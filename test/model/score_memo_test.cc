@@ -20,6 +20,7 @@
 namespace tessera {
 namespace {
 
+using testing::Holding;
 using testing::Pod;
 
 // Takes the first GPUs where the pod's share fits by guaranteed milli.
@@ -106,18 +107,6 @@ NodeInventory Gpus(int n) {
     inv.gpus.push_back(GpuDevice{.index = i, .uuid = "", .model = "M", .memory = MemoryMiB(16384), .numa = 0});
   }
   return inv;
-}
-
-PodHolding Holding(std::string uid, std::string node, int32_t gpu, int64_t milli) {
-  PodHolding p;
-  p.uid = uid;
-  p.pod_key = "ns/" + uid;
-  p.assignment.node = std::move(node);
-  GpuShare s;
-  s.index = gpu;
-  s.guaranteed = s.limit = MilliGpu(milli);
-  p.assignment.gpus.push_back(s);
-  return p;
 }
 
 std::string NodeName(int i) { return absl::StrCat("node-", i); }

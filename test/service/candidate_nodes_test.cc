@@ -6,9 +6,12 @@
 
 #include "gtest/gtest.h"
 #include "scheduler/cache/cluster_model.h"
+#include "test/testing/builders.h"
 
 namespace tessera {
 namespace {
+
+using testing::Holding;
 
 constexpr std::string_view kTwoGpus =
     R"([{"index":0,"model":"A100","memoryMiB":40960},{"index":1,"model":"A100","memoryMiB":40960}])";
@@ -20,16 +23,6 @@ NodeInventory TwoGpus() {
     inv.gpus.push_back(GpuDevice{.index = i, .uuid = "", .model = "A100", .memory = MemoryMiB(40960), .numa = -1});
   }
   return inv;
-}
-
-PodHolding Holding(std::string uid, std::string node, int32_t gpu, int64_t milli) {
-  PodHolding p;
-  p.uid = uid;
-  p.pod_key = "ns/" + uid;
-  p.assignment.node = std::move(node);
-  p.assignment.gpus.push_back(GpuShare{.index = gpu, .uuid = "", .guaranteed = MilliGpu(milli), .limit = MilliGpu(milli),
-                                       .memory = MemoryMiB(0), .memory_limit = MemoryMiB(0)});
-  return p;
 }
 
 std::vector<GpuState> States(const NodeView& view) { return {view.gpu_states.begin(), view.gpu_states.end()}; }

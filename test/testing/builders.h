@@ -1,11 +1,13 @@
 // One-line builders for nodes, GPUs and pods in tests:
 //   Node("n1").Gpus(8, "NVIDIA-A100-SXM4-80GB", 81920).Hold(0, 250, 10240)
 //   Pod().Fraction(250).Limit(800).Memory(10240).Count(2)
+//   Holding("uid", "n1", 0, 250)   a bound pod for the cluster model
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "scheduler/cache/cluster_snapshot.h"
 #include "scheduler/framework/node_view.h"
 #include "scheduler/model/gpu.h"
 #include "scheduler/model/gpu_request.h"
@@ -105,5 +107,18 @@ class Pod {
  private:
   PodGpuRequest r_;
 };
+
+/// A bound pod `uid` holding `milli` (guaranteed and limit, no memory) of GPU `gpu` of `node`.
+inline PodHolding Holding(std::string uid, std::string node, int32_t gpu, int64_t milli) {
+  PodHolding p;
+  p.uid = uid;
+  p.pod_key = "ns/" + uid;
+  p.assignment.node = std::move(node);
+  GpuShare s;
+  s.index = gpu;
+  s.guaranteed = s.limit = MilliGpu(milli);
+  p.assignment.gpus.push_back(s);
+  return p;
+}
 
 }  // namespace tessera::testing
