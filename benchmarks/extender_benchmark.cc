@@ -54,8 +54,8 @@
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/metrics/metrics.h"
-#include "scheduler/service/candidate_nodes.h"
-#include "scheduler/service/extender_service.h"
+#include "extender/service/candidate_nodes.h"
+#include "extender/service/extender_service.h"
 
 namespace tessera {
 namespace {

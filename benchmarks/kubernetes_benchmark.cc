@@ -18,7 +18,7 @@
 #include "k8s/sync/pod_sink.h"
 #include "policies/builtin_registry.h"
 #include "scheduler/common/log.h"
-#include "scheduler/service/binder.h"
+#include "extender/service/binder.h"
 
 namespace tessera {
 namespace {

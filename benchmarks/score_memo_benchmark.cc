@@ -1,4 +1,4 @@
-// Names-only prioritize with the score memo (scheduler/framework/score_memo.h)
+// Names-only prioritize with the score memo (scheduler/memo/score_memo.h)
 // at 100, 1000 and 5000 nodes of 8 GPUs, about half of them shared by
 // running pods. The policies are the shipped files, read by the real loader:
 // the default policy (config/examples/default-policy.yaml: host-resources,
@@ -49,10 +49,10 @@
 #include "config/policy_loader.h"
 #include "policies/builtin_registry.h"
 #include "scheduler/cache/cluster_model.h"
-#include "scheduler/framework/score_memo.h"
-#include "scheduler/framework/worker_pool.h"
+#include "scheduler/memo/score_memo.h"
+#include "scheduler/memo/worker_pool.h"
 #include "scheduler/metrics/metrics.h"
-#include "scheduler/service/extender_service.h"
+#include "extender/service/extender_service.h"
 
 namespace tessera {
 namespace {

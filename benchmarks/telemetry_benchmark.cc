@@ -36,10 +36,10 @@
 #include "policies/builtin_registry.h"
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/metrics/metrics.h"
-#include "scheduler/framework/worker_pool.h"
-#include "scheduler/service/extender_service.h"
-#include "scheduler/telemetry/gpu_samples.h"
-#include "scheduler/telemetry/prometheus_vector.h"
+#include "scheduler/memo/worker_pool.h"
+#include "extender/service/extender_service.h"
+#include "telemetry/gpu_samples.h"
+#include "telemetry/prometheus_vector.h"
 
 namespace tessera {
 namespace {

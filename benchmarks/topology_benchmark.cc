@@ -55,7 +55,7 @@
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/metrics/metrics.h"
 #include "scheduler/model/gpu_set_search.h"
-#include "scheduler/service/extender_service.h"
+#include "extender/service/extender_service.h"
 #include "test/testing/topologies.h"
 
 namespace tessera {

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "config/config_errors.h"
+#include "scheduler/common/config_errors.h"
 #include "k8s/annotations.h"
 #include "k8s/gpu_assignment.h"
 #include "k8s/node_inventory.h"

@@ -10,19 +10,19 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "config/config_errors.h"
+#include "scheduler/common/config_errors.h"
 #include "config/file_util.h"
-#include "config/plugin_args.h"
-#include "config/yaml_map.h"
-#include "scheduler/telemetry/prometheus_url.h"
+#include "scheduler/framework/plugin_args.h"
+#include "scheduler/common/yaml_map.h"
+#include "telemetry/prometheus_url.h"
 #include "yaml-cpp/yaml.h"
 
 namespace tessera {
 namespace {
 
-using config_internal::Describe;
-using config_internal::ParseInteger;
-using config_internal::YamlMap;
+using yaml_internal::Describe;
+using yaml_internal::ParseInteger;
+using yaml_internal::YamlMap;
 
 constexpr int64_t kMinWeight = 1;
 constexpr int64_t kMaxWeight = 100;
@@ -48,7 +48,7 @@ void CheckConstant(YamlMap& top, const YAML::Node& root, std::string_view key, s
   }
 }
 
-// --- the telemetry section (scheduler/telemetry/telemetry_settings.h) -----------
+// --- the telemetry section (telemetry/telemetry_settings.h) -----------
 
 // Reads one map of the telemetry section; every problem goes to `errors`
 // and the field keeps its default.

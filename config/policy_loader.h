@@ -11,7 +11,7 @@
 //         nodeStrategy: binpack       #   validated by the plugin's factory via PluginArgs
 //
 //   telemetry:                        # optional: where live GPU metrics come from (load-aware plugin);
-//     ...                             #   see scheduler/telemetry/telemetry_settings.h for every field
+//     ...                             #   see telemetry/telemetry_settings.h for every field
 //
 // Exactly one plugin must be a GPU chooser (Profile::Create checks the mix).
 // Any other key, at the top or in a plugin entry, is an error, as is a key the
@@ -37,7 +37,7 @@
 #include "absl/status/statusor.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/framework/registry.h"
-#include "scheduler/telemetry/telemetry_settings.h"
+#include "telemetry/telemetry_settings.h"
 
 namespace tessera {
 

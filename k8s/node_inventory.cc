@@ -14,7 +14,7 @@
 #include "k8s/gpu_topology.h"
 #include "k8s/internal/errors.h"
 #include "k8s/internal/json.h"
-#include "k8s/quantity_parse.h"
+#include "scheduler/model/quantity_parse.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera::k8s {

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "k8s/annotations.h"
 #include "k8s/internal/errors.h"
-#include "k8s/quantity_parse.h"
+#include "scheduler/model/quantity_parse.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera::k8s {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "k8s/quantity_parse.h"
+#include "scheduler/model/quantity_parse.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera::k8s {

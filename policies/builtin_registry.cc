@@ -1,5 +1,9 @@
 #include "policies/builtin_registry.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
 #include "policies/best_fit.h"
 #include "policies/dot_product.h"
 #include "policies/fgd.h"
@@ -15,25 +19,34 @@
 
 namespace tessera {
 
+std::vector<PluginRegistry::Entry> BuiltinPlugins() {
+  return {
+      {GpuSharePlugin::kName, &GpuSharePlugin::New},
+      {LoadAwarePlugin::kName, &LoadAwarePlugin::New},
+      {NvlinkTopologyPlugin::kName, &NvlinkTopologyPlugin::New},
+      // Placement-quality plugins (the FGD paper's baselines and FGD itself;
+      // config/examples/placement/ pairs them into policies).
+      {HostResourcesFitPlugin::kName, &HostResourcesFitPlugin::New},
+      {GpuFitPlugin::kName, &GpuFitPlugin::New},
+      {RandomScorePlugin::kName, &RandomScorePlugin::New},
+      {DotProductPlugin::kName, &DotProductPlugin::New},
+      {GpuClusteringPlugin::kName, &GpuClusteringPlugin::New},
+      {GpuPackingPlugin::kName, &GpuPackingPlugin::New},
+      {BestFitPlugin::kName, &BestFitPlugin::New},
+      {FgdPlugin::kName, &FgdPlugin::New},
+      {HostStrandingPlugin::kName, &HostStrandingPlugin::New},
+  };
+}
+
 PluginRegistry NewBuiltinRegistry() {
-  PluginRegistry registry;
-  // Names are unique by construction here; a duplicate is a programming error
-  // caught by the registry test.
-  (void)registry.Register(std::string(GpuSharePlugin::kName), &GpuSharePlugin::New);
-  (void)registry.Register(std::string(LoadAwarePlugin::kName), &LoadAwarePlugin::New);
-  (void)registry.Register(std::string(NvlinkTopologyPlugin::kName), &NvlinkTopologyPlugin::New);
-  // Placement-quality plugins (the FGD paper's baselines and FGD itself;
-  // config/examples/placement/ pairs them into policies).
-  (void)registry.Register(std::string(HostResourcesFitPlugin::kName), &HostResourcesFitPlugin::New);
-  (void)registry.Register(std::string(GpuFitPlugin::kName), &GpuFitPlugin::New);
-  (void)registry.Register(std::string(RandomScorePlugin::kName), &RandomScorePlugin::New);
-  (void)registry.Register(std::string(DotProductPlugin::kName), &DotProductPlugin::New);
-  (void)registry.Register(std::string(GpuClusteringPlugin::kName), &GpuClusteringPlugin::New);
-  (void)registry.Register(std::string(GpuPackingPlugin::kName), &GpuPackingPlugin::New);
-  (void)registry.Register(std::string(BestFitPlugin::kName), &BestFitPlugin::New);
-  (void)registry.Register(std::string(FgdPlugin::kName), &FgdPlugin::New);
-  (void)registry.Register(std::string(HostStrandingPlugin::kName), &HostStrandingPlugin::New);
-  return registry;
+  absl::StatusOr<PluginRegistry> registry = PluginRegistry::FromList(BuiltinPlugins());
+  if (!registry.ok()) {
+    // A name listed twice above: a programming error every test run hits at
+    // once, so it stops the program rather than picking one of the two.
+    std::fprintf(stderr, "tessera: built-in plugin registry: %s\n", std::string(registry.status().message()).c_str());
+    std::abort();
+  }
+  return *std::move(registry);
 }
 
 }  // namespace tessera

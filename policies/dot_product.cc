@@ -1,6 +1,6 @@
 #include "policies/dot_product.h"
 
-#include "config/plugin_args.h"
+#include "scheduler/framework/plugin_args.h"
 #include "policies/node_resources.h"
 
 namespace tessera {

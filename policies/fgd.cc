@@ -5,7 +5,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
-#include "config/plugin_args.h"
+#include "scheduler/framework/plugin_args.h"
 #include "policies/node_resources.h"
 #include "scheduler/model/absl_compat.h"
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "config/plugin_args.h"
+#include "scheduler/framework/plugin_args.h"
 #include "policies/node_resources.h"
 
 namespace tessera {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/container/inlined_vector.h"
-#include "config/plugin_args.h"
+#include "scheduler/framework/plugin_args.h"
 #include "policies/stable_hash.h"
 
 namespace tessera {

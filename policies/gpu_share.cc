@@ -5,7 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "config/plugin_args.h"
+#include "scheduler/framework/plugin_args.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera {

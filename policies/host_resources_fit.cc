@@ -1,7 +1,7 @@
 #include "policies/host_resources_fit.h"
 
 #include "absl/strings/str_cat.h"
-#include "config/plugin_args.h"
+#include "scheduler/framework/plugin_args.h"
 
 namespace tessera {
 

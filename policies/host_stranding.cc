@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "config/plugin_args.h"
+#include "scheduler/framework/plugin_args.h"
 #include "policies/fgd.h"
 
 namespace tessera {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "config/plugin_args.h"
+#include "scheduler/framework/plugin_args.h"
 
 namespace tessera {
 namespace {

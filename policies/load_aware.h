@@ -1,5 +1,5 @@
 // load-aware: steers pods away from GPUs that are busy in fact, by live
-// metrics (NodeView::telemetry, kept current by scheduler/telemetry/), not
+// metrics (NodeView::telemetry, kept current by telemetry/), not
 // only by what pods reserved.
 //
 // Assumptions

@@ -4,7 +4,7 @@
 #include <bit>
 
 #include "absl/strings/str_cat.h"
-#include "config/plugin_args.h"
+#include "scheduler/framework/plugin_args.h"
 #include "scheduler/model/absl_compat.h"
 #include "scheduler/model/gpu_set_search.h"
 #include "scheduler/model/gpu_topology.h"

@@ -1,8 +1,9 @@
 // The immutable model of the cluster's GPUs that one request reads.
 //
-// Writers (the cluster file today, the API-server watch later) change a
-// ClusterModel and publish a new ClusterSnapshot; a request takes the current
-// snapshot once, at its start, and reads only that. Nodes are shared between
+// Writers (the cluster file loader, the API-server watch, the binder's
+// reservations and the telemetry refresher) change a ClusterModel and publish
+// a new ClusterSnapshot; a request takes the current snapshot once, at its
+// start, and reads only that. Nodes are shared between
 // consecutive snapshots (copy-on-write per node), so publishing after one pod
 // changed copies one node, not the cluster.
 #pragma once

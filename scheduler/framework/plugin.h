@@ -79,7 +79,7 @@ class Plugin {
   /// score) is a function of the request (salt included) and the node's
   /// state (NodeView::version) alone: not of the clock, live telemetry or
   /// other nodes. Then a caller may keep the answers while the node's
-  /// version stays the same (scheduler/framework/score_memo.h). Normalising
+  /// version stays the same (scheduler/memo/score_memo.h). Normalising
   /// across nodes is always redone. False, the safe default, is never wrong.
   [[nodiscard]] virtual bool Memoizable() const { return false; }
 };

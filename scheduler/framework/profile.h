@@ -77,7 +77,7 @@ class Profile {
   [[nodiscard]] std::vector<std::string> PluginNames() const;
 
   // For a caller that keeps per-node answers between requests
-  // (scheduler/framework/score_memo.h).
+  // (scheduler/memo/score_memo.h).
 
   /// Whether the GPU choice before any GPU is ruled out (the chooser's and
   /// the GPU set plugin's) is Memoizable(): then a node's choice for one

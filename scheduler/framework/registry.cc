@@ -7,6 +7,14 @@
 
 namespace tessera {
 
+absl::StatusOr<PluginRegistry> PluginRegistry::FromList(const std::vector<Entry>& entries) {
+  PluginRegistry registry;
+  for (const Entry& entry : entries) {
+    if (absl::Status st = registry.Register(std::string(entry.name), entry.factory); !st.ok()) return st;
+  }
+  return registry;
+}
+
 absl::Status PluginRegistry::Register(std::string name, PluginFactory factory) {
   if (factories_.contains(name)) {
     return absl::AlreadyExistsError(absl::StrCat("plugin \"", name, "\" is registered twice"));

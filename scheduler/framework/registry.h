@@ -15,7 +15,7 @@
 
 namespace tessera {
 
-class PluginArgs;  // config/plugin_args.h: typed, validating access to a plugin's YAML args.
+class PluginArgs;  // scheduler/framework/plugin_args.h: typed, validating access to a plugin's YAML args.
 
 /// Builds a plugin from its args. A factory validates its own args: it reads
 /// them through `args`, which records every error with file, line and field
@@ -24,6 +24,15 @@ using PluginFactory = std::function<absl::StatusOr<std::unique_ptr<Plugin>>(Plug
 
 class PluginRegistry {
  public:
+  /// One line of a registry's list: the name the policy file uses, and the factory.
+  struct Entry {
+    std::string_view name;
+    PluginFactory factory;
+  };
+  /// A registry of every entry of `entries`.
+  /// \return AlreadyExists naming the first name listed twice.
+  static absl::StatusOr<PluginRegistry> FromList(const std::vector<Entry>& entries);
+
   /// \return AlreadyExists if `name` is registered.
   absl::Status Register(std::string name, PluginFactory factory);
   /// \return nullptr when unknown.

@@ -26,7 +26,7 @@ struct PodGpuRequest {
   /// Host CPU and memory; zero asks for nothing. The extender sets the pod's
   /// effective request (k8s/pod_host_request.h), the placement simulator its
   /// trace's. Both pass a pod that asks for no GPU at all with `count` = 0
-  /// (scheduler/service/profile_request.h).
+  /// (extender/service/profile_request.h).
   HostRequest host;
   /// Per-pod randomness for plugins that choose at random (random-score,
   /// gpu-fit's random GPU choice): they hash it with the node, so a pod's

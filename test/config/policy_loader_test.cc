@@ -7,7 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/config/fake_plugins.h"
+#include "test/testing/fake_plugins.h"
 
 namespace tessera {
 namespace {

@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "test/config/fake_plugins.h"
+#include "test/testing/fake_plugins.h"
 
 namespace tessera {
 namespace {

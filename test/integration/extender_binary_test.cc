@@ -157,6 +157,31 @@ TEST_F(ExtenderBinaryTest, AnInvalidPolicyFileStopsTheStartWithFileLineAndField)
   EXPECT_THAT(e.AllOutput(), HasSubstr("policy.yaml:5:26: plugins[0].args.nodeStrategy: must be one of binpack, spread"));
 }
 
+TEST_F(ExtenderBinaryTest, AFlagOutOfRangeStopsTheStartWithExitTwoAndNamesTheFlagAndItsRange) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> flags;
+    std::vector<std::string> messages;
+  };
+  const std::vector<Case> cases = {
+      {"a port past 65535 is refused, not wrapped", {"--port=70000"}, {"--port must be 0..65535, got 70000"}},
+      {"a hundred thousand threads are refused", {"--threads=100000"}, {"--threads must be 1..64, got 100000"}},
+      {"a negative body limit is not unlimited", {"--max-body-bytes=-1"}, {"--max_body_bytes must be 1024.."}},
+      {"a zero read timeout is refused", {"--read-timeout=0"}, {"--read_timeout must be 100ms..1h, got 0"}},
+      {"every bad flag is named at once",
+       {"--score-threads=-2", "--api-timeout=-1s"},
+       {"--score_threads must be -1..64, got -2", "--api_timeout must be 100ms..1h, got -1s"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<std::string> args = Args();
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    Extender e(args);
+    EXPECT_EQ(e.Wait(), 2);
+    for (const std::string& m : c.messages) EXPECT_THAT(e.AllOutput(), HasSubstr(m));
+  }
+}
+
 TEST_F(ExtenderBinaryTest, AnInvalidReloadKeepsThePolicyInForceAndSigtermExitsZero) {
   Extender e(Args());
   const uint16_t port = Port(e);

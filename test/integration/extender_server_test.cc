@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "scheduler/server/http_server.h"
-#include "scheduler/service/router.h"
+#include "extender/server/http_server.h"
+#include "extender/service/router.h"
 #include "test/testing/http_client.h"
 #include "test/testing/service_fixture.h"
 

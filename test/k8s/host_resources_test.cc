@@ -10,7 +10,7 @@
 #include "k8s/node_allocatable.h"
 #include "k8s/pod_host_request.h"
 #include "k8s/pod_record.h"
-#include "k8s/quantity_parse.h"
+#include "scheduler/model/quantity_parse.h"
 #include "test/testing/service_fixture.h"
 
 namespace tessera::k8s {

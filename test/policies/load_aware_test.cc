@@ -8,7 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "config/plugin_args.h"
+#include "scheduler/framework/plugin_args.h"
 #include "policies/gpu_share.h"
 #include "scheduler/framework/profile.h"
 #include "test/testing/builders.h"

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "config/plugin_args.h"
+#include "scheduler/framework/plugin_args.h"
 #include "config/policy_loader.h"
 #include "k8s/node_inventory.h"
 #include "policies/builtin_registry.h"

@@ -16,7 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "scheduler/server/http_server.h"
+#include "extender/server/http_server.h"
 
 namespace tessera::testing {
 

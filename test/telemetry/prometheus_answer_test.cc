@@ -9,9 +9,9 @@
 
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/model/absl_compat.h"
-#include "scheduler/telemetry/gpu_samples.h"
-#include "scheduler/telemetry/prometheus_url.h"
-#include "scheduler/telemetry/prometheus_vector.h"
+#include "telemetry/gpu_samples.h"
+#include "telemetry/prometheus_url.h"
+#include "telemetry/prometheus_vector.h"
 #include "test/telemetry/fake_endpoints.h"
 
 namespace tessera {

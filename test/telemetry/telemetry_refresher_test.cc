@@ -1,7 +1,7 @@
 // The refresher against a fake Prometheus API that answers what each test
 // wants, including what a real one rarely does: HTTP errors, garbage, NaN,
 // silence. Every failure must be counted and survived.
-#include "scheduler/telemetry/telemetry_refresher.h"
+#include "telemetry/telemetry_refresher.h"
 
 #include <string>
 #include <vector>

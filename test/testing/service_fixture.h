@@ -9,12 +9,12 @@
 #include <gtest/gtest.h>
 
 #include "config/cluster_file.h"
-#include "config/plugin_args.h"
+#include "scheduler/framework/plugin_args.h"
 #include "config/policy_loader.h"
 #include "policies/builtin_registry.h"
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/metrics/metrics.h"
-#include "scheduler/service/extender_service.h"
+#include "extender/service/extender_service.h"
 
 namespace tessera::testing {
 

@@ -1,0 +1,142 @@
+#include "extender/flags.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "scheduler/model/absl_compat.h"
+
+ABSL_FLAG(std::string, address, "127.0.0.1", "Address to listen on.");
+ABSL_FLAG(int, port, 8888, "Port to listen on (0: any free port, printed at start).");
+ABSL_FLAG(int, threads, 2, "Threads serving requests (1..64).");
+ABSL_FLAG(int, score_threads, -1,
+          "Helper threads that share prioritize's work on nodes the score memo has not seen (a new pod shape, a "
+          "policy reload). -1: one fewer than the CPUs the process may use (affinity, cgroup CPU limit), at most 7; "
+          "0: none; at most 64.");
+ABSL_FLAG(std::string, policy_file, "config/examples/default-policy.yaml",
+          "YAML policy file: plugins, weights, args. Reloaded on SIGHUP and when it changes.");
+ABSL_FLAG(std::string, cluster_file, "",
+          "Serve this cluster (nodes, GPUs, allocations) instead of one read from the API server.");
+ABSL_FLAG(std::string, kubeconfig, "",
+          "Kubeconfig to reach the API server (default: the in-cluster service account).");
+ABSL_FLAG(std::string, kube_context, "", "Context of --kubeconfig to use (default: its current-context).");
+ABSL_FLAG(absl::Duration, reservation_ttl, absl::Minutes(2),
+          "How long a bind's GPUs count before the watch confirms the bound pod.");
+ABSL_FLAG(absl::Duration, api_timeout, absl::Seconds(30), "Timeout of one API-server request.");
+ABSL_FLAG(std::string, url_prefix, "", "Path prefix of kube-scheduler's urlPrefix (e.g. /scheduler).");
+ABSL_FLAG(int64_t, max_body_bytes, int64_t{256} << 20, "Largest request body accepted (413 beyond).");
+ABSL_FLAG(int, max_header_bytes, 16 << 10, "Largest request header accepted (431 beyond).");
+ABSL_FLAG(absl::Duration, read_timeout, absl::Seconds(30), "Time to receive a whole request.");
+ABSL_FLAG(absl::Duration, idle_timeout, absl::Seconds(120), "Time a keep-alive connection may sit idle.");
+ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(25), "On SIGTERM, time to finish requests in flight.");
+ABSL_FLAG(absl::Duration, policy_poll_interval, absl::Seconds(2),
+          "How often to check the policy file for changes (0: only on SIGHUP).");
+
+namespace tessera {
+namespace {
+
+// Beyond these a setting is a typo, not a deployment: 64 request threads on a
+// sidecar, a body larger than the chart's memory, a timeout of a day.
+constexpr int kMaxThreads = 64;
+constexpr int kMaxScoreThreads = 64;
+constexpr int64_t kMaxBodyBytes = int64_t{1} << 30;
+constexpr int kMaxHeaderBytes = 1 << 20;
+const absl::Duration kMaxTimeout = absl::Hours(1);
+
+// Collects every out-of-range flag, so an operator fixes them in one go.
+class RangeCheck {
+ public:
+  template <typename T>
+  void Int(std::string_view flag, T value, T min, T max) {
+    if (value < min || value > max) {
+      errors_.push_back(absl::StrCat("--", Absl(flag), " must be ", min, "..", max, ", got ", value));
+    }
+  }
+  void Duration(std::string_view flag, absl::Duration value, absl::Duration min, absl::Duration max) {
+    if (value < min || value > max) {
+      errors_.push_back(absl::StrCat("--", Absl(flag), " must be ", absl::FormatDuration(min), "..",
+                                     absl::FormatDuration(max), ", got ", absl::FormatDuration(value)));
+    }
+  }
+  void NonEmpty(std::string_view flag, const std::string& value) {
+    if (value.empty()) errors_.push_back(absl::StrCat("--", Absl(flag), " must not be empty"));
+  }
+  [[nodiscard]] absl::Status Result() const {
+    return errors_.empty() ? absl::OkStatus() : absl::InvalidArgumentError(absl::StrJoin(errors_, "\n"));
+  }
+
+ private:
+  std::vector<std::string> errors_;
+};
+
+std::chrono::milliseconds Millis(absl::Duration d) { return std::chrono::milliseconds(absl::ToInt64Milliseconds(d)); }
+
+}  // namespace
+
+void AcceptDashedFlagNames(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    char* a = argv[i];
+    if (std::strcmp(a, "--") == 0) break;
+    if (std::strncmp(a, "--", 2) != 0) continue;
+    for (char* c = a + 2; *c != '\0' && *c != '='; ++c) {
+      if (*c == '-') *c = '_';
+    }
+  }
+}
+
+absl::StatusOr<ProgramOptions> OptionsFromFlags() {
+  RangeCheck check;
+  const int port = absl::GetFlag(FLAGS_port);
+  const int threads = absl::GetFlag(FLAGS_threads);
+  const int score_threads = absl::GetFlag(FLAGS_score_threads);
+  const int64_t body = absl::GetFlag(FLAGS_max_body_bytes);
+  const int header = absl::GetFlag(FLAGS_max_header_bytes);
+  const absl::Duration read_timeout = absl::GetFlag(FLAGS_read_timeout);
+  const absl::Duration idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
+  const absl::Duration drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
+  const absl::Duration poll = absl::GetFlag(FLAGS_policy_poll_interval);
+  const absl::Duration ttl = absl::GetFlag(FLAGS_reservation_ttl);
+  const absl::Duration api_timeout = absl::GetFlag(FLAGS_api_timeout);
+  check.Int("port", port, 0, 65535);
+  check.Int("threads", threads, 1, kMaxThreads);
+  check.Int("score_threads", score_threads, -1, kMaxScoreThreads);
+  check.Int<int64_t>("max_body_bytes", body, 1024, kMaxBodyBytes);
+  check.Int("max_header_bytes", header, 1024, kMaxHeaderBytes);
+  check.Duration("read_timeout", read_timeout, absl::Milliseconds(100), kMaxTimeout);
+  check.Duration("idle_timeout", idle_timeout, absl::Milliseconds(100), kMaxTimeout);
+  check.Duration("drain_timeout", drain_timeout, absl::ZeroDuration(), kMaxTimeout);
+  check.Duration("policy_poll_interval", poll, absl::ZeroDuration(), kMaxTimeout);
+  check.Duration("reservation_ttl", ttl, absl::Seconds(1), kMaxTimeout);
+  check.Duration("api_timeout", api_timeout, absl::Milliseconds(100), kMaxTimeout);
+  check.NonEmpty("address", absl::GetFlag(FLAGS_address));
+  check.NonEmpty("policy_file", absl::GetFlag(FLAGS_policy_file));
+  if (absl::Status st = check.Result(); !st.ok()) return st;
+
+  ProgramOptions o;
+  o.server.address = absl::GetFlag(FLAGS_address);
+  o.server.port = static_cast<uint16_t>(port);
+  o.server.threads = threads;
+  o.server.body_limit = static_cast<size_t>(body);
+  o.server.header_limit = static_cast<uint32_t>(header);
+  o.server.read_timeout = Millis(read_timeout);
+  o.server.idle_timeout = Millis(idle_timeout);
+  o.server.drain_timeout = Millis(drain_timeout);
+  o.url_prefix = absl::GetFlag(FLAGS_url_prefix);
+  o.score_threads = score_threads;
+  o.policy_file = absl::GetFlag(FLAGS_policy_file);
+  o.policy_poll_interval = poll;
+  o.cluster_file = absl::GetFlag(FLAGS_cluster_file);
+  o.kubeconfig = absl::GetFlag(FLAGS_kubeconfig);
+  o.kube_context = absl::GetFlag(FLAGS_kube_context);
+  o.reservation_ttl = ttl;
+  o.api_timeout = api_timeout;
+  return o;
+}
+
+}  // namespace tessera

@@ -1,0 +1,43 @@
+// The extender's command line, read once into plain values. The only place
+// with flags: every component below takes its settings as ProgramOptions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "extender/server/http_server.h"
+
+namespace tessera {
+
+/// Everything the command line sets, validated.
+struct ProgramOptions {
+  HttpServerOptions server;
+  /// Path prefix of kube-scheduler's urlPrefix ("/scheduler").
+  std::string url_prefix;
+  /// Prioritize's helper threads; -1: WorkerPool::DefaultThreads().
+  int score_threads = -1;
+  std::string policy_file;
+  /// 0: reload only on SIGHUP.
+  absl::Duration policy_poll_interval;
+  /// Non-empty: serve this cluster instead of watching an API server.
+  std::string cluster_file;
+  /// Empty: the in-cluster service account.
+  std::string kubeconfig;
+  std::string kube_context;
+  absl::Duration reservation_ttl;
+  absl::Duration api_timeout;
+};
+
+/// Rewrites `--cluster-file=x` to `--cluster_file=x` in place, so flags may be
+/// spelled as Kubernetes tools spell them; abseil names them with underscores.
+/// Stops at `--`.
+void AcceptDashedFlagNames(int argc, char** argv);
+
+/// The parsed flags as options, each checked against its range.
+/// \return InvalidArgument naming the flag, its value and its range
+///   ("--port must be 0..65535, got 70000"), for every flag out of range.
+absl::StatusOr<ProgramOptions> OptionsFromFlags();
+
+}  // namespace tessera

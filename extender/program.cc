@@ -1,0 +1,217 @@
+#include "extender/program.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "config/cluster_file.h"
+#include "extender/control_loop.h"
+#include "extender/service/debug_state.h"
+#include "k8s/client/api_server_config.h"
+#include "scheduler/common/log.h"
+#include "scheduler/model/absl_compat.h"
+
+namespace tessera {
+namespace {
+
+absl::Status Prefixed(std::string_view prefix, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(Absl(prefix), status.message()));
+}
+
+// How often binds the watch never confirmed are looked for.
+constexpr absl::Duration kReservationSweep = absl::Seconds(5);
+
+}  // namespace
+
+Program::Program(const ProgramOptions& options, const PluginRegistry& registry)
+    : options_(options),
+      registry_(registry),
+      score_pool_(options.score_threads == -1 ? WorkerPool::DefaultThreads() : options.score_threads) {}
+
+Program::~Program() = default;
+
+absl::StatusOr<std::unique_ptr<Program>> Program::Build(const ProgramOptions& options,
+                                                        const PluginRegistry& registry) {
+  std::unique_ptr<Program> p(new Program(options, registry));
+  LogInfo(absl::StrCat("score helper threads: ", p->score_pool_.threads(),
+                       " (--score_threads; they compute prioritize's nodes the score memo has not seen)"));
+  if (absl::Status st = p->OpenPolicy(); !st.ok()) return st;
+  if (absl::Status st = p->OpenCluster(); !st.ok()) return st;
+  p->LogModel();
+  if (absl::Status st = p->StartTelemetry(); !st.ok()) return st;
+  p->BuildService();
+  return p;
+}
+
+absl::Status Program::OpenPolicy() {
+  Counter& reload_ok = metrics_.Counter("tessera_policy_reloads_total", "Policy reload attempts by result.",
+                                        {{"result", "success"}});
+  Counter& reload_failed = metrics_.Counter("tessera_policy_reloads_total", "Policy reload attempts by result.",
+                                            {{"result", "failure"}});
+  const std::string& path = options_.policy_file;
+  absl::StatusOr<std::unique_ptr<PolicyStore>> store =
+      PolicyStore::Open(path, registry_, [&reload_ok, &reload_failed, path](const absl::Status& status) {
+        if (status.ok()) {
+          reload_ok.Inc();
+          LogInfo(absl::StrCat("policy reloaded from ", path));
+        } else {
+          reload_failed.Inc();
+          LogError(absl::StrCat("policy reload refused, the previous policy stays in force:\n", status.message()));
+        }
+      });
+  if (!store.ok()) return Prefixed("invalid policy file:\n", store.status());
+  store_ = *std::move(store);
+  LogInfo(absl::StrCat("policy ", path, ": plugins ", absl::StrJoin(store_->Current()->PluginNames(), ", ")));
+  return absl::OkStatus();
+}
+
+absl::Status Program::OpenCluster() {
+  if (options_.cluster_file.empty()) return OpenApiServer();
+  if (absl::Status st = LoadClusterFile(options_.cluster_file, model_); !st.ok()) {
+    return Prefixed("invalid cluster file:\n", st);
+  }
+  source_ = absl::StrCat("cluster file ", options_.cluster_file);
+  return absl::OkStatus();
+}
+
+absl::Status Program::OpenApiServer() {
+  absl::StatusOr<k8s::ApiServerConfig> config = options_.kubeconfig.empty()
+                                                    ? k8s::InClusterConfig()
+                                                    : k8s::LoadKubeconfig(options_.kubeconfig, options_.kube_context);
+  if (!config.ok()) return Prefixed("cannot configure the API-server client: ", config.status());
+  source_ = config->description;
+  k8s::ApiClientOptions client_options;
+  client_options.request_timeout = options_.api_timeout;
+  absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = k8s::ApiClient::Create(*std::move(config), client_options);
+  if (!client.ok()) return Prefixed("cannot configure the API-server client: ", client.status());
+  api_client_ = *std::move(client);
+  watch_ = std::make_unique<k8s::ClusterWatch>(*api_client_, model_, pods_, &metrics_);
+  pod_api_ = std::make_unique<k8s::KubePodApi>(*api_client_);
+  binder_ = std::make_unique<Binder>(model_, pods_, *pod_api_, [this] { return store_->Current(); }, metrics_,
+                                     BinderOptions{.reservation_ttl = options_.reservation_ttl});
+  LogInfo(absl::StrCat("API server: ", source_, "; watching nodes and pods"));
+  return absl::OkStatus();
+}
+
+void Program::LogModel() {
+  const std::shared_ptr<const ClusterSnapshot> first = model_.Publish();
+  for (NodeIndex i = 0; i < first->node_count(); ++i) {
+    const NodeState& n = first->node(i);
+    if (!n.inventory_error.ok()) LogWarning(absl::StrCat("node ", n.name, ": ", n.inventory_error.message()));
+    for (const std::string& problem : n.problems) LogWarning(absl::StrCat("node ", n.name, ": ", problem));
+  }
+  LogInfo(absl::StrCat("cluster model: ", first->node_count(), " nodes, ", first->gpu_count(), " GPUs"));
+}
+
+// Live GPU metrics (the policy's telemetry: section), refreshed in the
+// background into the model; re-applied after every policy reload.
+absl::Status Program::StartTelemetry() {
+  telemetry_ = std::make_unique<TelemetryRefresher>(model_, metrics_);
+  if (absl::Status st = telemetry_->Configure(store_->CurrentTelemetry()); !st.ok()) {
+    return Prefixed("invalid telemetry settings: ", st);
+  }
+  return absl::OkStatus();
+}
+
+void Program::ApplyTelemetrySettings() {
+  if (absl::Status st = telemetry_->Configure(store_->CurrentTelemetry()); !st.ok()) {
+    LogError(absl::StrCat("telemetry settings not applied: ", st.message()));
+  }
+}
+
+void Program::BuildService() {
+  service_ = std::make_unique<ExtenderService>(
+      ExtenderSources{.snapshot = [this] { return model_.Current(); },
+                      .profile = [this] { return store_->Current(); },
+                      .binder = binder_.get(),
+                      .synced = [this] { return Synced(); },
+                      .score_pool = &score_pool_},
+      metrics_);
+  router_ = std::make_unique<Router>(
+      RouterOptions{.url_prefix = options_.url_prefix,
+                    // Answers from a half-synced model would place pods on GPUs
+                    // that are taken: not ready until both initial lists are in.
+                    .ready = [this] { return Synced(); },
+                    .debug_state = [this] { return DebugState(); },
+                    .refresh_gauges = [this] { RefreshGauges(); }},
+      *service_, metrics_);
+}
+
+std::string Program::DebugState() const {
+  const std::shared_ptr<const ClusterSnapshot> snapshot = model_.Current();
+  DebugInputs in;
+  in.snapshot = snapshot.get();
+  in.source = source_;
+  if (watch_ != nullptr) {
+    in.watches = {{"nodes", watch_->node_status()}, {"pods", watch_->pod_status()}};
+    in.pod_problems = watch_->pod_problems();
+  }
+  return RenderDebugState(in);
+}
+
+void Program::RefreshGauges() {
+  const std::shared_ptr<const ClusterSnapshot> snapshot = model_.Current();
+  metrics_.Gauge("tessera_model_nodes", "Nodes in the cluster model.").Set(double(snapshot->node_count()));
+  metrics_.Gauge("tessera_model_gpus", "GPUs in the cluster model.").Set(double(snapshot->gpu_count()));
+  metrics_.Gauge("tessera_model_nodes_inventory_errors", "Nodes whose GPU inventory is unparsable.")
+      .Set(double(snapshot->nodes_with_inventory_errors()));
+  metrics_.Gauge("tessera_binds_in_flight", "Bind reservations not yet confirmed by the watch.")
+      .Set(double(model_.reservation_count()));
+  if (watch_ == nullptr) return;
+  metrics_.Gauge("tessera_watch_synced", "1 once both initial lists (nodes, pods) are applied.")
+      .Set(watch_->synced() ? 1.0 : 0.0);
+  metrics_.Gauge("tessera_pod_assignment_problems", "Pods whose assignment annotation is inconsistent now.")
+      .Set(double(watch_->pod_problems().size()));
+}
+
+int Program::Serve() {
+  absl::StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::Start(options_.server, [this](const HttpRequest& r) { return router_->Handle(r); });
+  if (!server.ok()) {
+    LogError(absl::StrCat("cannot serve: ", server.status().message()));
+    return 1;
+  }
+  LogInfo(absl::StrCat("serving on http://", options_.server.address, ":", (*server)->port(), options_.url_prefix,
+                       " (POST /filter, /prioritize, /bind; GET /healthz, /readyz, /metrics, /debug)"));
+  std::fflush(stderr);
+
+  ControlActions actions;
+  actions.on_stop = [&server](int signal) {
+    LogInfo(absl::StrCat("signal ", signal, ": draining requests in flight"));
+    (*server)->Drain();
+  };
+  actions.on_hup = [this] {
+    LogInfo("SIGHUP: reloading the policy file");
+    (void)store_->Reload();  // the store's callback logs and counts the outcome
+    ApplyTelemetrySettings();
+  };
+  actions.on_poll = [this] {
+    if (store_->ReloadIfChanged()) ApplyTelemetrySettings();
+  };
+  actions.poll_every = options_.policy_poll_interval;
+  if (binder_ != nullptr) {
+    // Binds whose bound pod the watch never showed release their GPUs. Only
+    // while the watch is in sync: a confirmation cannot arrive through a
+    // broken watch, and releasing then could double-allocate.
+    actions.on_chore = [this] {
+      if (watch_->synced()) binder_->ExpireReservations(absl::Now());
+    };
+    actions.chore_every = kReservationSweep;
+  }
+  if (watch_ != nullptr) {
+    watch_->set_utilization_observer([this](const std::string& node, std::optional<std::string_view> value) {
+      telemetry_->OnNodeAnnotation(node, value);
+    });
+    watch_->Start();
+  }
+  {
+    ControlLoop control(std::move(actions));
+    (*server)->Wait();
+  }
+  if (watch_ != nullptr) watch_->Stop();
+  LogInfo("stopped");
+  return 0;
+}
+
+}  // namespace tessera

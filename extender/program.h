@@ -1,0 +1,84 @@
+// The extender program's components, built from its options and wired
+// together: the one place that knows every floor (ARCHITECTURE.md).
+//
+//   policy store ──► profile ─┐
+//   cluster file or watch ──► cluster model ──► snapshot ─┼─► extender service ─► router ─► HTTP server
+//   telemetry refresher ──► cluster model                 │
+//   binder (API-server mode) ◄────────────────────────────┘
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "config/policy_store.h"
+#include "extender/flags.h"
+#include "extender/server/http_server.h"
+#include "extender/service/binder.h"
+#include "extender/service/extender_service.h"
+#include "extender/service/router.h"
+#include "k8s/client/api_client.h"
+#include "k8s/client/pod_api.h"
+#include "k8s/sync/cluster_watch.h"
+#include "scheduler/cache/cluster_model.h"
+#include "scheduler/cache/pod_directory.h"
+#include "scheduler/framework/registry.h"
+#include "scheduler/memo/worker_pool.h"
+#include "scheduler/metrics/metrics.h"
+#include "telemetry/telemetry_refresher.h"
+
+namespace tessera {
+
+class Program {
+ public:
+  /// Reads the policy and the cluster (file, or API-server client and watch),
+  /// configures telemetry and builds the service. Nothing serves yet.
+  /// \return InvalidArgument (bad policy or cluster file, bad telemetry
+  ///   settings) or the API-server client's error, each saying what it was.
+  static absl::StatusOr<std::unique_ptr<Program>> Build(const ProgramOptions& options,
+                                                        const PluginRegistry& registry);
+
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  ~Program();
+
+  /// Listens, starts the watch and the control loop, and serves until SIGTERM
+  /// or SIGINT has drained the requests in flight.
+  /// \return the process exit code: 0 after a clean stop, 1 when it cannot listen.
+  int Serve();
+
+ private:
+  Program(const ProgramOptions& options, const PluginRegistry& registry);
+
+  absl::Status OpenPolicy();
+  absl::Status OpenCluster();
+  absl::Status OpenApiServer();
+  void LogModel();
+  absl::Status StartTelemetry();
+  void BuildService();
+  void ApplyTelemetrySettings();
+  void RefreshGauges();
+  [[nodiscard]] std::string DebugState() const;
+  [[nodiscard]] bool Synced() const { return watch_ == nullptr || watch_->synced(); }
+
+  const ProgramOptions options_;
+  const PluginRegistry& registry_;
+  // Declaration order is construction order: each component outlives those
+  // that point to it.
+  MetricsRegistry metrics_;
+  WorkerPool score_pool_;
+  std::unique_ptr<PolicyStore> store_;
+  ClusterModel model_;
+  PodDirectory pods_;
+  std::string source_;  // "cluster file x" or the API server's description, for logs and /debug
+  std::unique_ptr<k8s::ApiClient> api_client_;
+  std::unique_ptr<k8s::ClusterWatch> watch_;
+  std::unique_ptr<k8s::KubePodApi> pod_api_;
+  std::unique_ptr<Binder> binder_;
+  std::unique_ptr<TelemetryRefresher> telemetry_;
+  std::unique_ptr<ExtenderService> service_;
+  std::unique_ptr<Router> router_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,514 @@
+#include "extender/server/http_server.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <exception>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "scheduler/common/json_text.h"
+
+namespace tessera {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using boost::system::error_code;
+
+// Longest we keep reading (and discarding) after answering 413/431/400, so
+// the client reads our answer instead of a reset (see Session::LingerClose).
+constexpr std::chrono::milliseconds kMaxLinger{2000};
+
+// Accept failures such as EMFILE repeat at once; back off instead of spinning.
+constexpr std::chrono::milliseconds kAcceptRetry{50};
+
+bool IsHttpParseError(const error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_method).category();
+}
+
+}  // namespace
+
+HttpResponse JsonErrorResponse(http::status status, std::string_view reason) {
+  HttpResponse res{status, 11};
+  res.set(http::field::content_type, "application/json");
+  res.body() = JsonErrorBody(reason);
+  res.prepare_payload();
+  return res;
+}
+
+namespace http_internal {
+
+class Session;
+
+// Everything the listener and the sessions share. HttpServer::Impl is this
+// (HttpServer::Impl is private, so sessions name the base instead).
+//
+// Member order matters for destruction: the session registry and its mutex
+// are declared before the io_context, because destroying the io_context
+// destroys handlers that still own sessions, and ~Session unregisters itself.
+struct ServerCore {
+  ServerCore(HttpServerOptions o, HttpHandler h)
+      : options(std::move(o)),
+        handler(std::move(h)),
+        ioc(std::max(options.threads, 1)),
+        strand(net::make_strand(ioc)),
+        acceptor(strand),
+        retry_timer(strand),
+        drain_timer(strand) {}
+
+  ~ServerCore() {
+    Drain();
+    Wait();
+    std::lock_guard<std::mutex> lock(mu);
+    destroying = true;
+  }
+
+  void DoAccept();
+  void OnAccept(error_code ec, tcp::socket socket);
+  // On `strand`: stops accepting; arms the drain deadline if sessions remain.
+  void CloseAcceptor();
+  void Drain();
+  void Wait();
+  void RunIoThread();
+
+  // Called by ~Session.
+  void Unregister(Session* s);
+
+  const HttpServerOptions options;
+  const HttpHandler handler;
+
+  std::mutex mu;
+  std::unordered_set<Session*> sessions;  // guarded by mu
+  bool draining_locked = false;           // guarded by mu
+  bool destroying = false;                // guarded by mu
+  // Mirrors draining_locked for sessions, which read it without the mutex.
+  std::atomic<bool> draining{false};
+
+  net::io_context ioc;
+  // The acceptor and both timers live on one strand.
+  net::strand<net::io_context::executor_type> strand;
+  tcp::acceptor acceptor;
+  net::steady_timer retry_timer;
+  net::steady_timer drain_timer;
+  uint16_t port = 0;
+
+  std::mutex wait_mu;  // serialises Wait()
+  std::vector<std::thread> threads;
+};
+
+// One connection. Every member is touched only on the socket's strand (the
+// executor of socket_ and timer_), so no locking. The session owns itself via
+// the shared_ptrs captured in its pending handlers; when the last completes
+// without starting another, the session is destroyed and the socket closed.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, ServerCore& server)
+      : socket_(std::move(socket)), timer_(socket_.get_executor()), server_(server) {}
+
+  ~Session() { server_.Unregister(this); }
+
+  // Registers with the server and starts waiting for the first request.
+  // Called on the acceptor's strand.
+  void Start() {
+    {
+      std::lock_guard<std::mutex> lock(server_.mu);
+      if (server_.draining_locked) {
+        error_code ec;
+        socket_.close(ec);
+        return;
+      }
+      server_.sessions.insert(this);
+    }
+    error_code ec;
+    socket_.set_option(tcp::no_delay(true), ec);  // answers are one write; do not wait for an ACK
+    net::post(socket_.get_executor(), [self = shared_from_this()] { self->AwaitRequest(); });
+  }
+
+  // Thread-safe: hops onto the strand.
+  void Drain() {
+    net::post(socket_.get_executor(), [self = shared_from_this()] { self->OnDrain(); });
+  }
+
+ private:
+  enum class State { kIdle, kReading, kHandling, kWriting, kLingering, kClosed };
+
+  [[nodiscard]] bool Draining() const { return drain_ || server_.draining.load(); }
+
+  // Idle: wait for readability, not for a request, so that Drain() can tell a
+  // connection with nothing in flight from one whose request is arriving.
+  void AwaitRequest() {
+    if (Draining()) return Close();
+    state_ = State::kIdle;
+    if (buffer_.size() > 0) return ReadRequest();  // a pipelined request is already here
+    ArmTimer(server_.options.idle_timeout);
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
+      if (self->state_ != State::kIdle) return;
+      if (ec) return self->Close();
+      self->ReadRequest();
+    });
+  }
+
+  void ReadRequest() {
+    state_ = State::kReading;
+    ArmTimer(server_.options.read_timeout);  // one deadline for header and body
+    parser_.emplace();
+    parser_->body_limit(static_cast<std::uint64_t>(server_.options.body_limit));
+    parser_->header_limit(server_.options.header_limit);
+    http::async_read_header(socket_, buffer_, *parser_,
+                            [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(error_code ec) {
+    if (state_ != State::kReading) return;
+    if (ec) return FailRead(ec);
+    // curl and other clients send "Expect: 100-continue" with large bodies
+    // and pause (curl: 1 s) until told to go on.
+    const auto& header = parser_->get();
+    if (!parser_->is_done() && header.version() >= 11 &&
+        beast::iequals(header[http::field::expect], "100-continue")) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
+                       [self = shared_from_this()](error_code ec, size_t) {
+                         if (self->state_ != State::kReading) return;
+                         if (ec) return self->Close();
+                         self->ReadBody();
+                       });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    if (parser_->is_done()) return OnRequest({});
+    http::async_read(socket_, buffer_, *parser_,
+                     [self = shared_from_this()](error_code ec, size_t) { self->OnRequest(ec); });
+  }
+
+  // Maps a read error to an answer (limits, malformed HTTP) or a silent close
+  // (peer gone, timeout, mid-message EOF: nobody to answer).
+  void FailRead(error_code ec) {
+    if (ec == http::error::body_limit) {
+      return Reject(http::status::payload_too_large,
+                    absl::StrFormat("request body exceeds the %d-byte limit", server_.options.body_limit));
+    }
+    if (ec == http::error::header_limit) {
+      return Reject(http::status::request_header_fields_too_large,
+                    absl::StrFormat("request header exceeds the %d-byte limit", server_.options.header_limit));
+    }
+    if (IsHttpParseError(ec) && ec != http::error::end_of_stream && ec != http::error::partial_message) {
+      return Reject(http::status::bad_request, absl::StrFormat("malformed HTTP request: %s", ec.message()));
+    }
+    Close();
+  }
+
+  void OnRequest(error_code ec) {
+    if (state_ != State::kReading) return;
+    if (ec) return FailRead(ec);
+    CancelTimer();
+    state_ = State::kHandling;
+    HttpRequest req = parser_->release();
+    parser_.reset();
+
+    HttpResponse res;
+    try {
+      res = server_.handler(req);
+      if (res.find(http::field::content_type) == res.end()) {
+        res.set(http::field::content_type, "application/json");
+      }
+      // Decided after the handler: a Drain() that began meanwhile turns this
+      // into the connection's last response.
+      res.version(req.version());
+      res.keep_alive(req.keep_alive() && !Draining());
+      res.prepare_payload();  // Content-Length; throws for e.g. a 204 with a body
+    } catch (const std::exception& e) {
+      res = JsonErrorResponse(http::status::internal_server_error,
+                              absl::StrFormat("internal error: %s", e.what()));
+      res.version(req.version());
+      res.keep_alive(req.keep_alive() && !Draining());
+    } catch (...) {
+      res = JsonErrorResponse(http::status::internal_server_error, "internal error: unknown exception");
+      res.version(req.version());
+      res.keep_alive(req.keep_alive() && !Draining());
+    }
+    Write(std::move(res), /*linger=*/false);
+  }
+
+  // Answers an error the server detected itself, then closes the connection:
+  // the rest of the stream cannot be trusted to be at a message boundary.
+  void Reject(http::status status, std::string reason) {
+    HttpResponse res = JsonErrorResponse(status, reason);
+    res.keep_alive(false);
+    Write(std::move(res), /*linger=*/true);
+  }
+
+  void Write(HttpResponse res, bool linger) {
+    state_ = State::kWriting;
+    response_ = std::move(res);
+    ArmTimer(server_.options.read_timeout);
+    http::async_write(socket_, response_, [self = shared_from_this(), linger](error_code ec, size_t) {
+      if (self->state_ != State::kWriting) return;
+      self->CancelTimer();
+      if (ec) return self->Close();
+      const bool keep_alive = self->response_.keep_alive();
+      self->response_ = {};  // free a possibly large body while idle
+      if (linger) return self->LingerClose();
+      if (!keep_alive) return self->Close();
+      self->AwaitRequest();
+    });
+  }
+
+  // After an early answer (413 while the client is still sending its body),
+  // closing at once would make the kernel answer the unread bytes with a
+  // reset, which can destroy our response before the client reads it. So:
+  // half-close, discard what still arrives for a bounded time, then close.
+  void LingerClose() {
+    state_ = State::kLingering;
+    error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return Close();
+    ArmTimer(std::min<std::chrono::milliseconds>(server_.options.read_timeout, kMaxLinger));
+    Discard();
+  }
+
+  void Discard() {
+    socket_.async_read_some(net::buffer(discard_), [self = shared_from_this()](error_code ec, size_t) {
+      if (self->state_ != State::kLingering) return;
+      if (ec) return self->Close();  // EOF: the client has read our answer and gone
+      self->Discard();
+    });
+  }
+
+  void OnDrain() {
+    drain_ = true;
+    if (state_ != State::kIdle) return;  // active: finishes, then closes (Draining())
+    // Bytes already in the kernel mean a request has started to arrive and
+    // the readability wait is about to complete: serve it rather than cut it.
+    error_code ec;
+    if (socket_.available(ec) > 0 && !ec) return;
+    Close();
+  }
+
+  // The timer generation makes a stale expiry (one that completed just as we
+  // re-armed or cancelled) a no-op.
+  void ArmTimer(std::chrono::milliseconds timeout) {
+    const uint64_t generation = ++timer_generation_;
+    timer_.expires_after(timeout);
+    timer_.async_wait([self = shared_from_this(), generation](error_code ec) {
+      if (ec || generation != self->timer_generation_) return;
+      self->Close();  // idle or read timeout: nothing to answer, just close
+    });
+  }
+
+  void CancelTimer() {
+    ++timer_generation_;
+    timer_.cancel();
+  }
+
+  // Closing the socket cancels whatever operation is pending; its handler sees
+  // kClosed and returns, releasing the last reference to the session.
+  void Close() {
+    if (state_ == State::kClosed) return;
+    state_ = State::kClosed;
+    CancelTimer();
+    error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+  }
+
+  tcp::socket socket_;
+  net::steady_timer timer_;
+  ServerCore& server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  HttpResponse response_;
+  State state_ = State::kIdle;
+  bool drain_ = false;
+  uint64_t timer_generation_ = 0;
+  std::array<char, 16 << 10> discard_;
+};
+
+void ServerCore::DoAccept() {
+  // Each connection gets its own strand: its handlers never run concurrently.
+  acceptor.async_accept(net::make_strand(ioc),
+                        [this](error_code ec, tcp::socket socket) { OnAccept(ec, std::move(socket)); });
+}
+
+void ServerCore::OnAccept(error_code ec, tcp::socket socket) {
+  if (!acceptor.is_open()) return;  // closed by Drain()
+  if (ec) {
+    retry_timer.expires_after(kAcceptRetry);
+    retry_timer.async_wait([this](error_code ec) {
+      if (!ec && acceptor.is_open()) DoAccept();
+    });
+    return;
+  }
+  std::make_shared<Session>(std::move(socket), *this)->Start();
+  DoAccept();
+}
+
+void ServerCore::CloseAcceptor() {
+  error_code ec;
+  acceptor.close(ec);
+  retry_timer.cancel();
+  std::lock_guard<std::mutex> lock(mu);
+  if (sessions.empty()) return;  // nothing in flight: the io threads run out of work and exit
+  drain_timer.expires_after(options.drain_timeout);
+  drain_timer.async_wait([this](error_code ec) {
+    if (ec) return;  // cancelled by the last session's exit
+    std::fprintf(stderr, "tessera http: drain timeout after %lld ms, stopping with requests in flight\n",
+                 static_cast<long long>(options.drain_timeout.count()));
+    ioc.stop();
+  });
+}
+
+void ServerCore::Unregister(Session* s) {
+  std::lock_guard<std::mutex> lock(mu);
+  sessions.erase(s);
+  // The last session gone while draining: drop the drain deadline, the only
+  // work left, so the io threads can return. (Not while the io_context itself
+  // is being destroyed: it destroys the handlers that own the sessions.)
+  if (draining_locked && sessions.empty() && !destroying) {
+    net::post(strand, [this] { drain_timer.cancel(); });
+  }
+}
+
+void ServerCore::Drain() {
+  std::vector<std::shared_ptr<Session>> live;
+  std::future<void> acceptor_closed;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (draining_locked) return;
+    draining_locked = true;
+    draining.store(true);
+    live.reserve(sessions.size());
+    for (Session* s : sessions) {
+      // Empty when that session's destructor is waiting for `mu`.
+      if (auto p = s->weak_from_this().lock()) live.push_back(std::move(p));
+    }
+    // Posted under `mu`, so it runs before any drain-timer cancel posted by
+    // Unregister (which needs `mu` after us).
+    auto done = std::make_shared<std::promise<void>>();
+    acceptor_closed = done->get_future();
+    net::post(strand, [this, done] {
+      CloseAcceptor();
+      done->set_value();
+    });
+  }
+  for (auto& s : live) s->Drain();
+  live.clear();
+  // Wait so that a connect after Drain() returns is refused. Not on an io
+  // thread (that could be the only one, needed to run the close); bounded in
+  // case the io threads are all busy or already stopped (then the promise is
+  // destroyed unset and the future is ready at once).
+  // (No io threads at all when Start() failed half-way: nothing to wait for.)
+  if (!threads.empty() && !ioc.get_executor().running_in_this_thread()) {
+    acceptor_closed.wait_for(options.drain_timeout);
+  }
+}
+
+void ServerCore::Wait() {
+  std::lock_guard<std::mutex> lock(wait_mu);
+  for (auto& t : threads) {
+    if (t.joinable() && t.get_id() != std::this_thread::get_id()) t.join();
+  }
+}
+
+void ServerCore::RunIoThread() {
+  // Handlers catch what they can; this is the last line so that a stray
+  // exception costs one handler, not the io thread.
+  for (;;) {
+    try {
+      ioc.run();
+      return;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tessera http: exception escaped an io handler: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "tessera http: unknown exception escaped an io handler\n");
+    }
+  }
+}
+
+}  // namespace http_internal
+
+struct HttpServer::Impl : http_internal::ServerCore {
+  using ServerCore::ServerCore;
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() = default;  // ~ServerCore drains and waits
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options, HttpHandler handler) {
+  if (options.threads < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat("threads must be >= 1, got %d", options.threads));
+  }
+  if (!handler) return absl::InvalidArgumentError("handler is empty");
+  error_code ec;
+  const net::ip::address address = net::ip::make_address(options.address, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("invalid listen address \"%s\": %s", options.address, ec.message()));
+  }
+  const tcp::endpoint endpoint(address, options.port);
+  const std::string where = absl::StrFormat("%s:%d", options.address, options.port);
+
+  auto impl = std::make_unique<Impl>(std::move(options), std::move(handler));
+  tcp::acceptor& acceptor = impl->acceptor;
+  if (acceptor.open(endpoint.protocol(), ec); ec) {
+    return absl::UnavailableError(absl::StrFormat("cannot open a socket for %s: %s", where, ec.message()));
+  }
+  // Lets a restarted extender bind while old connections sit in TIME_WAIT.
+  if (acceptor.set_option(net::socket_base::reuse_address(true), ec); ec) {
+    return absl::UnavailableError(absl::StrFormat("cannot set SO_REUSEADDR on %s: %s", where, ec.message()));
+  }
+  if (acceptor.bind(endpoint, ec); ec) {
+    return absl::UnavailableError(absl::StrFormat("cannot bind %s: %s", where, ec.message()));
+  }
+  if (acceptor.listen(net::socket_base::max_listen_connections, ec); ec) {
+    return absl::UnavailableError(absl::StrFormat("cannot listen on %s: %s", where, ec.message()));
+  }
+  const tcp::endpoint local = acceptor.local_endpoint(ec);
+  if (ec) return absl::UnavailableError(absl::StrFormat("cannot read the bound port of %s: %s", where, ec.message()));
+  impl->port = local.port();
+
+  // No io thread runs yet, so starting the first accept off the strand is safe.
+  impl->DoAccept();
+  impl->threads.reserve(static_cast<size_t>(impl->options.threads));
+  for (int i = 0; i < impl->options.threads; ++i) {
+    impl->threads.emplace_back([core = impl.get()] { core->RunIoThread(); });
+  }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+uint16_t HttpServer::port() const { return impl_->port; }
+
+void HttpServer::Drain() { impl_->Drain(); }
+
+void HttpServer::Wait() { impl_->Wait(); }
+
+}  // namespace tessera

@@ -1,0 +1,52 @@
+#include "extender/service/debug_state.h"
+
+#include <nlohmann/json.hpp>
+
+#include "k8s/gpu_assignment.h"
+
+namespace tessera {
+
+std::string RenderDebugState(const DebugInputs& in) {
+  nlohmann::json doc = nlohmann::json::object();
+  doc["source"] = in.source;
+  nlohmann::json in_flight = nlohmann::json::array();
+  nlohmann::json node_problems = nlohmann::json::array();
+  if (in.snapshot != nullptr) {
+    const ClusterSnapshot& s = *in.snapshot;
+    doc["generation"] = s.generation();
+    doc["nodes"] = s.node_count();
+    doc["gpus"] = s.gpu_count();
+    for (NodeIndex i = 0; i < s.node_count(); ++i) {
+      const NodeState& n = s.node(i);
+      if (!n.inventory_error.ok()) {
+        node_problems.push_back({{"node", n.name}, {"problem", std::string(n.inventory_error.message())}});
+      }
+      for (const std::string& p : n.problems) node_problems.push_back({{"node", n.name}, {"problem", p}});
+      for (const PodHolding& pod : n.pods) {
+        if (!pod.in_flight) continue;
+        in_flight.push_back({{"pod", pod.pod_key}, {"uid", pod.uid}, {"node", n.name},
+                             {"assignment", nlohmann::json::parse(k8s::FormatGpuAssignment(pod.assignment), nullptr,
+                                                                  /*allow_exceptions=*/false)}});
+      }
+    }
+  }
+  nlohmann::json watches = nlohmann::json::object();
+  for (const auto& [resource, w] : in.watches) {
+    watches[resource] = {{"synced", w.synced},          {"resourceVersion", w.resource_version},
+                         {"lists", w.lists},            {"watches", w.watches},
+                         {"events", w.events},          {"malformedEvents", w.malformed_events},
+                         {"lastError", w.last_error}};
+  }
+  doc["watches"] = std::move(watches);
+  doc["inFlight"] = std::move(in_flight);
+  doc["nodeProblems"] = std::move(node_problems);
+  nlohmann::json pods = nlohmann::json::array();
+  for (const k8s::PodProblem& p : in.pod_problems) {
+    pods.push_back({{"pod", p.pod}, {"uid", p.uid}, {"kind", p.kind}, {"message", p.message}});
+  }
+  doc["podProblems"] = std::move(pods);
+  // Messages quote annotation values, which need not be valid UTF-8.
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace tessera

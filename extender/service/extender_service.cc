@@ -1,0 +1,174 @@
+#include "extender/service/extender_service.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "k8s/extender_args.h"
+#include "k8s/extender_results.h"
+#include "k8s/pod_gpu_request.h"
+#include "scheduler/common/json_text.h"
+#include "scheduler/model/absl_compat.h"
+#include "extender/service/candidate_nodes.h"
+#include "extender/service/profile_request.h"
+
+namespace tessera {
+
+// The Error filter and bind answer before the first full sync.
+constexpr std::string_view kNotSyncedError =
+    "Tessera is still reading nodes and pods from the API server; the pod will be retried";
+
+namespace {
+
+constexpr std::string_view kRejections = "tessera_filter_rejections_total";
+constexpr std::string_view kRejectionsHelp = "Nodes rejected by filter, by reason.";
+constexpr std::string_view kPrioritizedNodes = "tessera_prioritize_nodes_total";
+constexpr std::string_view kPrioritizedNodesHelp =
+    "Nodes prioritize scored through the score memo: computed, or answered from the memo.";
+constexpr std::string_view kMemoBypassed = "tessera_prioritize_memo_bypassed_total";
+constexpr std::string_view kMemoBypassedHelp =
+    "Prioritize requests scored without the memo (a profile whose GPU choice is not memoisable, or the memo busy).";
+
+// One parser per io thread: its buffers grow to the largest request seen and
+// are reused, and a request is decoded and answered on one thread.
+simdjson::dom::parser& ThreadParser() {
+  thread_local simdjson::dom::parser parser;
+  return parser;
+}
+
+size_t NodeCount(const k8s::ExtenderArgs& args) {
+  return args.nodes ? args.nodes->size() : args.node_names->size();
+}
+
+std::string_view NodeName(const k8s::ExtenderArgs& args, size_t i) {
+  return args.nodes ? (*args.nodes)[i].name : (*args.node_names)[i];
+}
+
+}  // namespace
+
+ExtenderService::ExtenderService(ExtenderSources sources, MetricsRegistry& metrics)
+    : sources_(std::move(sources)),
+      metrics_(metrics),
+      nodes_computed_(metrics.Counter(kPrioritizedNodes, kPrioritizedNodesHelp, {{"answer", "computed"}})),
+      nodes_from_memo_(metrics.Counter(kPrioritizedNodes, kPrioritizedNodesHelp, {{"answer", "memo"}})),
+      memo_bypassed_(metrics.Counter(kMemoBypassed, kMemoBypassedHelp)),
+      score_memo_(sources_.score_pool) {}
+
+absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const {
+  absl::StatusOr<k8s::ExtenderArgs> args = k8s::DecodeExtenderArgs(body, ThreadParser());
+  if (!args.ok()) return args.status();
+  const size_t n = NodeCount(*args);
+
+  k8s::FilterResult result;
+  // Rejections are counted per reason once per request, not once per node:
+  // the registry lookup takes a lock.
+  absl::flat_hash_map<std::string_view, int64_t> rejections;
+
+  absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(args->pod.annotations);
+  if (sources_.synced && !sources_.synced()) {
+    result.error = std::string(kNotSyncedError);
+    return k8s::EncodeFilterResult(*args, result);
+  }
+  if (!request.ok() || !args->pod.host_error.ok()) {
+    const std::string reason =
+        !request.ok() ? absl::StrCat("pod has an invalid GPU request: ", request.status().message())
+                      : absl::StrCat("pod has an unreadable CPU or memory request: ", args->pod.host_error.message());
+    for (size_t i = 0; i < n; ++i) result.unresolvable.push_back({NodeName(*args, i), reason});
+    rejections["invalid_pod_request"] += static_cast<int64_t>(n);
+  } else {
+    // A pod without a GPU request goes through the profile too, with count
+    // 0: host-resources checks its CPU and memory where the model knows them.
+    const std::shared_ptr<const ClusterSnapshot> snapshot = sources_.snapshot();
+    const std::shared_ptr<const Profile> profile = sources_.profile();
+    const CandidateNodes candidates(*args, *snapshot);
+    const PodGpuRequest pod = ProfileRequest(*request, args->pod.host);
+    const bool wants_gpus = request->has_value();
+    const std::vector<NodeView>& views = candidates.views();
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kPrefetchDistance < n) PrefetchNode(views[i + kPrefetchDistance]);
+      const NodeView& view = views[i];
+      if (!candidates.known(i) && !wants_gpus) {
+        // Tessera knows nothing of the node; kube-scheduler checks CPU and memory.
+        result.passed.push_back(static_cast<uint32_t>(i));
+        continue;
+      }
+      if (!candidates.known(i)) {
+        // The watch may not have seen the node yet: "not now", not "never".
+        result.failed.push_back({view.name, "node is not in Tessera's cluster model (yet)"});
+        ++rejections["unknown_node"];
+        continue;
+      }
+      FilterVerdict verdict = profile->Filter(pod, view);
+      switch (verdict.code) {
+        case FilterCode::kSuccess:
+          result.passed.push_back(static_cast<uint32_t>(i));
+          continue;
+        case FilterCode::kUnschedulable:
+          result.failed.push_back({view.name, std::move(verdict.message)});
+          break;
+        case FilterCode::kUnschedulableUnresolvable:
+          result.unresolvable.push_back({view.name, std::move(verdict.message)});
+          break;
+      }
+      ++rejections[verdict.reason_code];
+    }
+  }
+  for (const auto& [reason, count] : rejections) {
+    metrics_.Counter(kRejections, kRejectionsHelp, {{"reason", std::string(reason)}}).Inc(static_cast<double>(count));
+  }
+  return k8s::EncodeFilterResult(*args, result);
+}
+
+absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) const {
+  absl::StatusOr<k8s::ExtenderArgs> args = k8s::DecodeExtenderArgs(body, ThreadParser());
+  if (!args.ok()) return args.status();
+  const size_t n = NodeCount(*args);
+  std::vector<std::string_view> hosts(n);
+  for (size_t i = 0; i < n; ++i) hosts[i] = NodeName(*args, i);
+
+  std::vector<int64_t> scores(n, 0);
+  absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(args->pod.annotations);
+  // A pod filter already refused everywhere gets no preference from Tessera.
+  // One without a GPU request is scored with count 0 and its host request:
+  // fgd and host-stranding steer it away from CPU that GPUs need.
+  if (request.ok() && args->pod.host_error.ok()) {
+    const std::shared_ptr<const ClusterSnapshot> snapshot = sources_.snapshot();
+    const std::shared_ptr<const Profile> profile = sources_.profile();
+    const CandidateNodes candidates(*args, *snapshot);
+    ScoreMemo::Counters memo;
+    scores = score_memo_.For(profile)->Score(ProfileRequest(*request, args->pod.host), candidates.views(), nullptr,
+                                             &memo);
+    if (memo.requests_bypassed > 0) {
+      memo_bypassed_.Inc();
+    } else {
+      nodes_computed_.Inc(static_cast<double>(memo.nodes_computed));
+      nodes_from_memo_.Inc(static_cast<double>(memo.nodes_reused));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!candidates.known(i)) scores[i] = 0;
+    }
+  }
+  return k8s::EncodeHostPriorityList(hosts, scores);
+}
+
+absl::StatusOr<std::string> ExtenderService::Bind(std::string_view body) const {
+  absl::StatusOr<k8s::ExtenderBindingArgs> args = k8s::DecodeBindingArgs(body, ThreadParser());
+  if (!args.ok()) return args.status();
+  if (sources_.binder == nullptr) {
+    return absl::UnimplementedError(
+        "bind needs the API server: Tessera runs from a cluster file; leave bindVerb unset so kube-scheduler binds");
+  }
+  const absl::Status bound = sources_.synced && !sources_.synced() ? absl::UnavailableError(Absl(kNotSyncedError))
+                                                                  : sources_.binder->Bind(*args);
+  std::string out = "{\"Error\":";
+  AppendJsonString(out, bound.ok() ? std::string_view() : Std(bound.message()));
+  out += '}';
+  return out;
+}
+
+absl::Status ExtenderService::Preempt(std::string_view body) const {
+  absl::StatusOr<k8s::ExtenderPreemptionArgs> args = k8s::DecodePreemptionArgs(body, ThreadParser());
+  if (!args.ok()) return args.status();
+  return absl::UnimplementedError(
+      "preempt is not implemented in this version of Tessera; leave preemptVerb unset");
+}
+
+}  // namespace tessera

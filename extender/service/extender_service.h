@@ -1,0 +1,77 @@
+// The extender verbs as pure functions of the request body: decode the wire
+// types, run the policy in force over one cluster snapshot, encode the answer.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "scheduler/cache/cluster_snapshot.h"
+#include "scheduler/framework/profile.h"
+#include "scheduler/memo/score_memo.h"
+#include "scheduler/metrics/metrics.h"
+#include "extender/service/binder.h"
+
+namespace tessera {
+
+/// Where the service reads the cluster and the policy from; both are called
+/// once per request and must be cheap and thread-safe.
+struct ExtenderSources {
+  std::function<std::shared_ptr<const ClusterSnapshot>()> snapshot;
+  std::function<std::shared_ptr<const Profile>()> profile;
+  /// Binds pods through the API server; null when Tessera runs without one
+  /// (a --cluster-file), and then bind is not served.
+  Binder* binder = nullptr;
+  /// False while the model is still being filled from the API server; then
+  /// filter and bind answer an Error (kube-scheduler retries the pod later)
+  /// rather than place pods on GPUs the model does not yet know are taken.
+  /// Null: always in sync (a cluster file).
+  std::function<bool()> synced = {};
+  /// Threads that share prioritize's work on nodes the score memo has not
+  /// seen (a new pod shape, a policy reload); not owned, must outlive the
+  /// service. Null: prioritize runs on the request's thread alone.
+  WorkerPool* score_pool = nullptr;
+};
+
+class ExtenderService {
+ public:
+  /// \param metrics receives filter rejections per reason; must outlive the service.
+  ExtenderService(ExtenderSources sources, MetricsRegistry& metrics);
+
+  /// `POST /filter`: ExtenderArgs -> ExtenderFilterResult JSON.
+  /// \return InvalidArgument for a body that is not valid ExtenderArgs (HTTP 400).
+  ///   A pod whose tessera annotations are invalid is not an error here: every
+  ///   node fails as unresolvable with the annotation's problem as the reason.
+  absl::StatusOr<std::string> Filter(std::string_view body) const;
+
+  /// `POST /prioritize`: ExtenderArgs -> HostPriorityList JSON, scores 0..10
+  /// in request order. Nodes where the pod does not fit score 0.
+  absl::StatusOr<std::string> Prioritize(std::string_view body) const;
+
+  /// `POST /bind`: ExtenderBindingArgs -> ExtenderBindingResult JSON,
+  /// `{"Error":""}` when the pod was bound, else the reason, which
+  /// kube-scheduler records before it retries the pod.
+  /// \return InvalidArgument for a malformed body (HTTP 400); Unimplemented
+  ///   (HTTP 501) when there is no binder.
+  absl::StatusOr<std::string> Bind(std::string_view body) const;
+
+  /// `POST /preempt` is not served by this version: the body is validated
+  /// (InvalidArgument, HTTP 400, if malformed), then Unimplemented (HTTP 501).
+  absl::Status Preempt(std::string_view body) const;
+
+ private:
+  ExtenderSources sources_;
+  MetricsRegistry& metrics_;
+  // Prioritize's memo counters, looked up once: the registry takes a lock
+  // and builds a label map per lookup.
+  Counter& nodes_computed_;
+  Counter& nodes_from_memo_;
+  Counter& memo_bypassed_;
+  // Prioritize's per-node answers of the profile in force, kept between
+  // requests; a cache, so the verbs stay logically const.
+  mutable ScoreMemoHolder score_memo_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,119 @@
+// Typed, validating access to one plugin's `args` in a policy file.
+//
+// A plugin factory reads each of its args through a getter that states the
+// arg's type, range and default. A bad value records an error (file, line,
+// column and full field path) in the policy file's shared error list and the
+// getter returns the default, so the factory carries on and every other arg is
+// still checked: the user sees all mistakes at once. Finish() then flags the
+// keys no getter asked for (typos such as `nodeStrategey`).
+//
+//   absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args) {
+//     Args a;
+//     a.strategy = args.Enum("nodeStrategy", {"binpack", "spread"}, "binpack");
+//     a.percent = args.Int("maxLimitPercent", 100, 1000, 100);
+//     if (absl::Status s = args.Finish(); !s.ok()) return s;
+//     return std::make_unique<MyPlugin>(a);
+//   }
+//
+// A missing key, and a key whose value is null (`key:` or `key: ~`), take the
+// default.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "scheduler/common/config_errors.h"
+#include "scheduler/common/yaml_map.h"
+#include "scheduler/model/quantity.h"
+#include "yaml-cpp/yaml.h"
+
+namespace tessera {
+
+class PluginArgs {
+ public:
+  /// The loader's constructor.
+  /// \param args the plugin's `args` node; undefined or null means "all defaults";
+  ///   anything but a map is recorded as an error.
+  /// \param fallback where errors about absent keys point when `args` itself is
+  ///   absent (the plugin's entry in the list).
+  /// \param path field path of `args`, "plugins[0].args".
+  /// \param errors the policy file's error list, shared by all plugins.
+  PluginArgs(YAML::Node args, YAML::Mark fallback, std::string path,
+             std::shared_ptr<ConfigErrors> errors);
+
+  /// Args parsed from a YAML map in `yaml`, for testing a factory without a
+  /// whole policy file ("nodeStrategy: spread"; empty text = all defaults).
+  /// Errors then read `args.yaml:1:15: args.nodeStrategy: ...`.
+  /// \return InvalidArgument when `yaml` is not valid YAML.
+  static absl::StatusOr<PluginArgs> FromText(std::string_view yaml,
+                                             std::string_view file_name = "args.yaml");
+
+  PluginArgs(PluginArgs&&) = default;
+  PluginArgs& operator=(PluginArgs&&) = default;
+
+  /// One of `allowed` (case-sensitive), e.g. Enum("nodeStrategy", {"binpack", "spread"}, "binpack").
+  std::string Enum(std::string_view key, std::vector<std::string_view> allowed,
+                   std::string_view default_value);
+
+  /// A decimal integer in [min, max]; "1.5", "abc" and out-of-range values are errors.
+  int64_t Int(std::string_view key, int64_t min, int64_t max, int64_t default_value);
+
+  /// `true` or `false` (also True/TRUE/False/FALSE). YAML 1.1's yes/no/on/off
+  /// are errors: `nodeStrategy: no`-style surprises are not worth the brevity.
+  bool Bool(std::string_view key, bool default_value);
+
+  /// A Kubernetes memory quantity ("512Mi", "1Gi", "16G") or a plain
+  /// non-negative integer, which means MiB (`256` = 256Mi, not 256 bytes).
+  MemoryMiB Memory(std::string_view key, MemoryMiB default_value);
+
+  /// A list of strings; absent or null is the empty list. A bad element is
+  /// reported at its own path (`models[1]`) and left out.
+  std::vector<std::string> StringList(std::string_view key);
+
+  /// Records a factory's own error, e.g. a cross-field check, at `key`'s value
+  /// (or at the args when `key` is absent; an empty `key` names the args
+  /// themselves). Marks `key` as read.
+  void Error(std::string_view key, std::string_view message);
+
+  /// Whether `key` is present with a non-null value. Does not count as a read.
+  [[nodiscard]] bool Has(std::string_view key) const;
+
+  /// Records "unknown field" for every key no getter read (only the first
+  /// call does; later calls just return the status again).
+  /// \return OK when this plugin's args had no errors, else InvalidArgument
+  ///   listing them, one per line.
+  absl::Status Finish();
+
+  /// Whether any error has been recorded for these args so far.
+  [[nodiscard]] bool has_errors() const { return errors_->size() > first_error_; }
+
+  /// Field path of the args, "plugins[0].args".
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  // The field `key` with a non-null value, marked read; nullptr when absent or null.
+  const yaml_internal::YamlMap::Field* Lookup(std::string_view key);
+  // Where an error about an absent key points.
+  [[nodiscard]] YAML::Mark HomeMark() const;
+  // Records an error at `at`'s position, or at HomeMark() when `at` has none.
+  void AddError(const YAML::Node& at, std::string_view key, std::string message);
+  void AddErrorAt(const YAML::Mark& mark, std::string_view key, std::string message);
+
+  std::shared_ptr<ConfigErrors> errors_;
+  // Errors from this index on belong to these args: the loader records
+  // nothing else between building a PluginArgs and its factory returning.
+  size_t first_error_ = 0;
+  std::string path_;
+  YAML::Node args_;
+  YAML::Mark fallback_;
+  yaml_internal::YamlMap map_;
+  bool finished_ = false;
+};
+
+}  // namespace tessera

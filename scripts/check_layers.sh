@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The floor plan, checked: every quoted #include of ours must point to the
+# file's own unit or to a unit that unit may use (ARCHITECTURE.md draws it).
+# The build runs this before compiling anything, so an include that points up
+# or sideways is a build error, not a review comment.
+#
+#   scripts/check_layers.sh [SOURCE_DIR]     exit 0: clean; 1: violations listed
+set -euo pipefail
+root="${1:-$(dirname "$0")/..}"
+cd "$root"
+
+# unit -> the units it may include (besides itself). Longest prefix owns a file.
+declare -A allowed=(
+  [scheduler/common]=""
+  [scheduler/metrics]="scheduler/common"
+  [scheduler/model]="scheduler/common"
+  [scheduler/framework]="scheduler/common scheduler/model"
+  [scheduler/memo]="scheduler/common scheduler/model scheduler/framework"
+  [scheduler/cache]="scheduler/common scheduler/metrics scheduler/model scheduler/framework"
+  [policies]="scheduler/common scheduler/model scheduler/framework"
+  [k8s/internal]="scheduler/common scheduler/model"
+  [k8s]="scheduler/common scheduler/metrics scheduler/model scheduler/cache k8s/internal"
+  [k8s/client]="scheduler/common scheduler/metrics scheduler/model scheduler/cache k8s k8s/internal"
+  [k8s/sync]="scheduler/common scheduler/metrics scheduler/model scheduler/cache k8s k8s/internal k8s/client"
+  [telemetry]="scheduler/common scheduler/metrics scheduler/model scheduler/cache k8s"
+  [config]="scheduler/common scheduler/model scheduler/framework scheduler/cache k8s telemetry"
+  [extender/server]="scheduler/common scheduler/metrics"
+  [extender/service]="scheduler/common scheduler/metrics scheduler/model scheduler/framework scheduler/memo
+                      scheduler/cache k8s k8s/client k8s/sync telemetry config extender/server"
+  [extender]="scheduler/common scheduler/metrics scheduler/model scheduler/framework scheduler/memo
+              scheduler/cache policies k8s k8s/client k8s/sync telemetry config extender/server extender/service"
+  [sim]="scheduler/common scheduler/model scheduler/framework policies config"
+)
+
+# The unit owning a directory: its longest prefix that is a unit.
+unit_of() {
+  local d="$1"
+  while [ -n "$d" ] && [ "$d" != "." ]; do
+    if [ -n "${allowed[$d]+set}" ]; then echo "$d"; return; fi
+    d="$(dirname "$d")"
+  done
+}
+
+violations=0
+while IFS= read -r file; do
+  from="$(unit_of "$(dirname "$file")")"
+  [ -n "$from" ] || { echo "check_layers: $file is in no unit; add its folder to scripts/check_layers.sh"; violations=$((violations + 1)); continue; }
+  while IFS=: read -r line inc; do
+    inc="${inc#*\"}"; inc="${inc%%\"*}"
+    case "$inc" in test/*|benchmarks/*|fuzz/*)
+      echo "$file:$line: includes $inc: product code never includes tests, benchmarks or fuzzers"
+      violations=$((violations + 1)); continue;;
+    esac
+    to="$(unit_of "$(dirname "$inc")")"
+    [ -n "$to" ] || continue   # not ours: absl/, yaml-cpp/, simdjson.h ...
+    [ "$to" = "$from" ] && continue
+    case " ${allowed[$from]//$'\n'/ } " in *" $to "*) continue;; esac
+    echo "$file:$line: $from may not include $inc ($to is not below it)"
+    violations=$((violations + 1))
+  done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
+done < <(find scheduler policies k8s telemetry config extender sim -name '*.h' -o -name '*.cc' | sort)
+
+if [ "$violations" -ne 0 ]; then
+  echo "check_layers: $violations include(s) break the floor plan (ARCHITECTURE.md)"
+  exit 1
+fi
+echo "check_layers: every include points down"

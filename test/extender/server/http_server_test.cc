@@ -1,0 +1,506 @@
+// HttpServer over real sockets on 127.0.0.1, port 0. The client is Beast on
+// its own io_context; every client operation is bounded (kIoTimeout), so a
+// server bug fails a test instead of hanging it.
+#include "extender/server/http_server.h"
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using boost::system::error_code;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// Only reached when the server misbehaves.
+constexpr milliseconds kIoTimeout{2000};
+
+HttpServerOptions TestOptions() {
+  HttpServerOptions o;
+  o.port = 0;
+  o.threads = 2;
+  return o;
+}
+
+// Echoes the body; "/slow" sleeps first, "/throw" throws.
+HttpResponse Echo(const HttpRequest& req) {
+  if (req.target() == "/throw") throw std::runtime_error("boom");
+  HttpResponse res{http::status::ok, 11};
+  res.set(http::field::content_type, "text/plain");
+  res.set("X-Target", req.target());
+  res.body() = req.body();
+  return res;
+}
+
+std::unique_ptr<HttpServer> MustStart(HttpServerOptions options, HttpHandler handler = Echo) {
+  auto server = HttpServer::Start(std::move(options), std::move(handler));
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? *std::move(server) : nullptr;
+}
+
+HttpRequest Post(std::string target, std::string body) {
+  HttpRequest req{http::verb::post, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  req.set(http::field::content_type, "application/json");
+  req.body() = std::move(body);
+  req.prepare_payload();
+  return req;
+}
+
+// A blocking-looking client whose every operation has a deadline.
+class Client {
+ public:
+  // `timeout` bounds each operation; raise it only for very large transfers
+  // (ThreadSanitizer builds copy 20 MB slowly).
+  explicit Client(uint16_t port, milliseconds timeout = kIoTimeout) : timeout_(timeout) {
+    socket_.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port), connect_error_);
+  }
+
+  [[nodiscard]] error_code connect_error() const { return connect_error_; }
+
+  error_code Write(const HttpRequest& req) {
+    return Run([&](auto done) { http::async_write(socket_, req, done); });
+  }
+
+  error_code WriteRaw(std::string_view data) {
+    return Run([&](auto done) { net::async_write(socket_, net::buffer(data.data(), data.size()), done); });
+  }
+
+  error_code Read(HttpResponse& res) {
+    res = {};
+    return Run([&](auto done) { http::async_read(socket_, buffer_, res, done); });
+  }
+
+  // Reads up to and including the first "\r\n\r\n" (an interim 100 response).
+  std::string ReadHead() {
+    std::string head;
+    const error_code ec = Run([&](auto done) { net::async_read_until(socket_, net::dynamic_buffer(raw_), "\r\n\r\n", done); });
+    if (ec) return "error: " + ec.message();
+    const size_t end = raw_.find("\r\n\r\n") + 4;
+    head = raw_.substr(0, end);
+    raw_.erase(0, end);
+    return head;
+  }
+
+  // Sends and receives one exchange.
+  HttpResponse RoundTrip(const HttpRequest& req) {
+    HttpResponse res;
+    if (error_code ec = Write(req)) ADD_FAILURE() << "write: " << ec.message();
+    if (error_code ec = Read(res)) ADD_FAILURE() << "read: " << ec.message();
+    return res;
+  }
+
+  // True when the server closes the connection (EOF or reset) within
+  // `timeout`; bytes that arrive meanwhile are appended to *received.
+  bool ClosedWithin(milliseconds timeout, std::string* received = nullptr) {
+    const auto deadline = Clock::now() + timeout;
+    std::array<char, 4096> chunk;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      if (left <= milliseconds::zero()) return false;
+      size_t n = 0;
+      const error_code ec = Run(
+          [&](auto done) {
+            socket_.async_read_some(net::buffer(chunk), [&n, done](error_code ec, size_t got) mutable {
+              n = got;
+              done(ec, got);
+            });
+          },
+          left);
+      if (received != nullptr) received->append(chunk.data(), n);
+      if (ec == net::error::timed_out) return false;
+      if (ec) return true;  // eof, connection_reset
+    }
+  }
+
+ private:
+  template <typename Start>
+  error_code Run(Start start, std::optional<milliseconds> deadline = std::nullopt) {
+    const milliseconds timeout = deadline.value_or(timeout_);
+    std::optional<error_code> result;
+    start([&result](error_code ec, size_t) { result = ec; });
+    ioc_.restart();
+    ioc_.run_for(timeout);
+    if (!result) {
+      error_code ignored;
+      socket_.cancel(ignored);
+      ioc_.restart();
+      ioc_.run();  // let the cancelled operation finish before `result` dies
+      return net::error::timed_out;
+    }
+    return *result;
+  }
+
+  milliseconds timeout_;
+  net::io_context ioc_;
+  tcp::socket socket_{ioc_};
+  error_code connect_error_;
+  beast::flat_buffer buffer_;
+  std::string raw_;
+};
+
+TEST(HttpServerTest, EchoesTheBodyWithContentTypeAndLength) {
+  auto server = MustStart(TestOptions());
+  ASSERT_NE(server, nullptr);
+  ASSERT_NE(server->port(), 0);
+  Client client(server->port());
+  ASSERT_FALSE(client.connect_error()) << client.connect_error().message();
+
+  HttpResponse res = client.RoundTrip(Post("/filter", R"({"Pod":null})"));
+  EXPECT_EQ(res.result(), http::status::ok);
+  EXPECT_EQ(res.body(), R"({"Pod":null})");
+  EXPECT_EQ(res["X-Target"], "/filter");
+  EXPECT_EQ(res[http::field::content_type], "text/plain");
+  EXPECT_EQ(res[http::field::content_length], "12");
+}
+
+TEST(HttpServerTest, EchoesATwentyMegabyteBody) {
+  // Full-node-object filter requests from large clusters are this big.
+  auto server = MustStart(TestOptions());
+  ASSERT_NE(server, nullptr);
+  Client client(server->port(), milliseconds(20000));
+  std::string body(20 << 20, 'n');
+  body.front() = '[';
+  body.back() = ']';
+  HttpResponse res = client.RoundTrip(Post("/filter", body));
+  EXPECT_EQ(res.result(), http::status::ok);
+  EXPECT_EQ(res.body().size(), body.size());
+  EXPECT_TRUE(res.body() == body);
+}
+
+TEST(HttpServerTest, FillsInContentTypeAndLengthTheHandlerLeftOut) {
+  auto server = MustStart(TestOptions(), [](const HttpRequest&) {
+    HttpResponse res{http::status::ok, 11};
+    res.body() = "[]";
+    return res;
+  });
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  HttpResponse res = client.RoundTrip(Post("/prioritize", "{}"));
+  EXPECT_EQ(res[http::field::content_type], "application/json");
+  EXPECT_EQ(res[http::field::content_length], "2");
+  EXPECT_EQ(res.body(), "[]");
+}
+
+TEST(HttpServerTest, KeepsTheConnectionAliveAcrossRequestsUntilConnectionClose) {
+  std::atomic<int> calls{0};
+  auto server = MustStart(TestOptions(), [&calls](const HttpRequest& req) {
+    ++calls;
+    return Echo(req);
+  });
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    HttpResponse res = client.RoundTrip(Post("/filter", "request " + std::to_string(i)));
+    EXPECT_EQ(res.result(), http::status::ok);
+    EXPECT_EQ(res.body(), "request " + std::to_string(i));
+    EXPECT_TRUE(res.keep_alive());
+  }
+  HttpRequest last = Post("/filter", "bye");
+  last.keep_alive(false);
+  HttpResponse res = client.RoundTrip(last);
+  EXPECT_EQ(res.body(), "bye");
+  EXPECT_FALSE(res.keep_alive());
+  EXPECT_TRUE(client.ClosedWithin(kIoTimeout));
+  EXPECT_EQ(calls.load(), 4);
+}
+
+TEST(HttpServerTest, AnswersExpectContinueBeforeTheBody) {
+  auto server = MustStart(TestOptions());
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  ASSERT_FALSE(client.WriteRaw("POST /filter HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n"
+                               "Content-Length: 5\r\n\r\n"));
+  EXPECT_EQ(client.ReadHead(), "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_FALSE(client.WriteRaw("hello"));
+  HttpResponse res;
+  ASSERT_FALSE(client.Read(res));
+  EXPECT_EQ(res.result(), http::status::ok);
+  EXPECT_EQ(res.body(), "hello");
+}
+
+struct RejectCase {
+  std::string name;
+  HttpServerOptions options;
+  std::string raw;  // what the client sends
+  http::status status;
+  std::string body;  // exact, or a prefix when body_is_prefix
+  bool body_is_prefix = false;
+};
+
+class HttpServerRejectTest : public ::testing::TestWithParam<RejectCase> {};
+
+TEST_P(HttpServerRejectTest, AnswersJsonErrorClosesAndKeepsServing) {
+  const RejectCase& c = GetParam();
+  auto server = MustStart(c.options);
+  ASSERT_NE(server, nullptr);
+  {
+    Client client(server->port());
+    ASSERT_FALSE(client.WriteRaw(c.raw));
+    HttpResponse res;
+    ASSERT_FALSE(client.Read(res));
+    EXPECT_EQ(res.result(), c.status);
+    EXPECT_EQ(res[http::field::content_type], "application/json");
+    EXPECT_EQ(res[http::field::content_length], std::to_string(res.body().size()));
+    if (c.body_is_prefix) {
+      EXPECT_THAT(res.body(), StartsWith(c.body));
+    } else {
+      EXPECT_EQ(res.body(), c.body);
+    }
+    EXPECT_FALSE(res.keep_alive());
+    EXPECT_TRUE(client.ClosedWithin(kIoTimeout));
+  }
+  Client next(server->port());
+  EXPECT_EQ(next.RoundTrip(Post("/filter", "still here")).body(), "still here");
+}
+
+HttpServerOptions WithLimits(size_t body_limit, uint32_t header_limit) {
+  HttpServerOptions o = TestOptions();
+  o.body_limit = body_limit;
+  o.header_limit = header_limit;
+  return o;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, HttpServerRejectTest,
+    ::testing::Values(
+        RejectCase{"ContentLengthOverTheBodyLimitGets413",
+                   WithLimits(1024, 16 << 10),
+                   "POST /filter HTTP/1.1\r\nHost: a\r\nContent-Length: 4096\r\n\r\n" + std::string(100, 'x'),
+                   http::status::payload_too_large,
+                   R"({"Error":"request body exceeds the 1024-byte limit"})"},
+        RejectCase{"ChunkedBodyOverTheBodyLimitGets413",
+                   WithLimits(1024, 16 << 10),
+                   "POST /filter HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   "400\r\n" + std::string(1024, 'x') + "\r\n10\r\n" + std::string(16, 'y') + "\r\n0\r\n\r\n",
+                   http::status::payload_too_large,
+                   R"({"Error":"request body exceeds the 1024-byte limit"})"},
+        RejectCase{"HeaderOverTheHeaderLimitGets431",
+                   WithLimits(1024, 1024),
+                   "POST /filter HTTP/1.1\r\nHost: a\r\nX-Big: " + std::string(2000, 'a') +
+                       "\r\nContent-Length: 0\r\n\r\n",
+                   http::status::request_header_fields_too_large,
+                   R"({"Error":"request header exceeds the 1024-byte limit"})"},
+        RejectCase{"MalformedRequestLineGets400",
+                   TestOptions(),
+                   "THIS IS NOT HTTP\r\n\r\n",
+                   http::status::bad_request,
+                   R"({"Error":"malformed HTTP request: )",
+                   /*body_is_prefix=*/true}),
+    [](const ::testing::TestParamInfo<RejectCase>& info) { return info.param.name; });
+
+TEST(HttpServerTest, HandlerExceptionGets500AndTheConnectionKeepsWorking) {
+  auto server = MustStart(TestOptions());
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  HttpResponse res = client.RoundTrip(Post("/throw", "{}"));
+  EXPECT_EQ(res.result(), http::status::internal_server_error);
+  EXPECT_EQ(res[http::field::content_type], "application/json");
+  EXPECT_EQ(res.body(), R"({"Error":"internal error: boom"})");
+  EXPECT_EQ(client.RoundTrip(Post("/filter", "next")).body(), "next");
+}
+
+TEST(HttpServerTest, InvalidResponseFromHandlerGets500) {
+  // prepare_payload() rejects a body on a 204: the server's own step throws.
+  auto server = MustStart(TestOptions(), [](const HttpRequest&) {
+    HttpResponse res{http::status::no_content, 11};
+    res.body() = "not allowed";
+    return res;
+  });
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  HttpResponse res = client.RoundTrip(Post("/filter", "{}"));
+  EXPECT_EQ(res.result(), http::status::internal_server_error);
+  EXPECT_THAT(res.body(), StartsWith(R"({"Error":"internal error: )"));
+}
+
+TEST(HttpServerTest, ThirtyTwoConcurrentClientsAreAllAnsweredCorrectly) {
+  HttpServerOptions options = TestOptions();
+  options.threads = 4;
+  auto server = MustStart(options);
+  ASSERT_NE(server, nullptr);
+  constexpr int kClients = 32;
+  constexpr int kRequests = 20;
+  std::atomic<int> correct{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      Client client(server->port());
+      for (int r = 0; r < kRequests; ++r) {
+        const std::string body = "client " + std::to_string(c) + " request " + std::to_string(r);
+        HttpResponse res;
+        if (client.Write(Post("/filter", body)) || client.Read(res)) return;
+        if (res.result() == http::status::ok && res.body() == body) ++correct;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(correct.load(), kClients * kRequests);
+}
+
+TEST(HttpServerTest, ReadTimeoutClosesAConnectionThatSendsHalfARequest) {
+  HttpServerOptions options = TestOptions();
+  options.read_timeout = milliseconds(100);
+  auto server = MustStart(options);
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  const auto start = Clock::now();
+  ASSERT_FALSE(client.WriteRaw("POST /filter HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc"));
+  std::string received;
+  EXPECT_TRUE(client.ClosedWithin(kIoTimeout, &received));
+  EXPECT_GE(Clock::now() - start, milliseconds(90));
+  EXPECT_EQ(received, "");  // closed unanswered
+}
+
+TEST(HttpServerTest, IdleTimeoutClosesAConnectionThatSendsNothing) {
+  HttpServerOptions options = TestOptions();
+  // Long enough that a starved CI machine still serves the first request
+  // before the idle deadline: both completions ready at once race.
+  options.idle_timeout = milliseconds(300);
+  auto server = MustStart(options);
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  EXPECT_EQ(client.RoundTrip(Post("/filter", "one")).body(), "one");
+  std::string received;
+  EXPECT_TRUE(client.ClosedWithin(kIoTimeout, &received));
+  EXPECT_EQ(received, "");
+}
+
+TEST(HttpServerTest, ReadTimeoutDoesNotApplyWhileIdle) {
+  HttpServerOptions options = TestOptions();
+  // The requests themselves run under this deadline: a short one (50 ms
+  // once) made the test fail on a loaded 2-core CI machine, where the read's
+  // and the timer's completions became ready together.
+  options.read_timeout = milliseconds(300);
+  auto server = MustStart(options);
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  EXPECT_EQ(client.RoundTrip(Post("/filter", "one")).body(), "one");
+  std::this_thread::sleep_for(milliseconds(900));  // idle for 3x read_timeout
+  EXPECT_EQ(client.RoundTrip(Post("/filter", "two")).body(), "two");
+}
+
+TEST(HttpServerTest, DrainFinishesRequestsInFlightClosesIdleAndRefusesNew) {
+  std::promise<void> slow_started;
+  std::atomic<bool> slow_done{false};
+  auto server = MustStart(TestOptions(), [&](const HttpRequest& req) {
+    if (req.target() == "/slow") {
+      slow_started.set_value();
+      std::this_thread::sleep_for(milliseconds(300));
+      slow_done = true;
+    }
+    return Echo(req);
+  });
+  ASSERT_NE(server, nullptr);
+
+  Client idle(server->port());
+  EXPECT_EQ(idle.RoundTrip(Post("/filter", "warm")).body(), "warm");
+  Client busy(server->port());
+  ASSERT_FALSE(busy.Write(Post("/slow", "in flight")));
+  ASSERT_EQ(slow_started.get_future().wait_for(kIoTimeout), std::future_status::ready);
+
+  server->Drain();
+
+  // The idle keep-alive connection is closed while the slow request still runs.
+  std::string received;
+  EXPECT_TRUE(idle.ClosedWithin(kIoTimeout, &received));
+  EXPECT_EQ(received, "");
+  EXPECT_FALSE(slow_done.load());
+
+  Client late(server->port());
+  EXPECT_EQ(late.connect_error(), net::error::connection_refused);
+
+  HttpResponse res;
+  ASSERT_FALSE(busy.Read(res));
+  EXPECT_EQ(res.result(), http::status::ok);
+  EXPECT_EQ(res.body(), "in flight");
+  EXPECT_FALSE(res.keep_alive());  // Connection: close
+  EXPECT_TRUE(busy.ClosedWithin(kIoTimeout));
+
+  auto waited = std::async(std::launch::async, [&] { server->Wait(); });
+  EXPECT_EQ(waited.wait_for(kIoTimeout), std::future_status::ready);
+}
+
+TEST(HttpServerTest, DrainTimeoutStopsWithARequestStillInFlight) {
+  HttpServerOptions options = TestOptions();
+  options.drain_timeout = milliseconds(50);
+  std::promise<void> started;
+  auto server = MustStart(options, [&](const HttpRequest& req) {
+    started.set_value();
+    std::this_thread::sleep_for(milliseconds(200));
+    return Echo(req);
+  });
+  ASSERT_NE(server, nullptr);
+  Client busy(server->port());
+  ASSERT_FALSE(busy.Write(Post("/slow", "x")));
+  ASSERT_EQ(started.get_future().wait_for(kIoTimeout), std::future_status::ready);
+  server->Drain();
+  auto waited = std::async(std::launch::async, [&] { server->Wait(); });
+  EXPECT_EQ(waited.wait_for(kIoTimeout), std::future_status::ready);
+}
+
+TEST(HttpServerTest, DrainWithNothingOpenReturnsPromptly) {
+  auto server = MustStart(TestOptions());
+  ASSERT_NE(server, nullptr);
+  server->Drain();
+  server->Drain();  // idempotent
+  auto waited = std::async(std::launch::async, [&] { server->Wait(); });
+  EXPECT_EQ(waited.wait_for(kIoTimeout), std::future_status::ready);
+  server->Wait();  // again: returns at once
+}
+
+TEST(HttpServerTest, StartReportsBindAndOptionErrorsAsStatus) {
+  auto first = MustStart(TestOptions());
+  ASSERT_NE(first, nullptr);
+  HttpServerOptions taken = TestOptions();
+  taken.port = first->port();
+  auto second = HttpServer::Start(taken, Echo);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr("cannot bind 127.0.0.1:"));
+
+  HttpServerOptions bad_address = TestOptions();
+  bad_address.address = "not-an-ip";
+  EXPECT_EQ(HttpServer::Start(bad_address, Echo).status().code(), absl::StatusCode::kInvalidArgument);
+
+  HttpServerOptions no_threads = TestOptions();
+  no_threads.threads = 0;
+  EXPECT_EQ(HttpServer::Start(no_threads, Echo).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(HttpServer::Start(TestOptions(), nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(JsonErrorResponseTest, EscapesTheReason) {
+  HttpResponse res = JsonErrorResponse(http::status::not_found, "no route \"/x\"\n");
+  EXPECT_EQ(res.result(), http::status::not_found);
+  EXPECT_EQ(res[http::field::content_type], "application/json");
+  EXPECT_EQ(res.body(), R"({"Error":"no route \"/x\"\n"})");
+  EXPECT_EQ(res[http::field::content_length], std::to_string(res.body().size()));
+}
+
+}  // namespace
+}  // namespace tessera

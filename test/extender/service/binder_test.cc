@@ -1,0 +1,350 @@
+// Bind: reserve, annotate, bind — against an in-memory PodApi, so every
+// failure and race can be staged exactly.
+#include "extender/service/binder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "config/policy_loader.h"
+#include "k8s/annotations.h"
+#include "k8s/gpu_assignment.h"
+#include "policies/builtin_registry.h"
+#include "scheduler/model/absl_compat.h"
+#include "test/testing/service_fixture.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// The API server's pods, in memory, with the failure modes bind must survive.
+class FakePodApi final : public k8s::PodApi {
+ public:
+  void Add(PodRecord pod) {
+    absl::MutexLock lock(&mu_);
+    std::string key = absl::StrCat(pod.namespace_name, "/", pod.name);
+    pods_[key] = std::move(pod);
+  }
+  std::optional<PodRecord> Pod(const std::string& key) {
+    absl::MutexLock lock(&mu_);
+    auto it = pods_.find(key);
+    if (it == pods_.end()) return std::nullopt;
+    return it->second;
+  }
+  std::vector<std::string> calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+  void FailAnnotate(absl::Status s) { absl::MutexLock l(&mu_); annotate_error_ = std::move(s); }
+  void FailBind(absl::Status s) { absl::MutexLock l(&mu_); bind_error_ = std::move(s); }
+
+  absl::StatusOr<PodRecord> GetPod(std::string_view ns, std::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    calls_.push_back(absl::StrCat("get ", Absl(ns), "/", Absl(name)));
+    auto it = pods_.find(absl::StrCat(Absl(ns), "/", Absl(name)));
+    if (it == pods_.end()) return absl::NotFoundError("pods \"x\" not found");
+    return it->second;
+  }
+  absl::Status Annotate(const k8s::PodRef& pod,
+                        const std::vector<std::pair<std::string, std::string>>& annotations) override {
+    absl::MutexLock lock(&mu_);
+    const std::string key = absl::StrCat(pod.namespace_name, "/", pod.name);
+    calls_.push_back(absl::StrCat("annotate ", key));
+    if (!annotate_error_.ok()) return annotate_error_;
+    auto it = pods_.find(key);
+    if (it == pods_.end()) return absl::NotFoundError("not found");
+    if (it->second.uid != pod.uid) return absl::FailedPreconditionError("Precondition failed: UID");
+    for (const auto& [k, v] : annotations) it->second.annotations[k] = v;
+    return absl::OkStatus();
+  }
+  absl::Status Bind(const k8s::PodRef& pod, std::string_view node) override {
+    absl::MutexLock lock(&mu_);
+    const std::string key = absl::StrCat(pod.namespace_name, "/", pod.name);
+    calls_.push_back(absl::StrCat("bind ", key, " ", Absl(node)));
+    if (!bind_error_.ok()) return bind_error_;
+    auto it = pods_.find(key);
+    if (it == pods_.end()) return absl::NotFoundError("not found");
+    if (!it->second.node_name.empty()) return absl::FailedPreconditionError("pod is already assigned to a node");
+    it->second.node_name = std::string(node);
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, PodRecord> pods_;
+  std::vector<std::string> calls_;
+  absl::Status annotate_error_;
+  absl::Status bind_error_;
+};
+
+NodeInventory A100s(int n) {
+  NodeInventory inv;
+  inv.source = InventorySource::kAnnotation;
+  for (int i = 0; i < n; ++i) {
+    GpuDevice g;
+    g.index = i;
+    g.uuid = absl::StrCat("GPU-", i);
+    g.model = "NVIDIA-A100-SXM4-80GB";
+    g.memory = MemoryMiB(81920);
+    inv.gpus.push_back(g);
+  }
+  return inv;
+}
+
+// A pending pod asking for `fraction` of a GPU ("" = one whole GPU).
+PodRecord PendingPod(std::string name, std::string fraction = "") {
+  PodRecord p;
+  p.uid = absl::StrCat("uid-", name);
+  p.namespace_name = "ml";
+  p.name = std::move(name);
+  p.phase = "Pending";
+  p.annotations[std::string(k8s::kGpuCount)] = "1";
+  if (!fraction.empty()) p.annotations[std::string(k8s::kGpuFraction)] = fraction;
+  return p;
+}
+
+k8s::ExtenderBindingArgs Args(const PodRecord& p, std::string_view node) {
+  return {.pod_name = p.name, .pod_namespace = p.namespace_name, .pod_uid = p.uid, .node = node};
+}
+
+class BinderTest : public ::testing::Test {
+ protected:
+  BinderTest() : registry_(NewBuiltinRegistry()) {
+    absl::StatusOr<std::shared_ptr<const Profile>> profile =
+        LoadPolicyText(testing::kBinpackPolicy, "policy.yaml", registry_);
+    EXPECT_TRUE(profile.ok()) << profile.status();
+    profile_ = *profile;
+    model_.UpsertNode("n1", A100s(1), absl::OkStatus());
+    model_.UpsertNode("n2", A100s(2), absl::OkStatus());
+    model_.Publish();
+    binder_ = std::make_unique<Binder>(model_, directory_, api_, [this] { return profile_; }, metrics_,
+                                       BinderOptions{.reservation_ttl = absl::Minutes(1)});
+  }
+
+  // The pod as the watch has delivered it: in the directory and on the server.
+  void Known(const PodRecord& p) {
+    directory_.Upsert(p);
+    api_.Add(p);
+  }
+  int64_t Held(std::string_view node, int32_t gpu) {
+    const auto s = model_.Current();
+    return s->View(*s->FindNode(node)).UsageOf(gpu).guaranteed.value();
+  }
+
+  PluginRegistry registry_;
+  std::shared_ptr<const Profile> profile_;
+  ClusterModel model_;
+  PodDirectory directory_;
+  FakePodApi api_;
+  MetricsRegistry metrics_;
+  std::unique_ptr<Binder> binder_;
+};
+
+TEST_F(BinderTest, WritesTheAssignmentThenTheBindingAndCountsTheGpusAtOnce) {
+  const PodRecord pod = PendingPod("p", "0.25");
+  Known(pod);
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
+  EXPECT_THAT(api_.calls(), ElementsAre("annotate ml/p", "bind ml/p n1"));
+  const PodRecord after = *api_.Pod("ml/p");
+  EXPECT_EQ(after.node_name, "n1");
+  absl::StatusOr<GpuAssignment> written = k8s::ParseGpuAssignment(after.annotations.at(std::string(k8s::kGpuAssignment)));
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(written->node, "n1");
+  ASSERT_EQ(written->gpus.size(), 1u);
+  EXPECT_EQ(written->gpus[0].index, 0);
+  EXPECT_EQ(written->gpus[0].uuid, "GPU-0");
+  EXPECT_EQ(written->gpus[0].guaranteed.value(), 250);
+  EXPECT_EQ(after.annotations.at(std::string(k8s::kVisibleDevices)), "GPU-0");
+  // Counted before any watch event confirms it.
+  EXPECT_EQ(Held("n1", 0), 250);
+  EXPECT_EQ(model_.reservation_count(), 1u);
+}
+
+TEST_F(BinderTest, TheWatchConfirmingTheBoundPodEndsTheReservationWithoutCountingTwice) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
+  const PodRecord bound = *api_.Pod("ml/p");
+  model_.UpsertPod(PodHolding{.uid = bound.uid, .pod_key = "ml/p",
+                              .assignment = *k8s::ParseGpuAssignment(bound.annotations.at(std::string(k8s::kGpuAssignment)))});
+  model_.Publish();
+  EXPECT_EQ(model_.reservation_count(), 0u);
+  EXPECT_EQ(Held("n1", 0), 500);
+}
+
+TEST_F(BinderTest, AFailedAnnotationReleasesTheGpusAndSaysWhy) {
+  const PodRecord pod = PendingPod("p");
+  Known(pod);
+  api_.FailAnnotate(absl::UnavailableError("PATCH: HTTP 500: etcd timeout"));
+  const absl::Status st = binder_->Bind(Args(pod, "n1"));
+  EXPECT_THAT(st.message(), HasSubstr("cannot record the GPU assignment on pod ml/p"));
+  EXPECT_THAT(st.message(), HasSubstr("etcd timeout"));
+  EXPECT_THAT(api_.calls(), ElementsAre("annotate ml/p"));  // never bound without the annotation
+  EXPECT_EQ(Held("n1", 0), 0);
+  EXPECT_EQ(model_.reservation_count(), 0u);
+}
+
+TEST_F(BinderTest, AFailedBindingReleasesTheGpus) {
+  const PodRecord pod = PendingPod("p");
+  Known(pod);
+  api_.FailBind(absl::UnavailableError("connection reset"));
+  const absl::Status st = binder_->Bind(Args(pod, "n1"));
+  EXPECT_THAT(st.message(), HasSubstr("cannot bind pod ml/p to node n1: connection reset"));
+  EXPECT_EQ(Held("n1", 0), 0);
+}
+
+TEST_F(BinderTest, ABindThatFindsTheGpusTakenAnswersAClearErrorAndWritesNothing) {
+  const PodRecord first = PendingPod("first");
+  const PodRecord second = PendingPod("second", "0.1");
+  Known(first);
+  Known(second);
+  ASSERT_TRUE(binder_->Bind(Args(first, "n1")).ok());
+  const absl::Status st = binder_->Bind(Args(second, "n1"));
+  EXPECT_THAT(st.message(), HasSubstr("node n1 can no longer take pod ml/second"));
+  EXPECT_THAT(api_.calls(), ElementsAre("annotate ml/first", "bind ml/first n1"));
+}
+
+TEST_F(BinderTest, ARepeatedBindForTheSamePodNeverAllocatesTwice) {
+  const PodRecord pod = PendingPod("p", "0.4");
+  Known(pod);
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n2")).ok());
+  // kube-scheduler lost the answer and binds again: the Binding already
+  // exists (409), the pod is on that node, so it is a success.
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n2")).ok());
+  EXPECT_EQ(Held("n2", 0) + Held("n2", 1), 400);
+  EXPECT_EQ(model_.reservation_count(), 1u);
+}
+
+TEST_F(BinderTest, PodsRacingForTheLastShareOfAGpuGetItExactlyOnce) {
+  constexpr int kPods = 16;
+  std::vector<PodRecord> pods;
+  for (int i = 0; i < kPods; ++i) {
+    pods.push_back(PendingPod(absl::StrCat("p", i), "0.6"));
+    Known(pods.back());
+  }
+  std::atomic<int> won{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kPods; ++i) {
+    threads.emplace_back([&, i] {
+      if (binder_->Bind(Args(pods[static_cast<size_t>(i)], "n1")).ok()) ++won;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(won.load(), 1);
+  EXPECT_EQ(Held("n1", 0), 600);
+}
+
+TEST_F(BinderTest, APodTheWatchHasNotDeliveredYetIsReadFromTheApiServer) {
+  const PodRecord pod = PendingPod("fresh", "0.3");
+  api_.Add(pod);  // not in the directory
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
+  EXPECT_THAT(api_.calls(), ElementsAre("get ml/fresh", "annotate ml/fresh", "bind ml/fresh n1"));
+}
+
+TEST_F(BinderTest, APodReplacedUnderTheSameNameIsNotBound) {
+  PodRecord pod = PendingPod("p");
+  api_.Add(pod);
+  k8s::ExtenderBindingArgs args = Args(pod, "n1");
+  args.pod_uid = "uid-of-the-deleted-pod";
+  const absl::Status st = binder_->Bind(args);
+  EXPECT_THAT(st.message(), HasSubstr("it was deleted and created again"));
+  EXPECT_EQ(Held("n1", 0), 0);
+}
+
+TEST_F(BinderTest, APodWithoutGpuAnnotationsIsBoundWithoutAnAssignment) {
+  PodRecord pod = PendingPod("cpu-only");
+  pod.annotations.clear();
+  api_.Add(pod);
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
+  EXPECT_THAT(api_.calls(), ElementsAre("get ml/cpu-only", "bind ml/cpu-only n1"));
+  EXPECT_EQ(Held("n1", 0), 0);
+}
+
+TEST_F(BinderTest, APodWithoutAGpuRequestCountsItsCpuAndMemoryFromTheBindOn) {
+  model_.UpsertNode("host", NodeInventory{}, absl::OkStatus(),
+                    HostResources{.cpu_capacity = MilliCpu(8000), .memory_capacity = MemoryMiB(16384)});
+  model_.Publish();
+  PodRecord pod = PendingPod("cpu-only");
+  pod.annotations.clear();
+  pod.host = HostRequest{.cpu = MilliCpu(3000), .memory = MemoryMiB(2048)};
+  Known(pod);
+  ASSERT_TRUE(binder_->Bind(Args(pod, "host")).ok());
+  EXPECT_THAT(api_.calls(), ElementsAre("bind ml/cpu-only host"));
+  auto host = [&] { const auto s = model_.Current(); return *s->View(*s->FindNode("host")).host; };
+  EXPECT_EQ(host().cpu_used, MilliCpu(3000));
+  EXPECT_EQ(host().memory_used, MemoryMiB(2048));
+  // The watch shows it bound: counted once, from the watch; the reservation ends.
+  PodHolding bound;
+  bound.uid = pod.uid;
+  bound.pod_key = "ml/cpu-only";
+  bound.assignment.node = "host";
+  bound.host = pod.host;
+  model_.UpsertPod(bound);
+  model_.Publish();
+  EXPECT_EQ(host().cpu_used, MilliCpu(3000));
+  EXPECT_EQ(model_.reservation_count(), 0u);
+}
+
+TEST_F(BinderTest, AFailedBindingOfACpuOnlyPodReleasesItsCpu) {
+  model_.UpsertNode("host", NodeInventory{}, absl::OkStatus(),
+                    HostResources{.cpu_capacity = MilliCpu(8000), .memory_capacity = MemoryMiB(16384)});
+  model_.Publish();
+  PodRecord pod = PendingPod("cpu-only");
+  pod.annotations.clear();
+  pod.host = HostRequest{.cpu = MilliCpu(3000), .memory = MemoryMiB(0)};
+  Known(pod);
+  api_.FailBind(absl::UnavailableError("connection reset"));
+  EXPECT_THAT(binder_->Bind(Args(pod, "host")).message(), HasSubstr("cannot bind pod ml/cpu-only to node host"));
+  const auto s = model_.Current();
+  EXPECT_EQ(s->View(*s->FindNode("host")).host->cpu_used, MilliCpu(0));
+  EXPECT_EQ(model_.reservation_count(), 0u);
+}
+
+TEST_F(BinderTest, AGpuBindReservesThePodsCpuWithItsGpus) {
+  model_.UpsertNode("n1", A100s(1), absl::OkStatus(),
+                    HostResources{.cpu_capacity = MilliCpu(8000), .memory_capacity = MemoryMiB(16384)});
+  model_.Publish();
+  PodRecord pod = PendingPod("p", "0.25");
+  pod.host = HostRequest{.cpu = MilliCpu(6000), .memory = MemoryMiB(0)};
+  Known(pod);
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
+  const auto s = model_.Current();
+  EXPECT_EQ(s->View(*s->FindNode("n1")).host->cpu_used, MilliCpu(6000));
+  // Released with its GPUs when the bind is not confirmed.
+  EXPECT_EQ(binder_->ExpireReservations(absl::Now() + absl::Minutes(2)), 1u);
+  const auto after = model_.Current();
+  EXPECT_EQ(after->View(*after->FindNode("n1")).host->cpu_used, MilliCpu(0));
+}
+
+TEST_F(BinderTest, APodWithANonsenseAnnotationIsRefusedWithTheAnnotationNamed) {
+  PodRecord pod = PendingPod("p", "1.5");
+  Known(pod);
+  const absl::Status st = binder_->Bind(Args(pod, "n1"));
+  EXPECT_THAT(st.message(), HasSubstr("tessera.io/gpu-fraction=\"1.5\""));
+  EXPECT_TRUE(api_.calls().empty());
+}
+
+TEST_F(BinderTest, ANodeTesseraDoesNotKnowIsRefused) {
+  const PodRecord pod = PendingPod("p");
+  Known(pod);
+  EXPECT_THAT(binder_->Bind(Args(pod, "nowhere")).message(), HasSubstr("node nowhere has no GPUs Tessera knows of"));
+}
+
+TEST_F(BinderTest, UnconfirmedReservationsExpireAfterTheTtl) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
+  EXPECT_EQ(binder_->ExpireReservations(absl::Now()), 0u);
+  EXPECT_EQ(binder_->ExpireReservations(absl::Now() + absl::Minutes(2)), 1u);
+  EXPECT_EQ(Held("n1", 0), 0);
+}
+
+}  // namespace
+}  // namespace tessera

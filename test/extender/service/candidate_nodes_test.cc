@@ -1,0 +1,71 @@
+// The nodes a request names, joined with the cluster snapshot.
+#include "extender/service/candidate_nodes.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "scheduler/cache/cluster_model.h"
+#include "test/testing/builders.h"
+
+namespace tessera {
+namespace {
+
+using testing::Holding;
+
+constexpr std::string_view kTwoGpus =
+    R"([{"index":0,"model":"A100","memoryMiB":40960},{"index":1,"model":"A100","memoryMiB":40960}])";
+
+NodeInventory TwoGpus() {
+  NodeInventory inv;
+  inv.source = InventorySource::kAnnotation;
+  for (int32_t i = 0; i < 2; ++i) {
+    inv.gpus.push_back(GpuDevice{.index = i, .uuid = "", .model = "A100", .memory = MemoryMiB(40960), .numa = -1});
+  }
+  return inv;
+}
+
+std::vector<GpuState> States(const NodeView& view) { return {view.gpu_states.begin(), view.gpu_states.end()}; }
+
+TEST(CandidateNodesTest, EveryFormJoinsTheGpusItReadsWithWhatTheSnapshotSaysPodsHold) {
+  ClusterModel model;
+  model.UpsertNode("n1", TwoGpus(), absl::OkStatus());
+  model.UpsertPod(Holding("a", "n1", 1, 600));
+  const std::shared_ptr<const ClusterSnapshot> snapshot = model.Publish();
+  const GpuState idle{.index = 0, .memory = MemoryMiB(40960), .usage = {}};
+  const GpuState held{.index = 1, .memory = MemoryMiB(40960),
+                      .usage = GpuUsage{.guaranteed = MilliGpu(600), .limit = MilliGpu(600), .memory = MemoryMiB(0),
+                                        .memory_limit = MemoryMiB(0), .pods = 1}};
+  GpuState held_unknown = held;
+  held_unknown.usage = {};
+
+  struct Case {
+    std::string name;
+    k8s::ExtenderArgs args;
+    std::vector<std::vector<GpuState>> states;  // per node named
+  };
+  k8s::ExtenderArgs names;
+  names.node_names = std::vector<std::string_view>{"n1", "unknown"};
+  k8s::ExtenderArgs objects;
+  objects.nodes = std::vector<k8s::WireNode>{
+      k8s::WireNode{.name = "n1", .inventory = {.inventory_annotation = kTwoGpus}, .object = {}},
+      k8s::WireNode{.name = "unknown", .inventory = {.inventory_annotation = kTwoGpus}, .object = {}}};
+  const std::vector<Case> cases = {
+      {"names: the snapshot's own views, nothing for a node it does not know", names, {{idle, held}, {}}},
+      {"Node objects: their inventory, with the snapshot's usage where it knows the node",
+       objects,
+       {{idle, held}, {idle, held_unknown}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const CandidateNodes candidates(c.args, *snapshot);
+    ASSERT_EQ(candidates.views().size(), c.states.size());
+    for (size_t i = 0; i < c.states.size(); ++i) {
+      EXPECT_EQ(States(candidates.views()[i]), c.states[i]) << "node " << i;
+      EXPECT_EQ(candidates.views()[i].gpu_states.size(), candidates.views()[i].gpus.size()) << "node " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera

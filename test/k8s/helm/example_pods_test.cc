@@ -1,0 +1,126 @@
+// The example pods in k8s/examples/ are what users copy: each must opt in to
+// Tessera's scheduler, read its GPUs from the annotation bind writes, ask for
+// what its comment says (through Tessera's own annotation parser), and be
+// placed where that request fits.
+#include <filesystem>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "k8s/pod_gpu_request.h"
+#include "test/k8s/helm/json_schema.h"
+#include "test/testing/service_fixture.h"
+
+namespace tessera::deploy {
+namespace {
+
+using ::testing::UnorderedElementsAreArray;
+
+const std::string kExamplesDir = std::string(TESSERA_SOURCE_DIR) + "/k8s/examples";
+
+// An A100 SXM node (8 GPUs), an A100 PCIe 40GB node (1 GPU) and a T4 node (4 GPUs).
+constexpr const char* kCluster = R"(
+nodes:
+  - {name: a100-sxm, labels: {nvidia.com/gpu.count: "8", nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB, nvidia.com/gpu.memory: "81920"}}
+  - {name: a100-pcie, labels: {nvidia.com/gpu.count: "1", nvidia.com/gpu.product: NVIDIA-A100-PCIE-40GB, nvidia.com/gpu.memory: "40960"}}
+  - {name: t4, labels: {nvidia.com/gpu.count: "4", nvidia.com/gpu.product: NVIDIA-T4, nvidia.com/gpu.memory: "15360"}}
+)";
+
+struct ExamplePod {
+  const char* file;
+  PodGpuRequest request;
+  std::vector<std::string> fits;  // nodes of kCluster the pod may go to
+};
+
+PodGpuRequest Fractional(int64_t milli, int64_t limit, int64_t memory_mib, int64_t memory_limit_mib) {
+  PodGpuRequest r;
+  r.whole_gpu = false;
+  r.guaranteed = MilliGpu(milli);
+  r.limit = MilliGpu(limit);
+  r.memory = MemoryMiB(memory_mib);
+  r.memory_limit = MemoryMiB(memory_limit_mib);
+  return r;
+}
+
+PodGpuRequest WholeGpus(int32_t count) {
+  PodGpuRequest r;
+  r.count = count;
+  return r;
+}
+
+PodGpuRequest WithModels(PodGpuRequest r, std::vector<std::string> models, std::vector<std::string> excluded) {
+  r.models = std::move(models);
+  r.excluded_models = std::move(excluded);
+  return r;
+}
+
+const ExamplePod kExamples[] = {
+    // Not the T4: its 15 GiB cannot hold the pod's 16 GiB memory limit.
+    {"fractional-gpu-pod.yaml", Fractional(250, 800, 10240, 16384), {"a100-sxm", "a100-pcie"}},
+    // Any node with four idle GPUs; which four is the policy's choice.
+    {"nvlink-four-gpu-pod.yaml", WholeGpus(4), {"a100-sxm", "t4"}},
+    {"gpu-model-pod.yaml",
+     WithModels(Fractional(500, 500, 30720, 30720), {"NVIDIA-A100*", "NVIDIA-H100-80GB-HBM3"}, {"NVIDIA-A100-PCIE-40GB"}),
+     {"a100-sxm"}},
+};
+
+class ExamplePodTest : public ::testing::TestWithParam<ExamplePod> {
+ protected:
+  YAML::Node Pod() const { return YAML::LoadFile(kExamplesDir + "/" + GetParam().file); }
+};
+
+TEST_P(ExamplePodTest, OptsInToTesseraScheduler) {
+  const YAML::Node pod = Pod();
+  EXPECT_EQ(pod["apiVersion"].as<std::string>(), "v1");
+  EXPECT_EQ(pod["kind"].as<std::string>(), "Pod");
+  EXPECT_EQ(pod["spec"]["schedulerName"].as<std::string>(), "tessera-scheduler");
+}
+
+TEST_P(ExamplePodTest, EveryContainerSeesTheAssignedGpus) {
+  for (const YAML::Node& container : Pod()["spec"]["containers"]) {
+    bool found = false;
+    for (const YAML::Node& env : container["env"]) {
+      if (env["name"].as<std::string>() != "NVIDIA_VISIBLE_DEVICES") continue;
+      found = true;
+      EXPECT_EQ(env["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>(),
+                "metadata.annotations['tessera.io/visible-devices']");
+    }
+    EXPECT_TRUE(found) << container["name"] << " has no NVIDIA_VISIBLE_DEVICES";
+  }
+}
+
+TEST_P(ExamplePodTest, AnnotationsParseToTheRequestDescribed) {
+  k8s::Annotations annotations;
+  for (auto kv : Pod()["metadata"]["annotations"]) annotations[kv.first.as<std::string>()] = kv.second.as<std::string>();
+  const absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(annotations);
+  ASSERT_TRUE(request.ok()) << request.status();
+  ASSERT_TRUE(request->has_value()) << "no tessera.io/ request annotations";
+  EXPECT_EQ(**request, GetParam().request);
+}
+
+TEST_P(ExamplePodTest, FiltersToTheNodesWhereItFits) {
+  testing::ServiceFixture fixture(kCluster);
+  const nlohmann::json args = {{"Pod", YamlToJson(Pod())}, {"Nodes", nullptr}, {"NodeNames", {"a100-sxm", "a100-pcie", "t4"}}};
+  const absl::StatusOr<std::string> answer = fixture.service().Filter(args.dump());
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  const nlohmann::json result = nlohmann::json::parse(*answer);
+  EXPECT_THAT(result["NodeNames"].get<std::vector<std::string>>(), UnorderedElementsAreArray(GetParam().fits)) << result.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, ExamplePodTest, ::testing::ValuesIn(kExamples),
+                         [](const ::testing::TestParamInfo<ExamplePod>& info) {
+                           std::string name = std::filesystem::path(info.param.file).stem().string();
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(Examples, EveryExampleFileIsTested) {
+  std::vector<std::string> files, tested;
+  for (const auto& entry : std::filesystem::directory_iterator(kExamplesDir)) files.push_back(entry.path().filename().string());
+  for (const ExamplePod& e : kExamples) tested.emplace_back(e.file);
+  EXPECT_THAT(files, UnorderedElementsAreArray(tested));
+}
+
+}  // namespace
+}  // namespace tessera::deploy

@@ -1,0 +1,460 @@
+// FGD's fragmentation measure and the fgd plugin: the paper's definitions
+// on nodes small enough to check by hand, and the workload text.
+#include "policies/fragmentation.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "scheduler/framework/plugin_args.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "policies/fgd.h"
+#include "policies/gpu_fit.h"
+#include "policies/host_stranding.h"
+#include "test/testing/builders.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Node;
+using testing::Pod;
+
+TargetWorkload Workload(const std::vector<std::string>& items) {
+  std::vector<WorkloadPod> pods;
+  for (const std::string& item : items) {
+    absl::StatusOr<WorkloadPod> pod = ParseWorkloadPod(item);
+    EXPECT_TRUE(pod.ok()) << item << ": " << pod.status();
+    if (pod.ok()) pods.push_back(*pod);
+  }
+  absl::StatusOr<TargetWorkload> workload = TargetWorkload::Create(std::move(pods));
+  EXPECT_TRUE(workload.ok()) << workload.status();
+  return *std::move(workload);
+}
+
+std::vector<GpuDevice> Gpus(int n, std::string model = "G2") {
+  std::vector<GpuDevice> gpus;
+  for (int i = 0; i < n; ++i) gpus.push_back(GpuDevice{.index = i, .uuid = {}, .model = model, .memory = MemoryMiB(0), .numa = -1});
+  return gpus;
+}
+
+double F(const TargetWorkload& w, const std::vector<GpuDevice>& gpus, std::vector<int64_t> free,
+         std::optional<int64_t> cpu_free) {
+  return NodeFragmentation(w, NodeGpuAccess(w, gpus), free, cpu_free);
+}
+
+TEST(WorkloadTextTest, ParsesAndFormatsEveryForm) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"1078 cpu=3152m gpu=810m", "1078 cpu=3152m gpu=810m"},
+      {"5 cpu=12 gpu=2", "5 cpu=12000m gpu=2"},
+      {"3 cpu=0", "3 cpu=0m"},
+      {"3 cpu=500m gpu=0", "3 cpu=500m"},
+      {"2  cpu=8000m   gpu=2x500m models=V100M16|V100M32", "2 cpu=8000m gpu=2x500m models=V100M16|V100M32"},
+      {"1 cpu=1000m gpu=1000m", "1 cpu=1000m gpu=1"},
+  };
+  for (const auto& [text, canonical] : cases) {
+    SCOPED_TRACE(text);
+    absl::StatusOr<WorkloadPod> pod = ParseWorkloadPod(text);
+    ASSERT_TRUE(pod.ok()) << pod.status();
+    EXPECT_EQ(FormatWorkloadPod(*pod), canonical);
+    EXPECT_EQ(*ParseWorkloadPod(canonical), *pod);
+  }
+}
+
+TEST(WorkloadTextTest, BadItemsSayWhatIsWrong) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"cpu=1000m", "must start with a positive integer weight"},
+      {"0 cpu=1000m", "must start with a positive integer weight"},
+      {"3 gpu=1", "cpu= is required"},
+      {"3 cpu=1.5", "cpu=1.5: must be milli-CPU such as 3152m or whole cores such as 12"},
+      {"3 cpu=1000m gpu=1500m", "gpu=1500m: must be a share of one GPU"},
+      {"3 cpu=1000m gpu=half", "gpu=half: must be a share"},
+      {"3 cpu=1000m ram=4Gi", "unknown field \"ram=4Gi\"; known: cpu=, gpu=, models="},
+      {"3 cpu=1000m models=", "models=: list at least one model"},
+  };
+  for (const auto& [text, error] : cases) {
+    SCOPED_TRACE(text);
+    EXPECT_THAT(ParseWorkloadPod(text).status().message(), HasSubstr(error));
+  }
+}
+
+TEST(WorkloadTextTest, WeightsTooLargeToMeasureExactlyAreRefusedWithTheRemedy) {
+  std::vector<WorkloadPod> pods(2, *ParseWorkloadPod("1000000000 cpu=1000m gpu=500m"));
+  const absl::StatusOr<TargetWorkload> workload = TargetWorkload::Create(pods);
+  ASSERT_FALSE(workload.ok());
+  EXPECT_THAT(workload.status().message(), HasSubstr("scale them down (only their ratios matter)"));
+  pods[0].weight = pods[1].weight = TargetWorkload::kMaxTotalWeight / 2;
+  EXPECT_TRUE(TargetWorkload::Create(pods).ok()) << "at the limit";
+}
+
+TEST(FragmentationTest, CountsTheGpusTooSmallForEachKindWeightedByHowCommonItIs) {
+  const TargetWorkload w = Workload({"1 cpu=1000m gpu=500m", "1 cpu=1000m gpu=1"});
+  const int64_t plenty = 8000;
+  EXPECT_EQ(F(w, Gpus(2), {1000, 1000}, plenty), 0) << "both kinds fit, nothing too small";
+  // 300 free is too small for both kinds; each still fits on the idle GPU.
+  EXPECT_DOUBLE_EQ(F(w, Gpus(2), {1000, 300}, plenty), 300);
+  // A half-GPU kind fits on 500; a whole-GPU kind nowhere: all 800 free is its fragment.
+  EXPECT_DOUBLE_EQ(F(w, Gpus(2), {500, 300}, plenty), 0.5 * 300 + 0.5 * 800);
+  EXPECT_EQ(F(w, Gpus(2), {0, 0}, plenty), 0) << "nothing free, nothing fragmented";
+}
+
+TEST(FragmentationTest, ANodeShortOfCpuIsFragmentedForEveryKindItCannotHost) {
+  const TargetWorkload w = Workload({"1 cpu=1000m gpu=500m", "1 cpu=4000m gpu=500m"});
+  EXPECT_DOUBLE_EQ(F(w, Gpus(1), {1000}, 2000), 0.5 * 1000);
+  EXPECT_DOUBLE_EQ(F(w, Gpus(1), {1000}, std::nullopt), 0) << "unknown CPU is never short";
+}
+
+TEST(FragmentationTest, CpuOnlyKindsCountAllFreeGpuAsFragment) {
+  const TargetWorkload w = Workload({"1 cpu=1000m"});
+  EXPECT_DOUBLE_EQ(F(w, Gpus(2), {1000, 400}, 8000), 1400);
+}
+
+TEST(FragmentationTest, AKindThatRefusesTheNodesModelCannotUseAnyOfIt) {
+  const TargetWorkload w = Workload({"1 cpu=1000m gpu=1 models=T4", "1 cpu=1000m gpu=1 models=g2|T4"});
+  EXPECT_DOUBLE_EQ(F(w, Gpus(2, "G2"), {1000, 1000}, 8000), 0.5 * 2000)
+      << "the first kind has no access; the second matches G2 ignoring case";
+}
+
+TEST(FragmentationTest, HostStrandingCountsTheGpuTheFreeCpuCannotServe) {
+  // GPU kinds ask 4 cores per GPU on average (2 per half GPU, 4 per GPU).
+  const TargetWorkload w = Workload({"1 cpu=2000m gpu=500m", "1 cpu=4000m gpu=1"});
+  ASSERT_DOUBLE_EQ(w.cpu_per_gpu(), 4000);
+  const FragmentationOptions stranding{.host_stranding = true};
+  const NodeGpuAccess access(w, Gpus(4));
+  const std::vector<int64_t> idle = {1000, 1000, 1000, 1000};
+  EXPECT_EQ(NodeFragmentation(w, access, idle, 16000, stranding), 0) << "16 cores serve 4 GPUs";
+  // 6 cores serve 1.5 GPUs: 2.5 of the 4 free GPUs are stranded for both kinds.
+  EXPECT_EQ(NodeFragmentation(w, access, idle, 6000), 0) << "the paper's measure: one pod of each kind fits";
+  EXPECT_DOUBLE_EQ(NodeFragmentation(w, access, idle, 6000, stranding), 2500);
+  EXPECT_EQ(NodeFragmentation(w, access, idle, std::nullopt, stranding), 0) << "unknown CPU strands nothing";
+  // A node some GPU kind cannot use is left to the paper's no-access term.
+  const TargetWorkload typed = Workload({"1 cpu=2000m gpu=500m", "1 cpu=4000m gpu=1 models=T4"});
+  EXPECT_DOUBLE_EQ(NodeFragmentation(typed, NodeGpuAccess(typed, Gpus(4, "G2")), idle, 6000, stranding), 0.5 * 4000);
+}
+
+// F · W by its definition, kind by kind and GPU by GPU: Σ_m w_m · frag(node, m).
+int64_t DefinitionOfFTimesWeight(const TargetWorkload& w, const NodeGpuAccess& access, const std::vector<int64_t>& free,
+                                 std::optional<int64_t> cpu_free, bool host_stranding) {
+  int64_t total = 0;
+  for (int64_t f : free) total += f;
+  int64_t sum = 0;
+  for (size_t m = 0; m < w.pods().size(); ++m) {
+    const WorkloadPod& pod = w.pods()[m];
+    const bool cpu_fits = !cpu_free.has_value() || *cpu_free >= pod.cpu.value();
+    int64_t fragment = total;  // cannot run here: all of it
+    if (pod.gpus > 0 && access.any_usable(m) && cpu_fits) {
+      int64_t fitting = 0, too_small = 0;
+      for (size_t i = 0; i < free.size(); ++i) {
+        if (access.usable(m, i) && free[i] >= pod.milli.value()) {
+          ++fitting;
+        } else {
+          too_small += free[i];
+        }
+      }
+      if (fitting >= pod.gpus) {
+        fragment = too_small;
+        const double usable = static_cast<double>(total - too_small);
+        if (host_stranding && cpu_free.has_value() && access.open() && w.cpu_per_gpu() > 0) {
+          const double serviceable = static_cast<double>(*cpu_free) / w.cpu_per_gpu() * 1000;
+          if (usable > serviceable) fragment += static_cast<int64_t>(usable - serviceable);
+        }
+      }
+    }
+    sum += pod.weight * fragment;
+  }
+  return sum;
+}
+
+TEST(FragmentationTest, TheGroupedMeasureIsExactlyItsDefinition) {
+  const TargetWorkload any_model = Workload({"1047 cpu=3152m gpu=810m", "874 cpu=11300m gpu=1", "470 cpu=3152m gpu=1",
+                                             "388 cpu=11908m gpu=470m", "366 cpu=12500m", "232 cpu=4000m gpu=320m",
+                                             "84 cpu=24200m gpu=2", "54 cpu=4000m gpu=160m", "31 cpu=4152m gpu=4x500m"});
+  const TargetWorkload by_model = Workload({"5 cpu=4000m gpu=500m models=T4", "3 cpu=8000m gpu=1 models=A100",
+                                            "2 cpu=2000m gpu=250m", "1 cpu=16000m"});
+  std::vector<GpuDevice> mixed = Gpus(8, "A100");
+  for (size_t i = 5; i < mixed.size(); ++i) mixed[i].model = "T4";
+  struct Case {
+    std::string name;
+    const TargetWorkload* workload;
+    std::vector<GpuDevice> gpus;
+  };
+  const std::vector<Case> cases = {
+      {"a node every kind uses alike", &any_model, Gpus(8)},
+      {"a node of one model some kinds refuse", &by_model, Gpus(8, "T4")},
+      {"a node of two models", &by_model, mixed},
+  };
+  std::mt19937_64 rng(7);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const NodeGpuAccess access(*c.workload, c.gpus);
+    for (int round = 0; round < 1000; ++round) {
+      // Idle, shared, full and empty GPUs; CPU short, plenty or unknown.
+      std::vector<int64_t> free;
+      for (size_t g = 0; g < c.gpus.size(); ++g) {
+        free.push_back(rng() % 4 == 0 ? 1000 : static_cast<int64_t>(rng() % 101) * 10);
+      }
+      if (rng() % 10 == 0) free.assign(c.gpus.size(), 0);
+      const std::optional<int64_t> cpu =
+          rng() % 4 == 0 ? std::nullopt : std::optional<int64_t>(static_cast<int64_t>(rng() % 64'000));
+      for (const bool stranding : {false, true}) {
+        ASSERT_EQ(NodeFragmentationTimesWeight(*c.workload, access, free, cpu,
+                                               FragmentationOptions{.host_stranding = stranding}),
+                  DefinitionOfFTimesWeight(*c.workload, access, free, cpu, stranding))
+            << "round " << round << " stranding " << stranding;
+      }
+    }
+  }
+}
+
+TEST(FragmentationTest, TheDecreasesFgdChoosesFromAreTheMeasuresDifferences) {
+  // One-GPU and multi-GPU groups (the linear path), kinds that name models
+  // (measured), and host stranding (measured).
+  const TargetWorkload any_model = Workload({"1047 cpu=3152m gpu=810m", "874 cpu=11300m gpu=1", "470 cpu=3152m gpu=1",
+                                             "388 cpu=11908m gpu=470m", "366 cpu=12500m", "232 cpu=4000m gpu=320m",
+                                             "84 cpu=24200m gpu=2", "54 cpu=4000m gpu=160m", "31 cpu=4152m gpu=4x500m"});
+  const TargetWorkload by_model = Workload({"5 cpu=4000m gpu=500m models=T4", "3 cpu=8000m gpu=1 models=A100",
+                                            "2 cpu=2000m gpu=250m", "1 cpu=16000m"});
+  struct Case {
+    std::string name;
+    const TargetWorkload* workload;
+    std::vector<GpuDevice> gpus;
+    bool host_stranding;
+  };
+  const std::vector<Case> cases = {
+      {"an 8-GPU node every kind uses alike", &any_model, Gpus(8), false},
+      {"a 2-GPU node", &any_model, Gpus(2), false},
+      {"a 20-GPU node", &any_model, Gpus(20), false},
+      {"with host stranding", &any_model, Gpus(8), true},
+      {"a workload that names models", &by_model, Gpus(8, "T4"), false},
+  };
+  std::mt19937_64 rng(13);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const FragmentationOptions options{.host_stranding = c.host_stranding};
+    const NodeGpuAccess access(*c.workload, c.gpus);
+    for (int round = 0; round < 1000; ++round) {
+      // Idle, shared, full and empty GPUs, and free beyond either end (the
+      // measure clamps); CPU short, plenty or unknown, before and after.
+      std::vector<int64_t> free;
+      for (size_t g = 0; g < c.gpus.size(); ++g) {
+        const uint64_t kind = rng() % 8;
+        free.push_back(kind == 0 ? 1000 : kind == 1 ? 1200 : kind == 2 ? -50 : static_cast<int64_t>(rng() % 101) * 10);
+      }
+      if (rng() % 10 == 0) free.assign(c.gpus.size(), 0);
+      const int64_t share = 1 + static_cast<int64_t>(rng() % 1000);
+      const std::optional<int64_t> cpu =
+          rng() % 4 == 0 ? std::nullopt : std::optional<int64_t>(static_cast<int64_t>(rng() % 64'000));
+      const std::optional<int64_t> cpu_after =
+          cpu.has_value() ? std::optional<int64_t>(*cpu - static_cast<int64_t>(rng() % 16'000)) : std::nullopt;
+      std::vector<size_t> positions;
+      for (size_t g = 0; g < c.gpus.size(); ++g) {
+        if (rng() % 3 != 0) positions.push_back(g);
+      }
+      std::vector<int64_t> decreases(positions.size(), -1);
+      FragmentationDecreases(*c.workload, access, free, cpu, cpu_after, share, positions, absl::MakeSpan(decreases),
+                             options);
+      const int64_t before = NodeFragmentationTimesWeight(*c.workload, access, free, cpu, options);
+      for (size_t j = 0; j < positions.size(); ++j) {
+        std::vector<int64_t> after = free;
+        after[positions[j]] -= share;
+        ASSERT_EQ(decreases[j], before - NodeFragmentationTimesWeight(*c.workload, access, after, cpu_after, options))
+            << "round " << round << " GPU " << positions[j] << " share " << share;
+      }
+    }
+  }
+}
+
+TEST(FgdScoreTest, NoChangeScoresFiftyAndLessFragmentationMore) {
+  EXPECT_EQ(FragmentationScore(300, 300), 50);
+  EXPECT_EQ(FragmentationScore(300, 550), 43);  // trunc(100 · σ(−0.25))
+  EXPECT_EQ(FragmentationScore(800, 0), 68);    // trunc(100 · σ(0.8))
+}
+
+class FgdPluginTest : public ::testing::Test {
+ protected:
+  FgdPluginTest() : plugin_(Workload({"1 cpu=1000m gpu=500m", "1 cpu=1000m gpu=1"})) {}
+
+  static NodeView WithHost(NodeView v, const HostResources& host) {
+    v.host = &host;
+    return v;
+  }
+
+  FgdPlugin plugin_;
+  HostResources host_{.cpu_capacity = MilliCpu(8000), .cpu_used = MilliCpu(0),
+                      .memory_capacity = MemoryMiB(1 << 20), .memory_used = MemoryMiB(0)};
+};
+
+TEST_F(FgdPluginTest, AShareGoesToTheGpuWhereFragmentationGrowsLeast) {
+  // GPU 0 has 700 free, GPU 1 is idle. 500 on GPU 0 leaves 200 (too small
+  // for both kinds) and keeps the idle GPU; on GPU 1 it would strand the
+  // whole-GPU kind.
+  const Node node = Node("n").Gpus(2, "G2", 0).Hold(0, 300);
+  const NodeView view = WithHost(node.View(), host_);
+  PodGpuRequest pod = Pod().Fraction(500);
+  pod.host.cpu = MilliCpu(1000);
+  std::optional<GpuChoice> choice = plugin_.ChooseGpus(pod, view);
+  ASSERT_TRUE(choice.has_value());
+  EXPECT_EQ(choice->gpu_indices[0], 0);
+  // F before: 700 is enough for the half kind, not the whole one: 0.5 · 700.
+  // F after: 200 is too small for both: 200.  Δ = 150 → trunc(100 · σ(0.15)) = 53.
+  EXPECT_EQ(plugin_.Score(pod, view, *choice), 53);
+}
+
+TEST_F(FgdPluginTest, WholeGpusAreTheLowestIdleOnesAndNoGpuPodsGetNone) {
+  const Node node = Node("n").Gpus(3, "G2", 0).Hold(0, 300);
+  const NodeView view = WithHost(node.View(), host_);
+  EXPECT_EQ(plugin_.ChooseGpus(Pod().Count(2), view)->gpu_indices, (absl::InlinedVector<int32_t, 8>{1, 2}));
+  PodGpuRequest cpu_only;
+  cpu_only.count = 0;
+  cpu_only.host.cpu = MilliCpu(7500);
+  EXPECT_TRUE(plugin_.Filter(cpu_only, view).ok());
+  std::optional<GpuChoice> none = plugin_.ChooseGpus(cpu_only, view);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->gpu_indices.empty());
+  // Taking 7.5 of 8 cores leaves too little for either kind: all 2700 free becomes fragment.
+  EXPECT_EQ(plugin_.Score(cpu_only, view, *none), FragmentationScore(0.5 * 700, 2700));
+}
+
+TEST_F(FgdPluginTest, TheRankingBeginsWithTheChoiceAndOrdersSharesByScore) {
+  // Random node states: RankGpus must begin with ChooseGpus (a GPU filter or
+  // set plugin beside fgd then only ever departs from fgd's choice when it
+  // must), list exactly the GPUs that fit, and put better scores first.
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> held(0, 10);
+  for (int round = 0; round < 200; ++round) {
+    SCOPED_TRACE(round);
+    Node node = Node("n").Gpus(4, "G2", 0);
+    for (int32_t i = 0; i < 4; ++i) {
+      if (const int h = held(rng); h > 0) node.Hold(i, h * 100);
+    }
+    const NodeView view = WithHost(node.View(), host_);
+    for (const PodGpuRequest& pod : {PodGpuRequest(Pod().Fraction(300)), PodGpuRequest(Pod().Fraction(500)),
+                                     PodGpuRequest(Pod().Count(2))}) {
+      const std::optional<GpuChoice> choice = plugin_.ChooseGpus(pod, view);
+      const std::optional<RankedGpus> ranked = plugin_.RankGpus(pod, view);
+      ASSERT_TRUE(ranked.has_value());
+      if (!choice.has_value()) {
+        EXPECT_LT(ranked->size(), static_cast<size_t>(pod.count));
+        continue;
+      }
+      ASSERT_GE(ranked->size(), choice->gpu_indices.size());
+      for (size_t k = 0; k < choice->gpu_indices.size(); ++k) EXPECT_EQ((*ranked)[k].index, choice->gpu_indices[k]);
+      for (size_t k = 1; k < ranked->size(); ++k) {
+        EXPECT_LE((*ranked)[k - 1].tier, (*ranked)[k].tier);
+        if (pod.count != 1 || pod.whole_gpu) continue;
+        GpuChoice a, b;
+        a.gpu_indices.push_back((*ranked)[k - 1].index);
+        b.gpu_indices.push_back((*ranked)[k].index);
+        EXPECT_GE(plugin_.Score(pod, view, a), plugin_.Score(pod, view, b));
+      }
+    }
+  }
+}
+
+TEST_F(FgdPluginTest, AShareCarriesItsScoreAndItIsTheScore) {
+  // The profile takes the score a share's choice carries for fgd's Score:
+  // on random nodes, with and without host resources and with two GPU
+  // models, it must be exactly what Score says.
+  const FgdPlugin typed(Workload({"3 cpu=1000m gpu=500m", "2 cpu=2000m gpu=1 models=T4", "1 cpu=4000m"}));
+  std::mt19937 rng(11);
+  for (int round = 0; round < 300; ++round) {
+    SCOPED_TRACE(round);
+    Node node = Node("n").Gpus(3, "G2", 0).Gpus(1, round % 3 == 0 ? "T4" : "G2", 0);
+    for (int32_t i = 0; i < 4; ++i) {
+      if (const int h = static_cast<int>(rng() % 11); h > 0) node.Hold(i, h * 100);
+    }
+    const NodeView bare = node.View();
+    const NodeView with_host = WithHost(node.View(), host_);
+    for (const FgdPlugin* plugin : {static_cast<const FgdPlugin*>(&plugin_), &typed}) {
+      for (const NodeView& view : {bare, with_host}) {
+        for (const int64_t milli : {200, 500, 900}) {
+          PodGpuRequest pod = Pod().Fraction(milli);
+          pod.host.cpu = MilliCpu(1000 * static_cast<int64_t>(rng() % 9));
+          const std::optional<GpuChoice> choice = plugin->ChooseGpus(pod, view);
+          if (!choice.has_value()) continue;
+          ASSERT_TRUE(choice->chooser_score.has_value());
+          EXPECT_EQ(*choice->chooser_score, plugin->Score(pod, view, *choice));
+        }
+        const std::optional<GpuChoice> whole = plugin->ChooseGpus(Pod().Count(2), view);
+        if (whole.has_value()) {
+          EXPECT_FALSE(whole->chooser_score.has_value()) << "whole GPUs are scored by Score";
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuFitRankingTest, TheRankingBeginsWithTheChoiceForBothSelections) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> held(0, 10);
+  for (const GpuSelection selection : {GpuSelection::kBest, GpuSelection::kRandom}) {
+    const GpuFitPlugin plugin(selection);
+    for (int round = 0; round < 100; ++round) {
+      Node node = Node(absl::StrCat("n", round)).Gpus(4, "G2", 0);
+      for (int32_t i = 0; i < 4; ++i) {
+        if (const int h = held(rng); h > 0) node.Hold(i, h * 100);
+      }
+      PodGpuRequest pod = Pod().Fraction(400);
+      pod.salt = static_cast<uint64_t>(round);
+      const std::optional<GpuChoice> choice = plugin.ChooseGpus(pod, node.View());
+      const std::optional<RankedGpus> ranked = plugin.RankGpus(pod, node.View());
+      ASSERT_TRUE(ranked.has_value());
+      if (!choice.has_value()) {
+        EXPECT_TRUE(ranked->empty());
+        continue;
+      }
+      ASSERT_FALSE(ranked->empty());
+      EXPECT_EQ(ranked->front().index, choice->gpu_indices[0]);
+    }
+  }
+}
+
+TEST(HostStrandingPluginTest, ScoresTheChoiceUnderTheExtendedMeasure) {
+  const TargetWorkload w = Workload({"1 cpu=2000m gpu=500m", "1 cpu=4000m gpu=1"});
+  const HostStrandingPlugin plugin(w);
+  const FgdPlugin fgd(w);
+  const Node node = Node("n").Gpus(4, "G2", 0);
+  HostResources host{.cpu_capacity = MilliCpu(6000), .cpu_used = MilliCpu(0),
+                     .memory_capacity = MemoryMiB(1 << 20), .memory_used = MemoryMiB(0)};
+  NodeView view = node.View();
+  PodGpuRequest pod = Pod();
+  pod.host.cpu = MilliCpu(4000);
+  GpuChoice choice;
+  choice.gpu_indices.push_back(0);
+  EXPECT_EQ(plugin.Score(pod, view, choice), 0) << "host unknown: nothing stranded, no order to add";
+  view.host = &host;
+  // fgd: F 0 → 1500 (the whole-GPU kind lacks CPU after): trunc(100 · σ(−1.5)) = 18.
+  EXPECT_EQ(fgd.Score(pod, view, choice), 18);
+  // Stranding: F 2500 (6 cores serve 1.5 of 4 GPUs) → 2750: trunc(100 · σ(−0.25)) = 43.
+  EXPECT_EQ(plugin.Score(pod, view, choice), 43);
+}
+
+TEST(HostStrandingPluginTest, TakesTheSameWorkloadArgAsFgd) {
+  absl::StatusOr<PluginArgs> args = PluginArgs::FromText("workload: [\"3 cpu=4 gpu=1\"]\nweight: 2\n");
+  ASSERT_TRUE(args.ok());
+  EXPECT_THAT(HostStrandingPlugin::New(*args).status().message(), HasSubstr("args.weight: unknown field"));
+}
+
+TEST(FgdArgsTest, TheWorkloadIsRequiredAndEveryBadItemIsReported) {
+  absl::StatusOr<PluginArgs> missing = PluginArgs::FromText("");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_THAT(FgdPlugin::New(*missing).status().message(), HasSubstr("args.workload: required"));
+  absl::StatusOr<PluginArgs> bad = PluginArgs::FromText("workload: [\"1 cpu=1\", \"x\", \"2 cpu=1 gpu=3x\"]\n");
+  ASSERT_TRUE(bad.ok());
+  const std::string message(FgdPlugin::New(*bad).status().message());
+  EXPECT_THAT(message, HasSubstr("args.workload: item 1 \"x\": must start with a positive integer weight"));
+  EXPECT_THAT(message, HasSubstr("args.workload: item 2 \"2 cpu=1 gpu=3x\": gpu=3x: must be"));
+}
+
+TEST(FgdArgsTest, TakesGpuSharesArgsForTheFit) {
+  absl::StatusOr<PluginArgs> args = PluginArgs::FromText("workload: [\"1 cpu=1\"]\ngpuMemoryReserve: 256Mi\nmaxLimitPercent: 50\n");
+  ASSERT_TRUE(args.ok());
+  EXPECT_THAT(FgdPlugin::New(*args).status().message(), HasSubstr("args.maxLimitPercent: must be an integer in 100..1000"));
+  absl::StatusOr<PluginArgs> good = PluginArgs::FromText("workload: [\"1 cpu=1\"]\ngpuMemoryReserve: 256Mi\n");
+  ASSERT_TRUE(good.ok());
+  EXPECT_TRUE(FgdPlugin::New(*good).ok());
+}
+
+}  // namespace
+}  // namespace tessera

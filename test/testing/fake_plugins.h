@@ -1,0 +1,104 @@
+// Small plugins for the config tests, registered in a test-local registry, so
+// the loader is tested against args it controls rather than gpu-share's.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "scheduler/framework/plugin_args.h"
+#include "scheduler/framework/plugin.h"
+#include "scheduler/framework/registry.h"
+
+namespace tessera::config_test {
+
+/// A GPU chooser and filter. Args: gpus (1..8, default 1), order (first|last).
+class FakeChooser final : public FilterPlugin, public GpuChooserPlugin {
+ public:
+  static constexpr std::string_view kName = "fake-chooser";
+
+  static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args) {
+    const int64_t gpus = args.Int("gpus", 1, 8, 1);
+    const bool last = args.Enum("order", {"first", "last"}, "first") == "last";
+    if (absl::Status s = args.Finish(); !s.ok()) return s;
+    return std::make_unique<FakeChooser>(gpus, last);
+  }
+
+  FakeChooser(int64_t gpus, bool last) : gpus_(gpus), last_(last) {}
+
+  [[nodiscard]] std::string_view Name() const override { return kName; }
+  std::vector<GpuShare> SharesFor(const PodGpuRequest& r, const NodeView&, const GpuChoice& c) const override {
+    std::vector<GpuShare> shares;
+    for (int32_t i : c.gpu_indices) {
+      GpuShare s;
+      s.index = i;
+      s.guaranteed = r.guaranteed;
+      s.limit = r.limit;
+      shares.push_back(s);
+    }
+    return shares;
+  }
+  [[nodiscard]] FilterVerdict Filter(const PodGpuRequest&, const NodeView&) const override {
+    return FilterVerdict::Success();
+  }
+  [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest&, const NodeView&) const override {
+    GpuChoice choice;
+    for (int64_t i = 0; i < gpus_; ++i) choice.gpu_indices.push_back(static_cast<int32_t>(last_ ? 7 - i : i));
+    return choice;
+  }
+
+ private:
+  int64_t gpus_;
+  bool last_;
+};
+
+/// A scorer that gives every node the same score. Args: score (0..100,
+/// default 50), reserve (memory), models (string list), strict (bool; when
+/// true, models must not be empty: a cross-field check).
+class FakeScorer final : public ScorePlugin {
+ public:
+  static absl::StatusOr<std::unique_ptr<Plugin>> New(std::string name, PluginArgs& args) {
+    const int64_t score = args.Int("score", 0, 100, 50);
+    (void)args.Memory("reserve", MemoryMiB(0));
+    const std::vector<std::string> models = args.StringList("models");
+    if (args.Bool("strict", false) && models.empty()) {
+      args.Error("models", "must list at least one model when strict is true");
+    }
+    if (absl::Status s = args.Finish(); !s.ok()) return s;
+    return std::make_unique<FakeScorer>(std::move(name), score);
+  }
+
+  FakeScorer(std::string name, int64_t score) : name_(std::move(name)), score_(score) {}
+
+  [[nodiscard]] std::string_view Name() const override { return name_; }
+  [[nodiscard]] int64_t Score(const PodGpuRequest&, const NodeView&, const GpuChoice&) const override {
+    return score_;
+  }
+
+ private:
+  std::string name_;
+  int64_t score_;
+};
+
+/// A registry of: fake-chooser; fake-score and fake-score-b (FakeScorer);
+/// fake-broken, whose factory fails without recording an arg error; and
+/// fake-lazy, whose factory reads no args and never calls Finish().
+inline PluginRegistry FakeRegistry() {
+  PluginRegistry registry;
+  (void)registry.Register(std::string(FakeChooser::kName), &FakeChooser::New);
+  for (std::string name : {"fake-score", "fake-score-b"}) {
+    (void)registry.Register(name, [name](PluginArgs& args) { return FakeScorer::New(name, args); });
+  }
+  (void)registry.Register("fake-broken", [](PluginArgs&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+    return absl::FailedPreconditionError("cannot start: no GPU driver");
+  });
+  (void)registry.Register("fake-lazy", [](PluginArgs&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+    return std::make_unique<FakeScorer>("fake-lazy", 0);
+  });
+  return registry;
+}
+
+}  // namespace tessera::config_test
