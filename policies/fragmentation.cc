@@ -123,14 +123,13 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   }
   TargetWorkload w;
   w.total_weight_ = total;
-  double cpu = 0, gpus = 0;
+  // Σ w ≤ 2^30, a GPU pod asks at most 2^20 milli-CPU of any sane node and
+  // at most a few thousand milli-GPU: both sums fit in 64 bits.
   for (const WorkloadPod& pod : pods) {
     if (pod.gpus == 0) continue;
-    const double p = static_cast<double>(pod.weight) / static_cast<double>(total);
-    cpu += p * static_cast<double>(pod.cpu.value());
-    gpus += p * static_cast<double>(pod.gpus * pod.milli.value()) / 1000;
+    w.cpu_per_gpu_.cpu += pod.weight * pod.cpu.value();
+    w.cpu_per_gpu_.gpu += pod.weight * pod.gpus * pod.milli.value();
   }
-  if (gpus > 0) w.cpu_per_gpu_ = cpu / gpus;
 
   Measure& measure = w.measure_;
   for (const WorkloadPod& p : pods) {
@@ -288,21 +287,37 @@ ShareRoom RoomFor(int64_t share, absl::Span<const int32_t> free) {
   return room;
 }
 
+// The milli-GPU a node's free CPU serves at the workload's ratio,
+// cpu_free · ratio.gpu / ratio.cpu, kept as that fraction: compared and
+// subtracted exactly, in 128 bits (cpu_free · ratio.gpu can pass 2^63).
+struct Serviceable {
+  int64_t cpu_free = 0;
+  TargetWorkload::CpuPerGpu ratio;
+
+  // milli · ratio.cpu − cpu_free · ratio.gpu: positive when `milli` exceeds what the CPU serves.
+  [[nodiscard]] __int128 Over(int64_t milli) const {
+    return static_cast<__int128>(milli) * ratio.cpu - static_cast<__int128>(cpu_free) * ratio.gpu;
+  }
+  [[nodiscard]] bool Exceeded(int64_t milli) const { return Over(milli) > 0; }
+  // By how many whole milli-GPU `milli` exceeds it (0 when it does not).
+  [[nodiscard]] int64_t ExcessOf(int64_t milli) const {
+    const __int128 over = Over(milli);
+    return over > 0 ? static_cast<int64_t>(over / ratio.cpu) : 0;
+  }
+};
+
 // The fragment of a kind that fits and has the CPU: the free milli-GPU on
 // the GPUs too small for it, plus, with host stranding, what its usable GPU
 // exceeds the free CPU's service (see the top of fragmentation.h).
-int64_t FragmentWhenFits(int64_t free_total, int64_t too_small, std::optional<double> serviceable) {
-  int64_t fragment = too_small;
-  const double usable = static_cast<double>(free_total - too_small);
-  if (serviceable.has_value() && usable > *serviceable) fragment += static_cast<int64_t>(usable - *serviceable);
-  return fragment;
+int64_t FragmentWhenFits(int64_t free_total, int64_t too_small, const std::optional<Serviceable>& serviceable) {
+  return too_small + (serviceable.has_value() ? serviceable->ExcessOf(free_total - too_small) : 0);
 }
 
 // A kind that accepts some GPU models only, on this node: counted GPU by GPU
 // where the node mixes models, from the share table where it does not.
 int64_t ModelKindFragment(const TargetWorkload& workload, const NodeGpuAccess& access, size_t m,
                           absl::Span<const int32_t> free_milli, int64_t free_total, std::optional<int64_t> cpu_free,
-                          std::optional<double> serviceable, const int64_t* fitting, const int64_t* fragment) {
+                          const std::optional<Serviceable>& serviceable, const int64_t* fitting, const int64_t* fragment) {
   const WorkloadPod& kind = workload.pods()[m];
   if (!access.any_usable(m)) return free_total;
   const bool cpu_fits = !cpu_free.has_value() || *cpu_free >= kind.cpu.value();
@@ -341,9 +356,9 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   }
   if (free_total == 0) return 0;  // nothing free, nothing fragmented
   // Host stranding: the milli-GPU the free CPU serves at the workload's ratio.
-  std::optional<double> serviceable;
-  if (options.host_stranding && cpu_free.has_value() && access.open() && workload.cpu_per_gpu() > 0) {
-    serviceable = static_cast<double>(*cpu_free) / workload.cpu_per_gpu() * 1000;
+  std::optional<Serviceable> serviceable;
+  if (options.host_stranding && cpu_free.has_value() && access.open() && workload.cpu_per_gpu().cpu > 0) {
+    serviceable = Serviceable{*cpu_free, workload.cpu_per_gpu()};
   }
   const TargetWorkload::Measure& measure = workload.measure();
 
@@ -359,7 +374,7 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   // kind that fits can use is its room, and F·W is linear in each GPU's free:
   // one lookup a GPU (room_weight) and the multi-GPU groups on their own.
   if (measure.model_kinds.empty() &&
-      (!serviceable.has_value() || static_cast<double>(free_total) <= *serviceable)) {
+      (!serviceable.has_value() || !serviceable->Exceeded(free_total))) {
     const absl::Span<const int32_t> frees(free, gpus);
     int64_t usable = OneGpuGroupsUsable(measure, rank, frees);
     for (size_t g : measure.multi_gpu_groups) {

@@ -22,8 +22,8 @@
 // Host stranding. The paper asks only whether *one* pod of a kind fits. A
 // node whose free CPU is short for its free GPUs strands some of them even
 // when every kind still fits once: at the workload's ratio of CPU to GPU
-// (Σ p·cpu / Σ p·GPUs over the kinds that ask for GPUs), its free CPU serves
-// only so much GPU. With the extension, a kind that fits also counts the GPU
+// (Σ w·cpu : Σ w·GPUs over the kinds that ask for GPUs), its free CPU serves
+// only so much GPU (milli-GPU, rounded down: exact integers too). With the extension, a kind that fits also counts the GPU
 // on the GPUs it fits on beyond that as fragment. It applies on nodes every
 // GPU kind of the workload can use (models permitting): where some cannot,
 // which node to spend is a question of model scarcity, which the paper's
@@ -82,10 +82,16 @@ class TargetWorkload {
   [[nodiscard]] const std::vector<WorkloadPod>& pods() const { return pods_; }
   /// W = Σ weight.
   [[nodiscard]] int64_t total_weight() const { return total_weight_; }
-  /// milli-CPU per whole GPU over the kinds that ask for GPUs, weighted by
-  /// how common they are (p_m = weight_m / W): Σ p·cpu / Σ p·GPUs; 0 when no
-  /// kind asks for a GPU.
-  [[nodiscard]] double cpu_per_gpu() const { return cpu_per_gpu_; }
+  /// The CPU the kinds that ask for GPUs ask per GPU they ask, weighted by
+  /// how common they are: the exact ratio `cpu : gpu` of Σ w·cpu (milli-CPU)
+  /// to Σ w·GPUs·share (milli-GPU), kept as two integers so that host
+  /// stranding compares by cross-multiplying and never rounds. Both 0 when
+  /// no kind asks for a GPU.
+  struct CpuPerGpu {
+    int64_t cpu = 0;  ///< Σ weight · milli-CPU
+    int64_t gpu = 0;  ///< Σ weight · GPUs · milli-GPU
+  };
+  [[nodiscard]] CpuPerGpu cpu_per_gpu() const { return cpu_per_gpu_; }
   /// Whether some kind accepts only some GPU models.
   [[nodiscard]] bool has_models() const { return has_models_; }
 
@@ -134,7 +140,7 @@ class TargetWorkload {
   TargetWorkload() = default;
   std::vector<WorkloadPod> pods_;
   int64_t total_weight_ = 0;
-  double cpu_per_gpu_ = 0;
+  CpuPerGpu cpu_per_gpu_;
   bool has_models_ = false;
   Measure measure_;
 };

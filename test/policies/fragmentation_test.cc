@@ -119,7 +119,7 @@ TEST(FragmentationTest, AKindThatRefusesTheNodesModelCannotUseAnyOfIt) {
 TEST(FragmentationTest, HostStrandingCountsTheGpuTheFreeCpuCannotServe) {
   // GPU kinds ask 4 cores per GPU on average (2 per half GPU, 4 per GPU).
   const TargetWorkload w = Workload({"1 cpu=2000m gpu=500m", "1 cpu=4000m gpu=1"});
-  ASSERT_DOUBLE_EQ(w.cpu_per_gpu(), 4000);
+  ASSERT_EQ(w.cpu_per_gpu().cpu * 1000, 4000 * w.cpu_per_gpu().gpu) << "4000 milli-CPU per GPU";
   const FragmentationOptions stranding{.host_stranding = true};
   const NodeGpuAccess access(w, Gpus(4));
   const std::vector<int64_t> idle = {1000, 1000, 1000, 1000};
@@ -131,6 +131,17 @@ TEST(FragmentationTest, HostStrandingCountsTheGpuTheFreeCpuCannotServe) {
   // A node some GPU kind cannot use is left to the paper's no-access term.
   const TargetWorkload typed = Workload({"1 cpu=2000m gpu=500m", "1 cpu=4000m gpu=1 models=T4"});
   EXPECT_DOUBLE_EQ(NodeFragmentation(typed, NodeGpuAccess(typed, Gpus(4, "G2")), idle, 6000, stranding), 0.5 * 4000);
+}
+
+TEST(FragmentationTest, HostStrandingIsExactWhereFloatingPointWouldRound) {
+  // 3 kinds at 3000 milli-CPU per GPU-milli-sum 3 · 1000: 1000 milli-CPU per
+  // 1000 milli-GPU, so 1 milli-CPU serves exactly 1 milli-GPU. 1/3 and 2/3
+  // have no exact binary fraction; the integer ratio makes no such step.
+  const TargetWorkload w = Workload({"1 cpu=333m gpu=333m", "1 cpu=333m gpu=333m", "1 cpu=334m gpu=334m"});
+  const FragmentationOptions stranding{.host_stranding = true};
+  const NodeGpuAccess access(w, Gpus(1));
+  EXPECT_EQ(NodeFragmentation(w, access, {1000}, 1000, stranding), 0) << "the CPU serves exactly what is free";
+  EXPECT_EQ(NodeFragmentation(w, access, {1000}, 999, stranding), 1) << "one milli-CPU short strands one milli-GPU";
 }
 
 // F · W by its definition, kind by kind and GPU by GPU: Σ_m w_m · frag(node, m).
@@ -154,10 +165,12 @@ int64_t DefinitionOfFTimesWeight(const TargetWorkload& w, const NodeGpuAccess& a
       }
       if (fitting >= pod.gpus) {
         fragment = too_small;
-        const double usable = static_cast<double>(total - too_small);
-        if (host_stranding && cpu_free.has_value() && access.open() && w.cpu_per_gpu() > 0) {
-          const double serviceable = static_cast<double>(*cpu_free) / w.cpu_per_gpu() * 1000;
-          if (usable > serviceable) fragment += static_cast<int64_t>(usable - serviceable);
+        const int64_t usable = total - too_small;
+        const auto [cpu, gpu] = w.cpu_per_gpu();
+        if (host_stranding && cpu_free.has_value() && access.open() && cpu > 0) {
+          // Stranded: the whole milli-GPU of `usable` beyond cpu_free · gpu / cpu.
+          const __int128 over = static_cast<__int128>(usable) * cpu - static_cast<__int128>(*cpu_free) * gpu;
+          if (over > 0) fragment += static_cast<int64_t>(over / cpu);
         }
       }
     }
