@@ -107,7 +107,10 @@ std::string FormatWorkloadPod(const WorkloadPod& pod) {
   return s;
 }
 
-absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> pods) {
+namespace {
+
+// Σ weight, once every kind is well formed and the sum is in range.
+absl::StatusOr<int64_t> ValidatedTotalWeight(const std::vector<WorkloadPod>& pods) {
   if (pods.empty()) return absl::InvalidArgumentError("a workload needs at least one kind of pod");
   int64_t total = 0;
   for (const WorkloadPod& p : pods) {
@@ -116,24 +119,17 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
       return absl::InvalidArgumentError(absl::StrCat("\"", FormatWorkloadPod(p), "\": GPU count and share disagree"));
     }
     total += p.weight;  // each at most 10^9: no overflow before the check below
-    if (total > kMaxTotalWeight) {
-      return absl::InvalidArgumentError(absl::StrCat("the weights add up to more than ", kMaxTotalWeight,
+    if (total > TargetWorkload::kMaxTotalWeight) {
+      return absl::InvalidArgumentError(absl::StrCat("the weights add up to more than ", TargetWorkload::kMaxTotalWeight,
                                                      "; scale them down (only their ratios matter)"));
     }
   }
-  TargetWorkload w;
-  w.total_weight_ = total;
-  // Σ w ≤ 2^30, a GPU pod asks at most 2^20 milli-CPU of any sane node and
-  // at most a few thousand milli-GPU: both sums fit in 64 bits.
-  for (const WorkloadPod& pod : pods) {
-    if (pod.gpus == 0) continue;
-    w.cpu_per_gpu_.cpu += pod.weight * pod.cpu.value();
-    w.cpu_per_gpu_.gpu += pod.weight * pod.gpus * pod.milli.value();
-  }
+  return total;
+}
 
-  Measure& measure = w.measure_;
+// The distinct shares and CPU levels, and for every free amount how many shares fit in it.
+void SharesAndCpuLevels(const std::vector<WorkloadPod>& pods, TargetWorkload::Measure& measure) {
   for (const WorkloadPod& p : pods) {
-    w.has_models_ = w.has_models_ || !p.models.empty();
     if (p.gpus > 0) measure.shares.push_back(p.milli.value());
     if (p.gpus > 0 && p.models.empty()) measure.cpu_levels.push_back(p.cpu.value());
   }
@@ -147,12 +143,31 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
         std::upper_bound(measure.shares.begin(), measure.shares.end(), static_cast<int64_t>(free)) -
         measure.shares.begin());
   }
+}
+
+// One group of kinds (same share and GPU count) while the groups are built.
+struct GroupRows {
+  TargetWorkload::Measure::Group group;
+  std::vector<int64_t> weight_within_cpu;  // per rank
+};
+
+// The group of kinds of `share` and `gpus` in `groups` (kept in share, then
+// GPU-count order), added empty when there is none yet.
+GroupRows& GroupOf(std::vector<GroupRows>& groups, size_t share, int64_t gpus, size_t ranks) {
+  const auto group = std::lower_bound(groups.begin(), groups.end(), std::make_pair(share, gpus),
+                                      [](const GroupRows& g, const std::pair<size_t, int64_t>& key) {
+                                        return std::make_pair(g.group.share, g.group.gpus) < key;
+                                      });
+  if (group != groups.end() && group->group.share == share && group->group.gpus == gpus) return *group;
+  return *groups.insert(group, GroupRows{.group = {.share = share, .gpus = gpus, .weight = 0},
+                                         .weight_within_cpu = std::vector<int64_t>(ranks, 0)});
+}
+
+// Sorts every kind into the CPU-only weight, the model-naming kinds or its
+// group, and lays the groups' per-rank weights out flat.
+void GroupKinds(const std::vector<WorkloadPod>& pods, TargetWorkload::Measure& measure) {
   const size_t ranks = measure.cpu_levels.size() + 1;
-  struct GroupRows {
-    Measure::Group group;
-    std::vector<int64_t> weight_within_cpu;  // per rank
-  };
-  std::vector<GroupRows> groups;  // by share, then GPU count
+  std::vector<GroupRows> groups;
   for (size_t m = 0; m < pods.size(); ++m) {
     const WorkloadPod& p = pods[m];
     const size_t share = p.gpus == 0 ? 0
@@ -168,15 +183,7 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
       measure.model_kinds.push_back(m);
       continue;
     }
-    // Its group: the same share and GPU count; groups in share order.
-    const auto group = std::lower_bound(groups.begin(), groups.end(), std::make_pair(share, p.gpus),
-                                        [](const GroupRows& g, const std::pair<size_t, int64_t>& key) {
-                                          return std::make_pair(g.group.share, g.group.gpus) < key;
-                                        });
-    GroupRows& rows = group != groups.end() && group->group.share == share && group->group.gpus == p.gpus
-                          ? *group
-                          : *groups.insert(group, GroupRows{.group = {.share = share, .gpus = p.gpus, .weight = 0},
-                                                            .weight_within_cpu = std::vector<int64_t>(ranks, 0)});
+    GroupRows& rows = GroupOf(groups, share, p.gpus, ranks);
     rows.group.weight += p.weight;
     measure.any_model_weight += p.weight;
     // The kind counts at every rank whose level is at least its CPU.
@@ -190,11 +197,15 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
     measure.weight_within_cpu.insert(measure.weight_within_cpu.end(), rows.weight_within_cpu.begin(),
                                      rows.weight_within_cpu.end());
   }
-  // Each one-GPU group adds its weight from its share up: entered at the
-  // share, then summed along each rank's row (O(groups·ranks + ranks·1001)).
+}
+
+// Each one-GPU group adds its weight from its share up: entered at the
+// share, then summed along each rank's row (O(groups·ranks + ranks·1001)).
+void RoomWeights(TargetWorkload::Measure& measure) {
+  const size_t ranks = measure.cpu_levels.size() + 1;
   measure.room_weight.assign(ranks * kFrees, 0);
   for (size_t g = 0; g < measure.groups.size(); ++g) {
-    const Measure::Group& group = measure.groups[g];
+    const TargetWorkload::Measure::Group& group = measure.groups[g];
     if (group.gpus != 1) {
       measure.multi_gpu_groups.push_back(g);
       continue;
@@ -207,6 +218,26 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   for (size_t r = 0; r < ranks; ++r) {
     for (size_t f = 1; f < kFrees; ++f) measure.room_weight[r * kFrees + f] += measure.room_weight[r * kFrees + f - 1];
   }
+}
+
+}  // namespace
+
+absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> pods) {
+  absl::StatusOr<int64_t> total = ValidatedTotalWeight(pods);
+  if (!total.ok()) return total.status();
+  TargetWorkload w;
+  w.total_weight_ = *total;
+  // Σ w ≤ 2^30, a GPU pod asks at most 2^20 milli-CPU of any sane node and
+  // at most a few thousand milli-GPU: both sums fit in 64 bits.
+  for (const WorkloadPod& pod : pods) {
+    w.has_models_ = w.has_models_ || !pod.models.empty();
+    if (pod.gpus == 0) continue;
+    w.cpu_per_gpu_.cpu += pod.weight * pod.cpu.value();
+    w.cpu_per_gpu_.gpu += pod.weight * pod.gpus * pod.milli.value();
+  }
+  SharesAndCpuLevels(pods, w.measure_);
+  GroupKinds(pods, w.measure_);
+  RoomWeights(w.measure_);
   w.pods_ = std::move(pods);
   return w;
 }

@@ -260,76 +260,108 @@ namespace {
 std::atomic<uint64_t> next_node_version{1};
 }  // namespace
 
+namespace {
+
+// Host CPU and memory: allocatable, less what bound pods and binds in flight request.
+using HoldingsByUid = absl::btree_map<std::string, PodHolding>;
+
+HostResources HostOf(const HostResources& allocatable, HostRequest confirmed, const HoldingsByUid& reserved) {
+  HostResources host = allocatable;
+  host.cpu_used = confirmed.cpu;
+  host.memory_used = confirmed.memory;
+  for (const auto& [uid, pod] : reserved) {
+    host.cpu_used += pod.host.cpu;
+    host.memory_used += pod.host.memory;
+  }
+  return host;
+}
+
+// Confirmed holdings and binds in flight, alike, in uid order. A uid is in at
+// most one of the two maps (UpsertPod drops the reservation it confirms).
+std::vector<const PodHolding*> HoldersOf(const HoldingsByUid& confirmed, const HoldingsByUid& reserved) {
+  std::vector<const PodHolding*> holders;
+  holders.reserve(confirmed.size() + reserved.size());
+  for (const auto& [uid, pod] : confirmed) holders.push_back(&pod);
+  for (const auto& [uid, pod] : reserved) {
+    if (!pod.assignment.gpus.empty()) holders.push_back(&pod);  // a CPU-only bind holds no GPU
+  }
+  std::sort(holders.begin(), holders.end(), [](const PodHolding* a, const PodHolding* b) { return a->uid < b->uid; });
+  return holders;
+}
+
+// Adds every holder's shares to the node's per-GPU usage, pods and shapes;
+// `known`: the node's inventory is known, so a GPU it does not list is a problem.
+void AddHoldings(const std::vector<const PodHolding*>& holders, bool known, NodeState& s) {
+  int32_t max_index = -1;
+  for (const GpuDevice& g : s.inventory.gpus) max_index = std::max(max_index, g.index);
+  for (const PodHolding* pod : holders) {
+    for (const GpuShare& share : pod->assignment.gpus) max_index = std::max(max_index, share.index);
+  }
+  s.usage.resize(static_cast<size_t>(max_index + 1));
+  s.pods.reserve(holders.size());
+  for (const PodHolding* holder : holders) {
+    const PodHolding& pod = *holder;
+    s.pods.push_back(pod);
+    CountPodShape(pod.assignment.gpus, s.pod_shapes);
+    for (const GpuShare& share : pod.assignment.gpus) {
+      if (share.index < 0) continue;
+      s.usage[static_cast<size_t>(share.index)].Add(share);
+      const bool device_known = std::any_of(s.inventory.gpus.begin(), s.inventory.gpus.end(),
+                                            [&](const GpuDevice& g) { return g.index == share.index; });
+      if (known && !device_known) {
+        s.problems.push_back(absl::StrCat("pod ", pod.pod_key, " holds GPU ", share.index,
+                                          " which the node's inventory does not list"));
+      }
+    }
+  }
+}
+
+// The shares of the pods whose bind time is known, newest first.
+std::vector<GpuBinding> BindingsOf(const std::vector<const PodHolding*>& holders) {
+  std::vector<GpuBinding> bindings;
+  for (const PodHolding* pod : holders) {
+    if (pod->bound_at == absl::InfinitePast()) continue;
+    for (const GpuShare& share : pod->assignment.gpus) {
+      bindings.push_back(GpuBinding{.bound_at = pod->bound_at, .index = share.index, .guaranteed = share.guaranteed,
+                                    .limit = share.limit, .memory = share.memory});
+    }
+  }
+  std::stable_sort(bindings.begin(), bindings.end(),
+                   [](const GpuBinding& a, const GpuBinding& b) { return a.bound_at > b.bound_at; });
+  return bindings;
+}
+
+// Reports every GPU whose holders add up past its compute or memory.
+void ReportOvercommitment(NodeState& s) {
+  for (const GpuDevice& g : s.inventory.gpus) {
+    const GpuUsage& u = s.usage[static_cast<size_t>(g.index)];
+    if (u.guaranteed > kOneGpu) {
+      s.problems.push_back(absl::StrCat("GPU ", g.index, " is overcommitted: pods hold ", u.guaranteed.value(),
+                                        "/1000 milli guaranteed"));
+    }
+    if (g.memory_known() && u.memory > g.memory) {
+      s.problems.push_back(absl::StrCat("GPU ", g.index, " is overcommitted: pods hold ", u.memory.value(), " of ",
+                                        g.memory.value(), " MiB"));
+    }
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<const NodeState> ClusterModel::Build(const std::string& name, const NodeEntry& e) {
   auto s = std::make_shared<NodeState>();
   s->name = name;
   s->version = next_node_version.fetch_add(1, std::memory_order_relaxed);
   s->inventory_error = e.inventory_error;
   if (e.inventory_error.ok()) s->inventory = e.inventory;
-  if (e.allocatable.has_value()) {
-    HostResources host = *e.allocatable;
-    host.cpu_used = e.host_used.cpu;
-    host.memory_used = e.host_used.memory;
-    for (const auto& [uid, pod] : e.reserved) {
-      host.cpu_used += pod.host.cpu;
-      host.memory_used += pod.host.memory;
-    }
-    s->host = host;
-  }
+  if (e.allocatable.has_value()) s->host = HostOf(*e.allocatable, e.host_used, e.reserved);
   // A topology that could not be used leaves the node without one; say why.
   if (!s->inventory.topology_error.ok()) s->problems.emplace_back(s->inventory.topology_error.message());
-  // Confirmed holdings and binds in flight count alike; a uid is in at most
-  // one of the two maps (UpsertPod drops the reservation it confirms).
-  std::vector<const PodHolding*> holders;
-  holders.reserve(e.pods.size() + e.reserved.size());
-  for (const auto& [uid, pod] : e.pods) holders.push_back(&pod);
-  for (const auto& [uid, pod] : e.reserved) {
-    if (!pod.assignment.gpus.empty()) holders.push_back(&pod);  // a CPU-only bind holds no GPU
-  }
-  std::sort(holders.begin(), holders.end(), [](const PodHolding* a, const PodHolding* b) { return a->uid < b->uid; });
-  int32_t max_index = -1;
-  for (const GpuDevice& g : s->inventory.gpus) max_index = std::max(max_index, g.index);
-  for (const PodHolding* pod : holders) {
-    for (const GpuShare& share : pod->assignment.gpus) max_index = std::max(max_index, share.index);
-  }
-  s->usage.resize(static_cast<size_t>(max_index + 1));
-  s->pods.reserve(holders.size());
-  for (const PodHolding* holder : holders) {
-    const PodHolding& pod = *holder;
-    s->pods.push_back(pod);
-    CountPodShape(pod.assignment.gpus, s->pod_shapes);
-    for (const GpuShare& share : pod.assignment.gpus) {
-      if (share.index < 0) continue;
-      s->usage[static_cast<size_t>(share.index)].Add(share);
-      const bool device_known = std::any_of(s->inventory.gpus.begin(), s->inventory.gpus.end(),
-                                            [&](const GpuDevice& g) { return g.index == share.index; });
-      if (e.known && !device_known) {
-        s->problems.push_back(absl::StrCat("pod ", pod.pod_key, " holds GPU ", share.index,
-                                           " which the node's inventory does not list"));
-      }
-    }
-  }
-  for (const PodHolding* pod : holders) {
-    if (pod->bound_at == absl::InfinitePast()) continue;
-    for (const GpuShare& share : pod->assignment.gpus) {
-      s->bindings.push_back(GpuBinding{.bound_at = pod->bound_at, .index = share.index, .guaranteed = share.guaranteed,
-                                       .limit = share.limit, .memory = share.memory});
-    }
-  }
-  std::stable_sort(s->bindings.begin(), s->bindings.end(),
-                   [](const GpuBinding& a, const GpuBinding& b) { return a.bound_at > b.bound_at; });
+  const std::vector<const PodHolding*> holders = HoldersOf(e.pods, e.reserved);
+  AddHoldings(holders, e.known, *s);
+  s->bindings = BindingsOf(holders);
   s->gpu_states = JoinGpuStates(s->inventory.gpus, s->usage);
-  for (const GpuDevice& g : s->inventory.gpus) {
-    const GpuUsage& u = s->usage[static_cast<size_t>(g.index)];
-    if (u.guaranteed > kOneGpu) {
-      s->problems.push_back(absl::StrCat("GPU ", g.index, " is overcommitted: pods hold ", u.guaranteed.value(),
-                                         "/1000 milli guaranteed"));
-    }
-    if (g.memory_known() && u.memory > g.memory) {
-      s->problems.push_back(absl::StrCat("GPU ", g.index, " is overcommitted: pods hold ", u.memory.value(), " of ",
-                                         g.memory.value(), " MiB"));
-    }
-  }
+  ReportOvercommitment(*s);
   return s;
 }
 
