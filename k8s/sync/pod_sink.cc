@@ -70,68 +70,78 @@ absl::Status PodSink::Upsert(simdjson::dom::element object) {
   const bool host_problem = !pod->host_error.ok() && !pod->node_name.empty();
   if (host_problem) SetProblem(*pod, "invalid_host_request", std::string(pod->host_error.message()));
   if (pod->annotations.empty()) {
-    // Not a GPU pod: once bound it holds its host request, nothing else.
-    if (pod->node_name.empty()) {
-      // Pending: nothing to count yet. (Tracked only if it was a GPU pod.)
-      if (tracked_.contains(uid)) Forget(uid);
-      return absl::OkStatus();
-    }
-    if (!tracked_.insert(uid).second) {
-      directory_.Remove(uid);  // it may have been a GPU pod before
-      if (!host_problem) ClearProblem(uid);
-    }
-    CountHostOnly(*pod);
-    dirty_ = true;
-    return absl::OkStatus();
+    UpsertPlainPod(*pod, host_problem);
+  } else {
+    UpsertAnnotatedPod(*std::move(pod), host_problem);
   }
+  return absl::OkStatus();
+}
+
+void PodSink::UpsertPlainPod(const PodRecord& pod, bool host_problem) {
+  const std::string& uid = pod.uid;
+  // Not a GPU pod: once bound it holds its host request, nothing else.
+  if (pod.node_name.empty()) {
+    // Pending: nothing to count yet. (Tracked only if it was a GPU pod.)
+    if (tracked_.contains(uid)) Forget(uid);
+    return;
+  }
+  if (!tracked_.insert(uid).second) {
+    directory_.Remove(uid);  // it may have been a GPU pod before
+    if (!host_problem) ClearProblem(uid);
+  }
+  CountHostOnly(pod);
+  dirty_ = true;
+}
+
+void PodSink::UpsertAnnotatedPod(PodRecord pod, bool host_problem) {
+  const std::string uid = pod.uid;
   tracked_.insert(uid);
   dirty_ = true;
 
-  auto assignment_text = pod->annotations.find(Absl(kGpuAssignment));
-  if (pod->node_name.empty() || assignment_text == pod->annotations.end()) {
+  auto assignment_text = pod.annotations.find(Absl(kGpuAssignment));
+  if (pod.node_name.empty() || assignment_text == pod.annotations.end()) {
     // Pending, or bound without an assignment (bound by another scheduler):
     // it holds no GPU that Tessera counts, only its host request once bound.
     // A bind in flight for it keeps its GPUs.
-    if (pod->node_name.empty()) {
+    if (pod.node_name.empty()) {
       model_.RemovePod(uid);
     } else {
-      CountHostOnly(*pod);
+      CountHostOnly(pod);
     }
     if (!host_problem) ClearProblem(uid);
-    directory_.Upsert(std::move(*pod));
-    return absl::OkStatus();
+    directory_.Upsert(std::move(pod));
+    return;
   }
   absl::StatusOr<GpuAssignment> assignment = ParseGpuAssignment(assignment_text->second);
   if (!assignment.ok()) {
     // The pod runs, but what it holds is unknown: report it; counting a guess
     // could be worse than counting nothing. Its host request is known.
-    SetProblem(*pod, "invalid_assignment", std::string(assignment.status().message()));
-    CountHostOnly(*pod);
-    directory_.Upsert(std::move(*pod));
-    return absl::OkStatus();
+    SetProblem(pod, "invalid_assignment", std::string(assignment.status().message()));
+    CountHostOnly(pod);
+    directory_.Upsert(std::move(pod));
+    return;
   }
-  if (assignment->node != pod->node_name) {
+  if (assignment->node != pod.node_name) {
     // The pod runs where spec.nodeName says, and the device plugin hands it
     // the GPU indices of the annotation there: count them on that node.
-    SetProblem(*pod, "node_mismatch",
-               absl::StrCat("assignment names node ", assignment->node, " but the pod is bound to ", pod->node_name,
-                            "; its GPUs are counted on ", pod->node_name));
-    assignment->node = pod->node_name;
+    SetProblem(pod, "node_mismatch",
+               absl::StrCat("assignment names node ", assignment->node, " but the pod is bound to ", pod.node_name,
+                            "; its GPUs are counted on ", pod.node_name));
+    assignment->node = pod.node_name;
   } else if (!host_problem) {
     ClearProblem(uid);
   }
   PodHolding holding;
   holding.uid = uid;
-  holding.pod_key = absl::StrCat(pod->namespace_name, "/", pod->name);
+  holding.pod_key = absl::StrCat(pod.namespace_name, "/", pod.name);
   holding.assignment = std::move(*assignment);
-  holding.host = pod->host;
-  holding.bound_at = pod->scheduled_at;
+  holding.host = pod.host;
+  holding.bound_at = pod.scheduled_at;
   // A bind Tessera made itself knows its time better than the condition
   // (same second at best): keep the reservation's.
   if (std::optional<PodHolding> reserved = model_.FindReservation(uid)) holding.bound_at = reserved->bound_at;
   model_.UpsertPod(std::move(holding));
-  directory_.Upsert(std::move(*pod));
-  return absl::OkStatus();
+  directory_.Upsert(std::move(pod));
 }
 
 absl::Status PodSink::Delete(simdjson::dom::element object) {

@@ -48,6 +48,10 @@ class PodSink final : public ReflectorSink {
   void Forget(const std::string& uid);
   /// A bound pod that holds no GPU Tessera counts: only its host request.
   void CountHostOnly(const PodRecord& pod);
+  // Upsert of a live pod without annotations: it holds its host request once bound.
+  void UpsertPlainPod(const PodRecord& pod, bool host_problem);
+  // Upsert of a live pod with annotations: its GPUs come from its assignment.
+  void UpsertAnnotatedPod(PodRecord pod, bool host_problem);
   void SetProblem(const PodRecord& pod, std::string kind, std::string message);
   void ClearProblem(const std::string& uid);
 
