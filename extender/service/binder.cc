@@ -84,26 +84,30 @@ void Binder::ReserveHost(const PodRecord& pod, std::string_view node) {
   model_.Publish();
 }
 
+absl::StatusOr<PodRecord> Binder::PodToBind(const k8s::PodRef& ref) {
+  // The pod as the watch last saw it; if the watch lags, as the server has it.
+  if (std::optional<PodRecord> pod = pods_.Find(ref.uid)) return *std::move(pod);
+  const std::string pod_key = absl::StrCat(ref.namespace_name, "/", ref.name);
+  absl::StatusOr<PodRecord> fetched = api_.GetPod(ref.namespace_name, ref.name);
+  if (!fetched.ok()) {
+    return Fail("pod_lookup", absl::Status(fetched.status().code(),
+                                           absl::StrCat("cannot read pod ", pod_key, ": ", fetched.status().message())));
+  }
+  if (fetched->uid != ref.uid) {
+    return Fail("pod_replaced", absl::FailedPreconditionError(absl::StrCat(
+                                    "pod ", pod_key, " has uid ", fetched->uid, ", not ", ref.uid,
+                                    ": it was deleted and created again")));
+  }
+  return fetched;
+}
+
 absl::Status Binder::Bind(const k8s::ExtenderBindingArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   const k8s::PodRef ref{std::string(args.pod_namespace), std::string(args.pod_name), std::string(args.pod_uid)};
   const std::string pod_key = absl::StrCat(ref.namespace_name, "/", ref.name);
 
-  // The pod as the watch last saw it; if the watch lags, as the server has it.
-  std::optional<PodRecord> pod = pods_.Find(ref.uid);
-  if (!pod.has_value()) {
-    absl::StatusOr<PodRecord> fetched = api_.GetPod(ref.namespace_name, ref.name);
-    if (!fetched.ok()) {
-      return Fail("pod_lookup", absl::Status(fetched.status().code(),
-                                             absl::StrCat("cannot read pod ", pod_key, ": ", fetched.status().message())));
-    }
-    if (fetched->uid != ref.uid) {
-      return Fail("pod_replaced", absl::FailedPreconditionError(absl::StrCat(
-                                      "pod ", pod_key, " has uid ", fetched->uid, ", not ", ref.uid,
-                                      ": it was deleted and created again")));
-    }
-    pod = std::move(*fetched);
-  }
+  absl::StatusOr<PodRecord> pod = PodToBind(ref);
+  if (!pod.ok()) return pod.status();
 
   absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(pod->annotations);
   if (!request.ok()) return Fail("invalid_request", request.status());

@@ -52,6 +52,9 @@ class Binder {
   absl::StatusOr<GpuAssignment> Reserve(const PodRecord& pod, const PodGpuRequest& request, std::string_view node);
   /// Reserves the host request of a pod that asks for no GPU.
   void ReserveHost(const PodRecord& pod, std::string_view node);
+  /// The pod to bind: as the watch last saw it, or as the API server has it
+  /// when the watch lags; FailedPrecondition when its uid is not `ref`'s.
+  absl::StatusOr<PodRecord> PodToBind(const k8s::PodRef& ref);
   absl::Status Fail(std::string_view reason, absl::Status status);
 
   ClusterModel& model_;
