@@ -181,32 +181,53 @@ absl::Status TelemetryRefresher::Round() {
     absl::MutexLock lock(&config_mu_);
     source = source_;
   }
-
   absl::Status status;
   PrometheusRound round;
   if (source != nullptr) {
     const std::shared_ptr<const ClusterSnapshot> snapshot = model_.Current();
     round = source->Fetch(snapshot.get());
     CountQueries(round);
-    for (const QueryOutcome& q : round.queries) {
-      std::string& last = last_query_error_[static_cast<size_t>(q.metric)];
-      if (q.result == QueryResult::kSuccess) {
-        if (!last.empty()) LogInfo(absl::StrCat("telemetry: query ", Absl(GpuMetricName(q.metric)), " works again"));
-        last.clear();
-        continue;
-      }
-      if (status.ok()) status = q.status;
-      if (q.status.message() != last) {
-        LogWarning(absl::StrCat("telemetry: ", q.status.message(), " (the last good values stay in force until ",
-                                "they go stale)"));
-        last = std::string(q.status.message());
-      }
+    status = LogQueryOutcomes(round);
+  }
+  const absl::Time now = absl::Now();
+  const Published published = Apply(round, now);
+  prometheus_nodes_.Set(static_cast<double>(published.from_prometheus));
+  annotation_nodes_.Set(static_cast<double>(published.from_annotation));
+  fresh_gpus_.Set(static_cast<double>(published.gpus));
+  if (source != nullptr) {
+    if (round.usable()) {
+      refresh_ok_.Inc();
+      last_success_.Set(UnixSeconds(now));
+    } else {
+      refresh_failed_.Inc();
     }
   }
+  refresh_seconds_.Observe(absl::ToDoubleSeconds(absl::Now() - started));
+  return status;
+}
 
-  const absl::Time now = absl::Now();
+absl::Status TelemetryRefresher::LogQueryOutcomes(const PrometheusRound& round) {
+  absl::Status first_failure;
+  for (const QueryOutcome& q : round.queries) {
+    std::string& last = last_query_error_[static_cast<size_t>(q.metric)];
+    if (q.result == QueryResult::kSuccess) {
+      if (!last.empty()) LogInfo(absl::StrCat("telemetry: query ", Absl(GpuMetricName(q.metric)), " works again"));
+      last.clear();
+      continue;
+    }
+    if (first_failure.ok()) first_failure = q.status;
+    if (q.status.message() != last) {
+      LogWarning(absl::StrCat("telemetry: ", q.status.message(), " (the last good values stay in force until ",
+                              "they go stale)"));
+      last = std::string(q.status.message());
+    }
+  }
+  return first_failure;
+}
+
+TelemetryRefresher::Published TelemetryRefresher::Apply(PrometheusRound& round, absl::Time now) {
+  Published published;
   bool changed = false;
-  size_t from_prometheus = 0, from_annotation = 0, gpus = 0;
   {
     absl::MutexLock lock(&state_mu_);
     for (auto& [name, telemetry] : round.nodes) {
@@ -222,26 +243,14 @@ absl::Status TelemetryRefresher::Round() {
         if (record.annotation_error.empty()) emptied.push_back(name);
         continue;
       }
-      (record.published->source == TelemetrySource::kPrometheus ? from_prometheus : from_annotation)++;
-      gpus += record.published->gpus.size();
+      (record.published->source == TelemetrySource::kPrometheus ? published.from_prometheus
+                                                                 : published.from_annotation)++;
+      published.gpus += record.published->gpus.size();
     }
     for (const std::string& name : emptied) records_.erase(name);
   }
   if (changed) model_.Publish();
-
-  prometheus_nodes_.Set(static_cast<double>(from_prometheus));
-  annotation_nodes_.Set(static_cast<double>(from_annotation));
-  fresh_gpus_.Set(static_cast<double>(gpus));
-  if (source != nullptr) {
-    if (round.usable()) {
-      refresh_ok_.Inc();
-      last_success_.Set(UnixSeconds(now));
-    } else {
-      refresh_failed_.Inc();
-    }
-  }
-  refresh_seconds_.Observe(absl::ToDoubleSeconds(absl::Now() - started));
-  return status;
+  return published;
 }
 
 bool TelemetryRefresher::Publish(const std::string& name, NodeRecord& record) {

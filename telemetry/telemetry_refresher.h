@@ -93,6 +93,15 @@ class TelemetryRefresher {
   bool Publish(const std::string& name, NodeRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mu_);
   bool ShouldWake() const ABSL_SHARED_LOCKS_REQUIRED(config_mu_);
   void CountQueries(const PrometheusRound& round);
+  // Logs each query that started or stopped failing; the first failure of the round.
+  absl::Status LogQueryOutcomes(const PrometheusRound& round) ABSL_EXCLUSIVE_LOCKS_REQUIRED(round_mu_);
+  // What a round's published nodes came from.
+  struct Published {
+    size_t from_prometheus = 0, from_annotation = 0, gpus = 0;
+  };
+  // Merges the round into the records, drops what went stale and publishes
+  // the model if any node's winner changed.
+  Published Apply(PrometheusRound& round, absl::Time now);
 
   ClusterModel& model_;
   MetricsRegistry& metrics_;
