@@ -36,7 +36,9 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
   if (std::optional<PodHolding> reserved = model_.FindReservation(pod.uid)) {
     if (reserved->assignment.node == node) {
       // Same pod, same node, bind retried: keep its GPUs, restart the clock.
-      model_.Reserve(*reserved, absl::Now() + options_.reservation_ttl);
+      if (absl::Status kept = model_.Reserve(*reserved, absl::Now() + options_.reservation_ttl); !kept.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat("pod ", pod_key, ": ", kept.message()));
+      }
       return reserved->assignment;
     }
     model_.ReleaseReservation(pod.uid);  // retried onto another node
@@ -65,7 +67,13 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
   holding.assignment = assignment;
   holding.host = request.host;
   holding.bound_at = absl::Now();  // load-aware counts it until a newer utilisation sample
-  model_.Reserve(std::move(holding), absl::Now() + options_.reservation_ttl);
+  // The model checks capacity itself: a policy whose GPU choice ignores what
+  // pods hold is refused here rather than over-committing a GPU.
+  if (absl::Status reserved = model_.Reserve(std::move(holding), absl::Now() + options_.reservation_ttl);
+      !reserved.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", Absl(node), " can no longer take pod ", pod_key, ": ", reserved.message()));
+  }
   model_.Publish();
   return assignment;
 }
@@ -80,7 +88,8 @@ void Binder::ReserveHost(const PodRecord& pod, std::string_view node) {
   holding.assignment.node = std::string(node);
   holding.host = pod.host;
   holding.bound_at = absl::Now();
-  model_.Reserve(std::move(holding), absl::Now() + options_.reservation_ttl);  // replaces one on another node
+  // Holds no GPU, so the model's capacity guard has nothing to refuse.
+  (void)model_.Reserve(std::move(holding), absl::Now() + options_.reservation_ttl);  // replaces one on another node
   model_.Publish();
 }
 

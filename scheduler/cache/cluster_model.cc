@@ -189,8 +189,52 @@ void ClusterModel::RemovePod(std::string_view uid) {
   UncountHost(uid);
 }
 
-void ClusterModel::Reserve(PodHolding pod, absl::Time expires_at) {
+absl::Status ClusterModel::CheckCapacity(const PodHolding& pod) const {
+  const std::string& node = pod.assignment.node;
+  auto n = nodes_.find(node);
+  for (const GpuShare& share : pod.assignment.gpus) {
+    if (share.index < 0) {
+      return absl::FailedPreconditionError(absl::StrCat("node ", node, " has no GPU ", share.index));
+    }
+    GpuUsage total;
+    for (const GpuShare& own : pod.assignment.gpus) {
+      if (own.index == share.index) total.Add(own);
+    }
+    const GpuDevice* device = nullptr;
+    if (n != nodes_.end()) {
+      const NodeEntry& e = n->second;
+      for (const auto* holdings : {&e.pods, &e.reserved}) {
+        for (const auto& [uid, other] : *holdings) {
+          if (uid == pod.uid) continue;  // replaced by this reservation
+          for (const GpuShare& s : other.assignment.gpus) {
+            if (s.index == share.index) total.Add(s);
+          }
+        }
+      }
+      for (const GpuDevice& g : e.inventory.gpus) {
+        if (g.index == share.index) device = &g;
+      }
+      if (e.known && e.inventory_error.ok() && device == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("node ", node, " has no GPU ", share.index, " in its inventory"));
+      }
+    }
+    if (total.guaranteed > kOneGpu) {
+      return absl::ResourceExhaustedError(absl::StrCat("GPU ", share.index, " of node ", node, " would hold ",
+                                                       total.guaranteed.value(), "/1000 milli guaranteed"));
+    }
+    if (device != nullptr && device->memory_known() && total.memory > device->memory) {
+      return absl::ResourceExhaustedError(absl::StrCat("GPU ", share.index, " of node ", node, " would hold ",
+                                                       total.memory.value(), " of its ", device->memory.value(),
+                                                       " MiB"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ClusterModel::Reserve(PodHolding pod, absl::Time expires_at) {
   absl::MutexLock lock(&mu_);
+  if (absl::Status fits = CheckCapacity(pod); !fits.ok()) return fits;
   DropReservation(pod.uid);
   pod.in_flight = true;
   if (host_of_pod_.contains(pod.uid)) pod.host = HostRequest{};  // the watch counts it already
@@ -201,6 +245,7 @@ void ClusterModel::Reserve(PodHolding pod, absl::Time expires_at) {
   it->second.reserved.insert_or_assign(uid, std::move(pod));
   MarkDirty(node);
   reservations_.insert_or_assign(std::move(uid), Reservation{std::move(node), expires_at});
+  return absl::OkStatus();
 }
 
 bool ClusterModel::ReleaseReservation(std::string_view uid) {

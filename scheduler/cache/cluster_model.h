@@ -53,7 +53,15 @@ class ClusterModel {
   /// ReleaseReservation (the bind failed, the pod is gone), or when
   /// ExpireReservations finds it past `expires_at`. A second reservation for
   /// the same uid replaces the first, so a pod never holds twice.
-  void Reserve(PodHolding pod, absl::Time expires_at);
+  ///
+  /// The model guards capacity itself, whatever policy chose the GPUs: a
+  /// reservation that would take a GPU past 1000 milli guaranteed or past
+  /// its memory (where known), or that names a GPU the node's inventory does
+  /// not list, is refused and reserves nothing (the first reservation of the
+  /// same uid, if any, stays).
+  /// \return ResourceExhausted (over capacity) or FailedPrecondition (no such
+  ///   GPU), naming the node, the GPU and the numbers.
+  absl::Status Reserve(PodHolding pod, absl::Time expires_at);
   /// \return whether `uid` had a reservation.
   bool ReleaseReservation(std::string_view uid);
   /// Drops reservations that expired before `now`; returns them.
@@ -97,6 +105,9 @@ class ClusterModel {
   };
 
   void DropReservation(std::string_view uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `pod`'s shares fit on its node next to what every other pod
+  // holds or has reserved there (Reserve's guard).
+  absl::Status CheckCapacity(const PodHolding& pod) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The reservation's holding of `uid`; null when it has none.
   PodHolding* ReservedHolding(std::string_view uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts `request` of pod `uid` on `node`'s host, instead of what it counted before.

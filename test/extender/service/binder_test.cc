@@ -16,6 +16,7 @@
 #include "k8s/gpu_assignment.h"
 #include "policies/builtin_registry.h"
 #include "scheduler/model/absl_compat.h"
+#include "test/testing/fake_plugins.h"
 #include "test/testing/service_fixture.h"
 
 namespace tessera {
@@ -165,6 +166,26 @@ TEST_F(BinderTest, WritesTheAssignmentThenTheBindingAndCountsTheGpusAtOnce) {
   // Counted before any watch event confirms it.
   EXPECT_EQ(Held("n1", 0), 250);
   EXPECT_EQ(model_.reservation_count(), 1u);
+}
+
+TEST_F(BinderTest, APolicyWhoseChoiceIgnoresWhatPodsHoldCannotOverCommitAGpu) {
+  // fake-chooser always picks GPU 0 and filters nothing: only the model's own
+  // capacity guard stands between the second pod and 1200/1000 milli.
+  const PluginRegistry fakes = config_test::FakeRegistry();
+  absl::StatusOr<std::shared_ptr<const Profile>> careless =
+      LoadPolicyText("apiVersion: tessera.io/v1alpha1\nkind: SchedulingPolicy\nplugins:\n  - name: fake-chooser\n", "careless.yaml", fakes);
+  ASSERT_TRUE(careless.ok()) << careless.status();
+  profile_ = *careless;
+  const PodRecord first = PendingPod("first", "0.6");
+  const PodRecord second = PendingPod("second", "0.6");
+  Known(first);
+  Known(second);
+  ASSERT_TRUE(binder_->Bind(Args(first, "n1")).ok());
+  const absl::Status refused = binder_->Bind(Args(second, "n1"));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("GPU 0 of node n1 would hold 1200/1000 milli guaranteed"));
+  EXPECT_EQ(Held("n1", 0), 600);
+  EXPECT_TRUE(api_.Pod("ml/second")->node_name.empty()) << "no Binding for the refused pod";
 }
 
 TEST_F(BinderTest, TheWatchConfirmingTheBoundPodEndsTheReservationWithoutCountingTwice) {

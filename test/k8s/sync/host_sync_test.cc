@@ -116,7 +116,7 @@ TEST_F(HostSyncTest, ABindInFlightCountsItsRequestUntilTheWatchShowsThePodBound)
   bind.pod_key = "ml/p";
   bind.assignment.node = "n";
   bind.host = HostRequest{.cpu = MilliCpu(2000), .memory = MemoryMiB(1024)};
-  model_.Reserve(bind, absl::InfiniteFuture());
+  ASSERT_TRUE(model_.Reserve(bind, absl::InfiniteFuture()).ok());
   model_.Publish();
   EXPECT_EQ(Host("n"), Used(8000, 2000, 32768, 1024));
   ApplyPod(Pod("p", "", "2", "1Gi", "Pending"));
@@ -127,7 +127,10 @@ TEST_F(HostSyncTest, ABindInFlightCountsItsRequestUntilTheWatchShowsThePodBound)
 }
 
 TEST_F(HostSyncTest, AGpuBindConfirmedWithoutItsAssignmentKeepsItsGpusButCountsItsRequestOnce) {
-  ApplyNode(Node("n"));
+  // One GPU, as the device plugin's allocatable count says (the model
+  // refuses a reservation on a GPU the node does not list).
+  ApplyNode(R"({"metadata":{"name":"n"},"status":{"allocatable":{"cpu":"8","memory":"32Gi","pods":"110",)"
+            R"("nvidia.com/gpu":"1"}}})");
   PodHolding bind;
   bind.uid = "p";
   bind.pod_key = "ml/p";
@@ -136,7 +139,7 @@ TEST_F(HostSyncTest, AGpuBindConfirmedWithoutItsAssignmentKeepsItsGpusButCountsI
   share.guaranteed = share.limit = MilliGpu(500);
   bind.assignment.gpus.push_back(share);
   bind.host = HostRequest{.cpu = MilliCpu(1000), .memory = MemoryMiB(0)};
-  model_.Reserve(bind, absl::InfiniteFuture());
+  ASSERT_TRUE(model_.Reserve(bind, absl::InfiniteFuture()).ok());
   // Bound, with a GPU request but (not yet) its assignment annotation.
   ApplyPod(Pod("p", "n", "1", "0", "Running", 500, /*assigned=*/false));
   EXPECT_EQ(Host("n"), Used(8000, 1000, 32768, 0));

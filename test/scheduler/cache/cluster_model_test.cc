@@ -167,7 +167,7 @@ TEST(ClusterModel, InconsistenciesAreReportedNotFatal) {
 TEST(Reservations, ABindInFlightCountsFromTheMomentItIsReserved) {
   ClusterModel m;
   m.UpsertNode("n1", Gpus(2), absl::OkStatus());
-  m.Reserve(Pod("u1", "n1", {0}, 600), absl::Now() + absl::Minutes(1));
+  ASSERT_TRUE(m.Reserve(Pod("u1", "n1", {0}, 600), absl::Now() + absl::Minutes(1)).ok());
   m.Publish();
   EXPECT_EQ(Held(m, "n1", 0), 600);
   EXPECT_EQ(m.reservation_count(), 1u);
@@ -179,7 +179,7 @@ TEST(Reservations, ABindInFlightCountsFromTheMomentItIsReserved) {
 TEST(Reservations, TheWatchShowingThePodConfirmsItWithoutCountingTwice) {
   ClusterModel m;
   m.UpsertNode("n1", Gpus(1), absl::OkStatus());
-  m.Reserve(Pod("u1", "n1", {0}, 600), absl::Now() + absl::Minutes(1));
+  ASSERT_TRUE(m.Reserve(Pod("u1", "n1", {0}, 600), absl::Now() + absl::Minutes(1)).ok());
   m.UpsertPod(Pod("u1", "n1", {0}, 600));
   m.Publish();
   EXPECT_EQ(Held(m, "n1", 0), 600);
@@ -192,8 +192,8 @@ TEST(Reservations, TheWatchShowingThePodConfirmsItWithoutCountingTwice) {
 TEST(Reservations, ReservingTheSamePodAgainReplacesTheFirstReservation) {
   ClusterModel m;
   m.UpsertNode("n1", Gpus(2), absl::OkStatus());
-  m.Reserve(Pod("u1", "n1", {0}, 600), absl::Now() + absl::Minutes(1));
-  m.Reserve(Pod("u1", "n1", {1}, 600), absl::Now() + absl::Minutes(1));
+  ASSERT_TRUE(m.Reserve(Pod("u1", "n1", {0}, 600), absl::Now() + absl::Minutes(1)).ok());
+  ASSERT_TRUE(m.Reserve(Pod("u1", "n1", {1}, 600), absl::Now() + absl::Minutes(1)).ok());
   m.Publish();
   EXPECT_EQ(Held(m, "n1", 0), 0);
   EXPECT_EQ(Held(m, "n1", 1), 600);
@@ -204,7 +204,7 @@ TEST(Reservations, ARemovedPodHoldingLeavesItsBindInFlightAlone) {
   // the sink removes any confirmed holding, but the bind still counts.
   ClusterModel m;
   m.UpsertNode("n1", Gpus(1), absl::OkStatus());
-  m.Reserve(Pod("u1", "n1", {0}, 300), absl::Now() + absl::Minutes(1));
+  ASSERT_TRUE(m.Reserve(Pod("u1", "n1", {0}, 300), absl::Now() + absl::Minutes(1)).ok());
   m.RemovePod("u1");
   m.Publish();
   EXPECT_EQ(Held(m, "n1", 0), 300);
@@ -214,8 +214,8 @@ TEST(Reservations, ReleasingAndExpiringFreeTheGpus) {
   ClusterModel m;
   m.UpsertNode("n1", Gpus(2), absl::OkStatus());
   const absl::Time now = absl::Now();
-  m.Reserve(Pod("failed", "n1", {0}, 500), now + absl::Minutes(1));
-  m.Reserve(Pod("late", "n1", {1}, 400), now + absl::Seconds(1));
+  ASSERT_TRUE(m.Reserve(Pod("failed", "n1", {0}, 500), now + absl::Minutes(1)).ok());
+  ASSERT_TRUE(m.Reserve(Pod("late", "n1", {1}, 400), now + absl::Seconds(1)).ok());
   EXPECT_TRUE(m.ReleaseReservation("failed"));
   EXPECT_FALSE(m.ReleaseReservation("failed"));
   EXPECT_TRUE(m.ExpireReservations(now).empty());
@@ -228,9 +228,50 @@ TEST(Reservations, ReleasingAndExpiringFreeTheGpus) {
   EXPECT_EQ(m.reservation_count(), 0u);
 }
 
+TEST(Reservations, TheModelRefusesAReservationPastAGpusCapacityWhateverChoseIt) {
+  struct Case {
+    std::string name;
+    PodHolding reservation;
+    absl::StatusCode code;  // kOk: reserved
+    std::string message;
+  };
+  // n1: GPU 0 holds 600 milli and 10 GiB (one pod confirmed, one in flight); 16 GiB cards.
+  const std::vector<Case> cases = {
+      {"the last 400 milli of a GPU can be reserved", Pod("new", "n1", {0}, 400), absl::StatusCode::kOk, ""},
+      {"one milli more than is left is refused", Pod("new", "n1", {0}, 401), absl::StatusCode::kResourceExhausted,
+       "GPU 0 of node n1 would hold 1001/1000 milli guaranteed"},
+      {"memory past the card is refused", Pod("new", "n1", {1}, 100, 16385), absl::StatusCode::kResourceExhausted,
+       "GPU 1 of node n1 would hold 16385 of its 16384 MiB"},
+      {"memory adds up with what pods hold", Pod("new", "n1", {0}, 100, 6145), absl::StatusCode::kResourceExhausted,
+       "would hold 16385 of its 16384 MiB"},
+      {"a GPU the inventory does not list is refused", Pod("new", "n1", {7}, 100),
+       absl::StatusCode::kFailedPrecondition, "node n1 has no GPU 7 in its inventory"},
+      {"a pod listing one GPU twice counts both shares", Pod("new", "n1", {1, 1}, 600),
+       absl::StatusCode::kResourceExhausted, "GPU 1 of node n1 would hold 1200/1000"},
+      {"the pod's own earlier reservation is replaced, not added", Pod("flight", "n1", {0}, 700),
+       absl::StatusCode::kOk, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ClusterModel m;
+    m.UpsertNode("n1", Gpus(2), absl::OkStatus());
+    m.UpsertPod(Pod("held", "n1", {0}, 300, 4096));
+    ASSERT_TRUE(m.Reserve(Pod("flight", "n1", {0}, 300, 6144), absl::Now() + absl::Minutes(1)).ok());
+    const absl::Status st = m.Reserve(c.reservation, absl::Now() + absl::Minutes(1));
+    EXPECT_EQ(st.code(), c.code) << st;
+    EXPECT_THAT(std::string(st.message()), HasSubstr(c.message));
+    m.Publish();
+    if (!st.ok()) {
+      EXPECT_EQ(Held(m, "n1", 0), 600) << "a refused reservation holds nothing";
+      EXPECT_EQ(Held(m, "n1", 1), 0);
+      EXPECT_EQ(m.reservation_count(), 1u);
+    }
+  }
+}
+
 TEST(Reservations, AReservationOnANodeTheModelDoesNotKnowDisappearsWithIt) {
   ClusterModel m;
-  m.Reserve(Pod("u1", "ghost", {0}, 500), absl::Now() + absl::Minutes(1));
+  ASSERT_TRUE(m.Reserve(Pod("u1", "ghost", {0}, 500), absl::Now() + absl::Minutes(1)).ok());
   EXPECT_EQ(m.Publish()->node_count(), 1u);
   m.ReleaseReservation("u1");
   EXPECT_EQ(m.Publish()->node_count(), 0u);

@@ -151,7 +151,7 @@ TEST(NodeVersionTest, OnlyTheNodesThatChangedGetANewVersion) {
        {"node-1"}},
       {"an unbind renews the node it leaves", [](ClusterModel& m) { m.RemovePod("seed-3"); }, {"node-3"}},
       {"a reservation renews its node", [](ClusterModel& m) {
-         m.Reserve(Holding("r", "node-2", 1, 500), absl::InfiniteFuture());
+         ASSERT_TRUE(m.Reserve(Holding("r", "node-2", 1, 500), absl::InfiniteFuture()).ok());
        }, {"node-2"}},
       {"a new inventory renews the node", [](ClusterModel& m) { m.UpsertNode("node-4", Gpus(8), absl::OkStatus()); },
        {"node-4"}},
