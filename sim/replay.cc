@@ -131,6 +131,45 @@ bool AnswersDependOnSalt(const Profile& profile, const Cluster& cluster, const P
   return false;
 }
 
+namespace {
+
+// Every node's verdict and raw scores for `request` (kept per class while a
+// node's version stays, when memoised): the nodes where it fits, in order,
+// and per score plugin their raw scores.
+void EvaluateNodes(const Profile& profile, const PodGpuRequest& request, const Cluster& cluster, bool memoised,
+                   std::vector<Verdict>& verdict, std::vector<int64_t>& memo_raw, std::vector<uint32_t>& feasible,
+                   std::vector<std::vector<int64_t>>& scores) {
+  const size_t k = scores.size();
+  feasible.clear();
+  for (auto& s : scores) s.clear();
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    Verdict& v = verdict[i];
+    if (!memoised || v.version != cluster.version(i)) {
+      Evaluate(profile, request, cluster.View(i), v, absl::MakeSpan(memo_raw.data() + i * k, k));
+      v.version = cluster.version(i);
+    }
+    if (!v.fits) continue;
+    feasible.push_back(static_cast<uint32_t>(i));
+    for (size_t s = 0; s < k; ++s) scores[s].push_back(memo_raw[i * k + s]);
+  }
+}
+
+// The feasible node with the highest weighted score; ties go to the lower
+// rank (the run's random node order, as kube-scheduler's pick among equals).
+size_t BestNode(const Profile& profile, const std::vector<uint32_t>& feasible,
+                std::vector<std::vector<int64_t>>& scores, const std::vector<uint32_t>& rank,
+                std::vector<int64_t>& totals) {
+  totals.assign(feasible.size(), 0);
+  for (size_t s = 0; s < scores.size(); ++s) profile.AddWeighted(s, absl::MakeSpan(scores[s]), absl::MakeSpan(totals));
+  size_t best = 0;
+  for (size_t j = 1; j < feasible.size(); ++j) {
+    if (totals[j] > totals[best] || (totals[j] == totals[best] && rank[feasible[j]] < rank[feasible[best]])) best = j;
+  }
+  return feasible[best];
+}
+
+}  // namespace
+
 ReplayResult Replay(const ReplayInput& in) {
   const Profile& profile = *in.profile;
   auto owned = std::make_shared<Cluster>(*in.empty_cluster);
@@ -166,18 +205,7 @@ ReplayResult Replay(const ReplayInput& in) {
       memo_raw.resize(n * k);
     }
 
-    feasible.clear();
-    for (auto& s : scores) s.clear();
-    for (size_t i = 0; i < n; ++i) {
-      Verdict& v = verdict[i];
-      if (!result.memoised || v.version != cluster.version(i)) {
-        Evaluate(profile, request, cluster.View(i), v, absl::MakeSpan(memo_raw.data() + i * k, k));
-        v.version = cluster.version(i);
-      }
-      if (!v.fits) continue;
-      feasible.push_back(static_cast<uint32_t>(i));
-      for (size_t s = 0; s < k; ++s) scores[s].push_back(memo_raw[i * k + s]);
-    }
+    EvaluateNodes(profile, request, cluster, result.memoised, verdict, memo_raw, feasible, scores);
 
     arrived += pod.total_milli();
     if (feasible.empty()) {
@@ -185,13 +213,7 @@ ReplayResult Replay(const ReplayInput& in) {
       ++result.failed_pods[kind];
       result.failed_milli[kind] += pod.total_milli();
     } else {
-      totals.assign(feasible.size(), 0);
-      for (size_t s = 0; s < k; ++s) profile.AddWeighted(s, absl::MakeSpan(scores[s]), absl::MakeSpan(totals));
-      size_t best = 0;
-      for (size_t j = 1; j < feasible.size(); ++j) {
-        if (totals[j] > totals[best] || (totals[j] == totals[best] && rank[feasible[j]] < rank[feasible[best]])) best = j;
-      }
-      const size_t node = feasible[best];
+      const size_t node = BestNode(profile, feasible, scores, rank, totals);
       const std::vector<GpuShare> shares = profile.SharesFor(request, cluster.View(node), verdict[node].choice);
       cluster.Place(node, request, shares);
       fragmentation.Update(cluster, node);
