@@ -167,7 +167,7 @@ class InstantPodApi final : public k8s::PodApi {
   absl::Status Annotate(const k8s::PodRef&, const std::vector<std::pair<std::string, std::string>>&) override {
     return absl::OkStatus();
   }
-  absl::Status Bind(const k8s::PodRef&, std::string_view) override { return absl::OkStatus(); }
+  absl::Status Bind(const k8s::PodRef&, std::string_view, const Annotations&) override { return absl::OkStatus(); }
 };
 
 void BM_BindExcludingApiServer(benchmark::State& state) {

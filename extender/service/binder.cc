@@ -128,19 +128,16 @@ absl::Status Binder::Bind(const k8s::ExtenderBindingArgs& args) {
     if (model_.ReleaseReservation(ref.uid)) model_.Publish();
   };
   std::optional<GpuAssignment> assignment;
+  k8s::PodApi::Annotations annotations;
   if (request->has_value()) {
     absl::StatusOr<GpuAssignment> reserved = Reserve(*pod, ProfileRequest(*request, pod->host), args.node);
     if (!reserved.ok()) return Fail("no_fit", reserved.status());
     assignment = std::move(*reserved);
-    // The annotation first: once the Binding exists the kubelet may start the
-    // pod, and its GPUs must already be on record.
-    const absl::Status annotated = api_.Annotate(ref, {{std::string(k8s::kGpuAssignment), k8s::FormatGpuAssignment(*assignment)},
-                                                       {std::string(k8s::kVisibleDevices), k8s::FormatVisibleDevices(*assignment)}});
-    if (!annotated.ok()) {
-      release();
-      return Fail("annotate", absl::Status(annotated.code(), absl::StrCat("cannot record the GPU assignment on pod ",
-                                                                         pod_key, ": ", annotated.message())));
-    }
+    // One write: the API server copies the Binding's annotations onto the
+    // pod together with spec.nodeName, under the uid precondition, so the
+    // kubelet never sees the pod bound without its GPUs on record.
+    annotations = {{std::string(k8s::kGpuAssignment), k8s::FormatGpuAssignment(*assignment)},
+                   {std::string(k8s::kVisibleDevices), k8s::FormatVisibleDevices(*assignment)}};
   } else {
     // Not a GPU pod: Tessera is this scheduler's binder, so it binds it all
     // the same, with no assignment. Its CPU and memory count from now, so
@@ -148,7 +145,7 @@ absl::Status Binder::Bind(const k8s::ExtenderBindingArgs& args) {
     // kube-scheduler's own NodeResourcesFit has placed it.
     ReserveHost(*pod, args.node);
   }
-  absl::Status bound = api_.Bind(ref, args.node);
+  absl::Status bound = api_.Bind(ref, args.node, annotations);
   if (absl::IsFailedPrecondition(bound)) {
     // 409: maybe this very bind succeeded before and its answer was lost.
     absl::StatusOr<PodRecord> now = api_.GetPod(ref.namespace_name, ref.name);

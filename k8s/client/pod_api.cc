@@ -41,20 +41,30 @@ absl::StatusOr<PodRecord> KubePodApi::GetPod(std::string_view namespace_name, st
   return DecodePodRecord(root);
 }
 
-absl::Status KubePodApi::Annotate(const PodRef& pod,
-                                  const std::vector<std::pair<std::string, std::string>>& annotations) {
-  // A JSON merge patch; metadata.uid cannot change, so the API server treats
-  // it as a precondition and answers 409 if the pod was replaced meanwhile.
-  std::string body = "{\"metadata\":{\"uid\":";
-  AppendJsonString(body, pod.uid);
-  body += ",\"annotations\":{";
+namespace {
+
+// `"annotations":{...}` of a JSON object, keys and values escaped.
+void AppendAnnotations(std::string& body, const PodApi::Annotations& annotations) {
+  body += "\"annotations\":{";
   for (size_t i = 0; i < annotations.size(); ++i) {
     if (i > 0) body += ',';
     AppendJsonString(body, annotations[i].first);
     body += ':';
     AppendJsonString(body, annotations[i].second);
   }
-  body += "}}}";
+  body += '}';
+}
+
+}  // namespace
+
+absl::Status KubePodApi::Annotate(const PodRef& pod, const Annotations& annotations) {
+  // A JSON merge patch; metadata.uid cannot change, so the API server treats
+  // it as a precondition and answers 409 if the pod was replaced meanwhile.
+  std::string body = "{\"metadata\":{\"uid\":";
+  AppendJsonString(body, pod.uid);
+  body += ',';
+  AppendAnnotations(body, annotations);
+  body += "}}";
   const std::string path = PodPath(pod.namespace_name, pod.name);
   absl::StatusOr<ApiResponse> r = client_.Send("PATCH", path, body, "application/merge-patch+json");
   if (!r.ok()) return r.status();
@@ -62,13 +72,17 @@ absl::Status KubePodApi::Annotate(const PodRef& pod,
   return absl::OkStatus();
 }
 
-absl::Status KubePodApi::Bind(const PodRef& pod, std::string_view node) {
+absl::Status KubePodApi::Bind(const PodRef& pod, std::string_view node, const Annotations& annotations) {
   std::string body = "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":";
   AppendJsonString(body, pod.name);
   body += ",\"namespace\":";
   AppendJsonString(body, pod.namespace_name);
   body += ",\"uid\":";
   AppendJsonString(body, pod.uid);
+  if (!annotations.empty()) {
+    body += ',';
+    AppendAnnotations(body, annotations);
+  }
   body += "},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":";
   AppendJsonString(body, node);
   body += "}}";

@@ -32,8 +32,12 @@ class PodApi {
   /// Sets annotations on the pod if its uid is still `pod.uid` (the uid in
   /// the patch is a precondition the API server checks).
   virtual absl::Status Annotate(const PodRef& pod, const std::vector<std::pair<std::string, std::string>>& annotations) = 0;
-  /// Creates the pod's Binding to `node`.
-  virtual absl::Status Bind(const PodRef& pod, std::string_view node) = 0;
+  /// Annotations a write sets on the pod.
+  using Annotations = std::vector<std::pair<std::string, std::string>>;
+  /// Creates the pod's Binding to `node`, with `pod.uid` as a precondition.
+  /// The API server copies the Binding's `annotations` onto the pod in the
+  /// same write as spec.nodeName: they land together or not at all.
+  virtual absl::Status Bind(const PodRef& pod, std::string_view node, const Annotations& annotations) = 0;
 };
 
 /// PodApi over the API server.
@@ -42,7 +46,7 @@ class KubePodApi final : public PodApi {
   explicit KubePodApi(ApiClient& client) : client_(client) {}
   absl::StatusOr<PodRecord> GetPod(std::string_view namespace_name, std::string_view name) override;
   absl::Status Annotate(const PodRef& pod, const std::vector<std::pair<std::string, std::string>>& annotations) override;
-  absl::Status Bind(const PodRef& pod, std::string_view node) override;
+  absl::Status Bind(const PodRef& pod, std::string_view node, const Annotations& annotations) override;
 
  private:
   ApiClient& client_;

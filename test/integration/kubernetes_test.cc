@@ -158,7 +158,7 @@ TEST_F(KubernetesEndToEnd, NodesFromTheWatchAnswerFilterAndPrioritizeByName) {
   EXPECT_EQ(nlohmann::json::parse(prioritize.body).size(), 2u);
 }
 
-TEST_F(KubernetesEndToEnd, BindWritesTheAssignmentThenTheBindingAndTheWatchConfirmsIt) {
+TEST_F(KubernetesEndToEnd, BindWritesTheAssignmentWithTheBindingInOneCallAndTheWatchConfirmsIt) {
   Tessera tessera(api_);
   testing::HttpClient http(tessera.port());
   ASSERT_TRUE(tessera.WaitForSync());
@@ -169,13 +169,12 @@ TEST_F(KubernetesEndToEnd, BindWritesTheAssignmentThenTheBindingAndTheWatchConfi
   const testing::HttpAnswer bind = http.Post("/bind", BindArgs(pod, "big"));
   ASSERT_EQ(bind.status, 200);
   EXPECT_EQ(bind.body, R"({"Error":""})");
-  // The annotation first, then the Binding.
+  // One write: the Binding carries the assignment onto the pod.
   std::vector<std::string> writes;
   for (const auto& r : api_.Requests()) {
     if (r.method != "GET") writes.push_back(absl::StrCat(r.method, " ", r.path));
   }
-  EXPECT_EQ(writes, (std::vector<std::string>{"PATCH /api/v1/namespaces/ml/pods/p",
-                                              "POST /api/v1/namespaces/ml/pods/p/binding"}));
+  EXPECT_EQ(writes, (std::vector<std::string>{"POST /api/v1/namespaces/ml/pods/p/binding"}));
   const nlohmann::json stored = *api_.Pod("ml", "p");
   EXPECT_EQ(stored["spec"]["nodeName"], "big");
   absl::StatusOr<GpuAssignment> assignment =
@@ -268,17 +267,21 @@ TEST_F(KubernetesEndToEnd, AFailedBindingAnswersAnErrorAndReleasesTheGpus) {
   EXPECT_EQ(tessera.Held("small", 0), 1000);
 }
 
-TEST_F(KubernetesEndToEnd, APatchConflictFromAReplacedPodIsAnErrorNotAnAllocation) {
+TEST_F(KubernetesEndToEnd, ABindingConflictIsAnErrorNotAnAllocationAndRecordsNothing) {
   Tessera tessera(api_);
   testing::HttpClient http(tessera.port());
   ASSERT_TRUE(tessera.WaitForSync());
   const nlohmann::json pod = AddPod(PendingPod("p", "0.5"));
   ASSERT_TRUE(WaitFor([&] { return api_.Pod("ml", "p").has_value(); }));
-  api_.ConflictNextPatch();
+  api_.ConflictNextBinding();
   const testing::HttpAnswer a = http.Post("/bind", BindArgs(pod, "small"));
-  EXPECT_THAT(a.body, HasSubstr("cannot record the GPU assignment on pod ml/p"));
+  EXPECT_THAT(a.body, HasSubstr("cannot bind pod ml/p to node small"));
   EXPECT_EQ(tessera.Held("small", 0), 0);
-  EXPECT_FALSE((*api_.Pod("ml", "p"))["spec"].contains("nodeName"));
+  const nlohmann::json stored = *api_.Pod("ml", "p");
+  EXPECT_FALSE(stored["spec"].contains("nodeName"));
+  EXPECT_FALSE(stored["metadata"].contains("annotations") &&
+               stored["metadata"]["annotations"].contains(std::string(k8s::kGpuAssignment)))
+      << "the assignment lands with the binding or not at all";
 }
 
 TEST_F(KubernetesEndToEnd, DebugShowsTheWatchAndBindsInFlight) {

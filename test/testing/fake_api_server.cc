@@ -1061,6 +1061,14 @@ struct FakeApiServer::Impl {
       }
       json object = stored;
       object["spec"]["nodeName"] = node;
+      // The API server copies the Binding's annotations onto the pod in the
+      // same write (pkg/registry/core/pod/storage: setPodHostAndAnnotations).
+      if (const json* annotations = binding.contains("metadata") ? &binding["metadata"] : nullptr;
+          annotations != nullptr && annotations->contains("annotations") && (*annotations)["annotations"].is_object()) {
+        for (const auto& [key, value] : (*annotations)["annotations"].items()) {
+          object["metadata"]["annotations"][key] = value;
+        }
+      }
       json& conditions = object["status"]["conditions"];
       if (!conditions.is_array()) conditions = json::array();
       json kept = json::array();

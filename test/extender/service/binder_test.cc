@@ -1,4 +1,4 @@
-// Bind: reserve, annotate, bind — against an in-memory PodApi, so every
+// Bind: reserve, then one Binding carrying the assignment — against an in-memory PodApi, so every
 // failure and race can be staged exactly.
 #include "extender/service/binder.h"
 
@@ -43,7 +43,6 @@ class FakePodApi final : public k8s::PodApi {
     absl::MutexLock lock(&mu_);
     return calls_;
   }
-  void FailAnnotate(absl::Status s) { absl::MutexLock l(&mu_); annotate_error_ = std::move(s); }
   void FailBind(absl::Status s) { absl::MutexLock l(&mu_); bind_error_ = std::move(s); }
 
   absl::StatusOr<PodRecord> GetPod(std::string_view ns, std::string_view name) override {
@@ -58,22 +57,24 @@ class FakePodApi final : public k8s::PodApi {
     absl::MutexLock lock(&mu_);
     const std::string key = absl::StrCat(pod.namespace_name, "/", pod.name);
     calls_.push_back(absl::StrCat("annotate ", key));
-    if (!annotate_error_.ok()) return annotate_error_;
     auto it = pods_.find(key);
     if (it == pods_.end()) return absl::NotFoundError("not found");
     if (it->second.uid != pod.uid) return absl::FailedPreconditionError("Precondition failed: UID");
     for (const auto& [k, v] : annotations) it->second.annotations[k] = v;
     return absl::OkStatus();
   }
-  absl::Status Bind(const k8s::PodRef& pod, std::string_view node) override {
+  absl::Status Bind(const k8s::PodRef& pod, std::string_view node, const Annotations& annotations) override {
     absl::MutexLock lock(&mu_);
     const std::string key = absl::StrCat(pod.namespace_name, "/", pod.name);
-    calls_.push_back(absl::StrCat("bind ", key, " ", Absl(node)));
+    calls_.push_back(absl::StrCat("bind ", key, " ", Absl(node), annotations.empty() ? "" : " with annotations"));
     if (!bind_error_.ok()) return bind_error_;
     auto it = pods_.find(key);
     if (it == pods_.end()) return absl::NotFoundError("not found");
+    if (it->second.uid != pod.uid) return absl::FailedPreconditionError("Precondition failed: UID");
     if (!it->second.node_name.empty()) return absl::FailedPreconditionError("pod is already assigned to a node");
+    // As the API server: the annotations and the node in one write.
     it->second.node_name = std::string(node);
+    for (const auto& [k, v] : annotations) it->second.annotations[k] = v;
     return absl::OkStatus();
   }
 
@@ -81,7 +82,6 @@ class FakePodApi final : public k8s::PodApi {
   absl::Mutex mu_;
   std::map<std::string, PodRecord> pods_;
   std::vector<std::string> calls_;
-  absl::Status annotate_error_;
   absl::Status bind_error_;
 };
 
@@ -152,7 +152,7 @@ TEST_F(BinderTest, WritesTheAssignmentThenTheBindingAndCountsTheGpusAtOnce) {
   const PodRecord pod = PendingPod("p", "0.25");
   Known(pod);
   ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
-  EXPECT_THAT(api_.calls(), ElementsAre("annotate ml/p", "bind ml/p n1"));
+  EXPECT_THAT(api_.calls(), ElementsAre("bind ml/p n1 with annotations")) << "one API call per bind";
   const PodRecord after = *api_.Pod("ml/p");
   EXPECT_EQ(after.node_name, "n1");
   absl::StatusOr<GpuAssignment> written = k8s::ParseGpuAssignment(after.annotations.at(std::string(k8s::kGpuAssignment)));
@@ -200,18 +200,6 @@ TEST_F(BinderTest, TheWatchConfirmingTheBoundPodEndsTheReservationWithoutCountin
   EXPECT_EQ(Held("n1", 0), 500);
 }
 
-TEST_F(BinderTest, AFailedAnnotationReleasesTheGpusAndSaysWhy) {
-  const PodRecord pod = PendingPod("p");
-  Known(pod);
-  api_.FailAnnotate(absl::UnavailableError("PATCH: HTTP 500: etcd timeout"));
-  const absl::Status st = binder_->Bind(Args(pod, "n1"));
-  EXPECT_THAT(st.message(), HasSubstr("cannot record the GPU assignment on pod ml/p"));
-  EXPECT_THAT(st.message(), HasSubstr("etcd timeout"));
-  EXPECT_THAT(api_.calls(), ElementsAre("annotate ml/p"));  // never bound without the annotation
-  EXPECT_EQ(Held("n1", 0), 0);
-  EXPECT_EQ(model_.reservation_count(), 0u);
-}
-
 TEST_F(BinderTest, AFailedBindingReleasesTheGpus) {
   const PodRecord pod = PendingPod("p");
   Known(pod);
@@ -219,6 +207,8 @@ TEST_F(BinderTest, AFailedBindingReleasesTheGpus) {
   const absl::Status st = binder_->Bind(Args(pod, "n1"));
   EXPECT_THAT(st.message(), HasSubstr("cannot bind pod ml/p to node n1: connection reset"));
   EXPECT_EQ(Held("n1", 0), 0);
+  EXPECT_FALSE(api_.Pod("ml/p")->annotations.contains(std::string(k8s::kGpuAssignment)))
+      << "no assignment recorded without the binding";
 }
 
 TEST_F(BinderTest, ABindThatFindsTheGpusTakenAnswersAClearErrorAndWritesNothing) {
@@ -229,7 +219,7 @@ TEST_F(BinderTest, ABindThatFindsTheGpusTakenAnswersAClearErrorAndWritesNothing)
   ASSERT_TRUE(binder_->Bind(Args(first, "n1")).ok());
   const absl::Status st = binder_->Bind(Args(second, "n1"));
   EXPECT_THAT(st.message(), HasSubstr("node n1 can no longer take pod ml/second"));
-  EXPECT_THAT(api_.calls(), ElementsAre("annotate ml/first", "bind ml/first n1"));
+  EXPECT_THAT(api_.calls(), ElementsAre("bind ml/first n1 with annotations"));
 }
 
 TEST_F(BinderTest, ARepeatedBindForTheSamePodNeverAllocatesTwice) {
@@ -266,7 +256,7 @@ TEST_F(BinderTest, APodTheWatchHasNotDeliveredYetIsReadFromTheApiServer) {
   const PodRecord pod = PendingPod("fresh", "0.3");
   api_.Add(pod);  // not in the directory
   ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
-  EXPECT_THAT(api_.calls(), ElementsAre("get ml/fresh", "annotate ml/fresh", "bind ml/fresh n1"));
+  EXPECT_THAT(api_.calls(), ElementsAre("get ml/fresh", "bind ml/fresh n1 with annotations"));
 }
 
 TEST_F(BinderTest, APodReplacedUnderTheSameNameIsNotBound) {

@@ -141,9 +141,14 @@ TEST(KubePodApi, MapsApiServerAnswersToErrorsBindUnderstands) {
   ASSERT_TRUE(api.Annotate(ref, {{"tessera.io/x", "1"}, {"tessera.io/y", "a \"quoted\" value"}}).ok());
   EXPECT_EQ((*server.Pod("ml", "p"))["metadata"]["annotations"]["tessera.io/y"], "a \"quoted\" value");
 
-  ASSERT_TRUE(api.Bind(ref, "n1").ok());
+  // The Binding's uid is a precondition too, and its annotations land on the
+  // pod in the same write.
+  EXPECT_TRUE(absl::IsFailedPrecondition(api.Bind({"ml", "p", "another-uid"}, "n1", {{"tessera.io/z", "1"}})));
+  EXPECT_FALSE((*server.Pod("ml", "p"))["metadata"]["annotations"].contains("tessera.io/z"));
+  ASSERT_TRUE(api.Bind(ref, "n1", {{"tessera.io/z", "bound \"with\" it"}}).ok());
   EXPECT_EQ((*server.Pod("ml", "p"))["spec"]["nodeName"], "n1");
-  EXPECT_TRUE(absl::IsFailedPrecondition(api.Bind(ref, "n2")));  // already bound
+  EXPECT_EQ((*server.Pod("ml", "p"))["metadata"]["annotations"]["tessera.io/z"], "bound \"with\" it");
+  EXPECT_TRUE(absl::IsFailedPrecondition(api.Bind(ref, "n2", {})));  // already bound
 }
 
 }  // namespace
