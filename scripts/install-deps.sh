@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Tessera needs to build and test, from Debian 12's packages only.
 # Idempotent: installs only what is missing. Uses sudo when not root.
+# etcd-server, openssl, curl, xz-utils and util-linux (flock) are for the tests on a
+# real control plane (README, "Tests on a real control plane"); the plane's
+# kube-apiserver and kube-scheduler come from ../shared/kube, not from Debian.
 set -euo pipefail
 
 packages=(
@@ -8,6 +11,7 @@ packages=(
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libabsl-dev libsimdjson-dev libssl-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   prometheus
+  etcd-server openssl xz-utils util-linux
 )
 
 missing=()

@@ -1,0 +1,226 @@
+// Tessera under the real kube-scheduler and API server (v1.26): pods are
+// created through the API server, kube-scheduler calls Tessera's filter,
+// prioritize and bind over HTTP, and the tests read back what Kubernetes
+// stored. Nodes and pods are objects only; nothing runs.
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "test/testing/control_plane.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+using testing::Annotation;
+using testing::ControlPlaneTest;
+using testing::IsBound;
+using testing::UnschedulableMessage;
+
+constexpr const char* kAssignment = "tessera.io/gpu-assignment";
+// gpu-share's reason when every GPU of the node is too full (fgd fits by its rules).
+constexpr const char* kNoGpuNow = "no GPU can take the pod now";
+
+// Every pod is either bound or refused by kube-scheduler as unschedulable:
+// nothing is left for it to decide.
+bool AllDecided(const std::vector<json>& pods, size_t want) {
+  if (pods.size() != want) return false;
+  for (const json& p : pods) {
+    if (!IsBound(p) && UnschedulableMessage(p).empty()) return false;
+  }
+  return true;
+}
+
+bool AllBound(const std::vector<json>& pods, size_t want) {
+  if (pods.size() != want) return false;
+  for (const json& p : pods) {
+    if (!IsBound(p)) return false;
+  }
+  return true;
+}
+
+std::vector<json> Bound(const std::vector<json>& pods) {
+  std::vector<json> out;
+  for (const json& p : pods) {
+    if (IsBound(p)) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<json> Pending(const std::vector<json>& pods) {
+  std::vector<json> out;
+  for (const json& p : pods) {
+    if (!IsBound(p)) out.push_back(p);
+  }
+  return out;
+}
+
+// The audit: milli-GPU held on each "node/GPU index", summed over the
+// assignment annotations of the bound pods. Every bound pod must carry one,
+// naming the node it is bound to.
+std::map<std::string, int> MilliPerGpu(const std::vector<json>& pods) {
+  std::map<std::string, int> held;
+  for (const json& pod : Bound(pods)) {
+    const std::string name = pod["metadata"]["name"];
+    const std::string text = Annotation(pod, kAssignment);
+    EXPECT_FALSE(text.empty()) << name << " is bound without " << kAssignment;
+    if (text.empty()) continue;
+    const json assignment = json::parse(text);
+    EXPECT_EQ(assignment["node"], pod["spec"]["nodeName"]) << name << ": " << text;
+    for (const json& gpu : assignment["gpus"]) {
+      held[absl::StrCat(assignment["node"].get<std::string>(), "/", gpu["index"].get<int>())] +=
+          gpu["milli"].get<int>();
+    }
+  }
+  return held;
+}
+
+void ExpectNoGpuOvercommitted(const std::map<std::string, int>& held) {
+  for (const auto& [gpu, milli] : held) EXPECT_LE(milli, 1000) << "GPU " << gpu << " is over-committed";
+}
+
+int Total(const std::map<std::string, int>& held) {
+  int total = 0;
+  for (const auto& [gpu, milli] : held) total += milli;
+  return total;
+}
+
+using SchedulingTest = ControlPlaneTest;
+
+TEST_F(SchedulingTest, AHalfGpuPodIsScheduledThroughTesseraBoundAndAnnotatedWithItsGpuAndShare) {
+  absl::StatusOr<json> node = Node("a", 1);
+  ASSERT_TRUE(node.ok()) << node.status();
+  const std::string node_name = (*node)["metadata"]["name"];
+  ASSERT_TRUE(Pod("half", "0.5").ok());
+
+  absl::StatusOr<std::vector<json>> pods =
+      plane().WaitForPods(ns(), "the pod to be bound", [](const auto& p) { return AllBound(p, 1); });
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  const json& pod = (*pods)[0];
+  EXPECT_EQ(pod["spec"]["nodeName"], node_name);
+  const std::string text = Annotation(pod, kAssignment);
+  ASSERT_FALSE(text.empty()) << pod.dump();
+  const json assignment = json::parse(text);
+  EXPECT_EQ(assignment["node"], node_name);
+  ASSERT_EQ(assignment["gpus"].size(), 1u) << text;
+  const json& gpu = assignment["gpus"][0];
+  EXPECT_EQ(gpu["index"], 0) << text;
+  EXPECT_EQ(gpu["uuid"], "GPU-" + node_name + "-0") << text;
+  EXPECT_EQ(gpu["milli"], 500) << text;
+  EXPECT_EQ(Annotation(pod, "tessera.io/visible-devices"), "GPU-" + node_name + "-0");
+}
+
+TEST_F(SchedulingTest, MorePodsThanSharesBindOnlyWhatFitsAndTheRestSayWhy) {
+  // One GPU, six pods of a quarter, created back to back: kube-scheduler
+  // filters the next pod while the binds of the last ones are in flight.
+  ASSERT_TRUE(Node("a", 1).ok());
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(Pod(absl::StrCat("quarter-", i), "0.25").ok());
+
+  absl::StatusOr<std::vector<json>> pods =
+      plane().WaitForPods(ns(), "every pod bound or unschedulable", [](const auto& p) { return AllDecided(p, 6); });
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  EXPECT_EQ(Bound(*pods).size(), 4u);
+  const std::map<std::string, int> held = MilliPerGpu(*pods);
+  ExpectNoGpuOvercommitted(held);
+  EXPECT_EQ(Total(held), 1000);
+  for (const json& pod : Pending(*pods)) {
+    // kube-scheduler's condition carries Tessera's reason for the node.
+    EXPECT_THAT(UnschedulableMessage(pod), HasSubstr(kNoGpuNow)) << pod["metadata"]["name"];
+  }
+  // And its FailedScheduling event (events are written in the background).
+  const std::string pending = Pending(*pods).at(0)["metadata"]["name"];
+  std::string events;
+  for (int i = 0; i < 100 && events.find(kNoGpuNow) == std::string::npos; ++i) {
+    absl::StatusOr<std::vector<json>> list = plane().PodEvents(ns(), pending);
+    ASSERT_TRUE(list.ok()) << list.status();
+    events.clear();
+    for (const json& e : *list) absl::StrAppend(&events, e.value("reason", ""), ": ", e.value("message", ""), "\n");
+    if (events.find(kNoGpuNow) == std::string::npos) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_THAT(events, HasSubstr("FailedScheduling: "));
+  EXPECT_THAT(events, HasSubstr(kNoGpuNow));
+}
+
+TEST_F(SchedulingTest, ARestartedTesseraRebuildsFromAnnotationsAndFillsOnlyWhatIsFree) {
+  // Two GPUs, three halves: one and a half GPUs held when Tessera dies.
+  ASSERT_TRUE(Node("a", 2).ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Pod(absl::StrCat("before-", i), "0.5").ok());
+  absl::StatusOr<std::vector<json>> before =
+      plane().WaitForPods(ns(), "the first pods to be bound", [](const auto& p) { return AllBound(p, 3); });
+  ASSERT_TRUE(before.ok()) << before.status();
+
+  plane().KillTessera();
+  const absl::Status restarted = plane().StartTessera();
+  ASSERT_TRUE(restarted.ok()) << restarted;
+
+  // The new Tessera knows only what the annotations say: one half is free.
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(Pod(absl::StrCat("after-", i), "0.5").ok());
+  absl::StatusOr<std::vector<json>> pods =
+      plane().WaitForPods(ns(), "every pod bound or unschedulable", [](const auto& p) { return AllDecided(p, 5); });
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  EXPECT_EQ(Bound(*pods).size(), 4u);
+  const std::map<std::string, int> held = MilliPerGpu(*pods);
+  ExpectNoGpuOvercommitted(held);
+  EXPECT_EQ(Total(held), 2000);
+  ASSERT_EQ(Pending(*pods).size(), 1u);
+  EXPECT_THAT(UnschedulableMessage(Pending(*pods)[0]), HasSubstr(kNoGpuNow));
+  // The pods bound before the restart kept their assignments.
+  for (const json& old : *before) {
+    for (const json& now : *pods) {
+      if (now["metadata"]["name"] == old["metadata"]["name"]) {
+        EXPECT_EQ(Annotation(now, kAssignment), Annotation(old, kAssignment));
+      }
+    }
+  }
+}
+
+TEST_F(SchedulingTest, DeletingABoundPodFreesItsShareForANewPod) {
+  absl::StatusOr<json> node = Node("a", 1);
+  ASSERT_TRUE(node.ok()) << node.status();
+  const std::string node_name = (*node)["metadata"]["name"];
+  ASSERT_TRUE(Pod("first", "0.5").ok());
+  ASSERT_TRUE(Pod("second", "0.5").ok());
+  ASSERT_TRUE(plane().WaitForPods(ns(), "both pods to be bound", [](const auto& p) { return AllBound(p, 2); }).ok());
+
+  // Asked directly, Tessera refuses a third half: the GPU is full. (A real
+  // third pod would be retried by kube-scheduler when the first is deleted
+  // and race the new pod for the freed half.)
+  const std::string probe =
+      json{{"Pod", {{"metadata", {{"name", "probe"}, {"namespace", ns()}, {"uid", "probe-uid"},
+                                  {"annotations", {{"tessera.io/gpu-fraction", "0.5"}}}}}}},
+           {"Nodes", nullptr},
+           {"NodeNames", {node_name}}}
+          .dump();
+  const auto node_fits = [&] {
+    const json answer = json::parse(plane().TesseraPost("filter", probe).body);
+    return answer["NodeNames"].is_array() && answer["NodeNames"].size() == 1;
+  };
+  EXPECT_FALSE(node_fits());
+
+  ASSERT_TRUE(plane().DeletePod(ns(), "first").ok());
+  // Tessera learns of the delete through its watch. Only then is the new pod
+  // created: refused before, it would wait for kube-scheduler's next retry.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!node_fits() && absl::Now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(node_fits()) << "Tessera still counts the deleted pod";
+
+  ASSERT_TRUE(Pod("third", "0.5").ok());
+  absl::StatusOr<std::vector<json>> pods =
+      plane().WaitForPods(ns(), "the new pod to be bound", [](const auto& p) { return AllBound(p, 2); });
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  const std::map<std::string, int> held = MilliPerGpu(*pods);
+  EXPECT_EQ(held, (std::map<std::string, int>{{node_name + "/0", 1000}}));
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,210 @@
+// A real Kubernetes control plane for tests: etcd, kube-apiserver and
+// kube-scheduler v1.26 on 127.0.0.1 (the scripts and binaries of
+// shared/kube), with the real tessera-extender as kube-scheduler's extender.
+//
+// Why a real one: the fake API server (fake_api_server.h) answers what we
+// believe Kubernetes answers. Only the real kube-scheduler shows how it calls
+// the extender (one pod after another, binds in flight while the next pod is
+// filtered, what it does with a refusal), and only the real API server how
+// bindings, patches and deletes behave. The fake stays for fault injection,
+// which a real server cannot do on demand.
+//
+// Where it is: $TESSERA_KUBE_DIR, else <source>/../shared/kube
+// (README, "Tests on a real control plane"). Absent, the tests are skipped
+// with one line saying what is missing and how to get it; with CI=true they
+// fail instead, so CI cannot pass without having run them.
+//
+// Starting a plane takes 5-15 s, so a test binary starts one
+// (ControlPlaneEnvironment) and its tests share it; ControlPlaneTest gives
+// each test its own namespace, and its nodes carry a label only that test's
+// pods select, so tests cannot take each other's GPUs.
+//
+// Every port is a free one picked at start (never the defaults 6443, 2379,
+// 10259, 8888), and the state lives in its own temporary folder, so planes of
+// several test runs on one machine do not meet. Cleanup survives a crash: a
+// watchdog process in its own session waits for the test process to end (a
+// pipe closes) and then runs down.sh WIPE=1 and deletes the folder, after a
+// normal end, a failed assertion, an abort or ctest's kill on time-out alike.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "k8s/client/api_client.h"
+#include "test/testing/http_client.h"
+
+namespace tessera::testing {
+
+/// The folder with up.sh, down.sh, unpack.sh and bin/: $TESSERA_KUBE_DIR when
+/// set, else TESSERA_SHARED_DIR/kube. NotFound, saying what is missing and how
+/// to get it, when that folder or a program the scripts run (etcd, openssl,
+/// curl, xz, flock) is not there.
+absl::StatusOr<std::string> FindControlPlane();
+
+/// True when $CI is "true" (our CI sets it): a missing plane is then a failure.
+bool RunningInCi();
+
+/// Begins the one line each test prints when it is skipped for want of a
+/// plane, and only then: test/CMakeLists.txt's SKIP_REGULAR_EXPRESSION, so
+/// that ctest reports the binary skipped, never passed. (gtest's own
+/// "[  SKIPPED ]" would also hide a failing test beside one skipped for
+/// another reason.)
+inline constexpr const char* kSkipMarker = "control-plane tests skipped, no Kubernetes control plane";
+
+/// A Node with GPUs: the `tessera.io/gpu-inventory` annotation, and through
+/// the status subresource capacity = allocatable (CPU, memory, pods,
+/// nvidia.com/gpu) and a Ready condition, as a kubelet would report them.
+struct GpuNodeSpec {
+  std::string name;
+  int gpus = 1;
+  std::string model = "NVIDIA-A100-SXM4-80GB";
+  int64_t memory_mib = 81920;
+  std::map<std::string, std::string> labels;
+};
+
+/// A Pod for `tessera-scheduler`, with no containers that could run (nothing
+/// runs here) and a grace period of 0, so that a delete removes it at once.
+struct PodSpec {
+  std::string namespace_name;
+  std::string name;
+  std::map<std::string, std::string> annotations;
+  std::map<std::string, std::string> node_selector;
+};
+
+class ControlPlane {
+ public:
+  struct Options {
+    std::string kube_dir;          ///< FindControlPlane()'s folder.
+    std::string extender_binary;   ///< build/tessera-extender.
+    std::string policy_file;       ///< Tessera's --policy-file.
+    std::string url_path = "/scheduler";  ///< kube-scheduler's urlPrefix path = Tessera's --url-prefix.
+  };
+
+  /// Runs unpack.sh and up.sh (a second and third time with other ports if a
+  /// port was taken meanwhile) and connects to the API server as admin.
+  /// Does not start Tessera.
+  static absl::StatusOr<std::unique_ptr<ControlPlane>> Start(const Options& options);
+  /// Kills Tessera, stops the plane (down.sh WIPE=1) and deletes its folder.
+  ~ControlPlane();
+  ControlPlane(const ControlPlane&) = delete;
+  ControlPlane& operator=(const ControlPlane&) = delete;
+
+  // --- Tessera ----------------------------------------------------------------------------
+
+  /// Starts tessera-extender on the port kube-scheduler calls, with the admin
+  /// kubeconfig (kube-scheduler's own user may not patch pods, which bind
+  /// does), and waits until /readyz says its watch is in sync.
+  absl::Status StartTessera();
+  /// SIGKILL, as a crash would: no drain, nothing written on the way out.
+  void KillTessera();
+  [[nodiscard]] bool TesseraRunning() const { return tessera_pid_ > 0; }
+  /// GET or POST to Tessera; a path of the protocol gets the url prefix.
+  HttpAnswer TesseraGet(const std::string& path) const;
+  HttpAnswer TesseraPost(const std::string& verb, const std::string& body) const;
+
+  // --- Kubernetes objects, through the API server as admin ---------------------------------
+
+  absl::Status CreateNamespace(const std::string& name);
+  absl::StatusOr<nlohmann::json> CreateGpuNode(const GpuNodeSpec& spec);
+  absl::Status DeleteNode(const std::string& name);
+  absl::StatusOr<nlohmann::json> CreatePod(const PodSpec& spec);
+  absl::StatusOr<nlohmann::json> GetPod(const std::string& ns, const std::string& name);
+  absl::StatusOr<std::vector<nlohmann::json>> ListPods(const std::string& ns);
+  /// Deletes at once (grace period 0): nothing would confirm a graceful end.
+  absl::Status DeletePod(const std::string& ns, const std::string& name);
+  absl::Status DeleteAllPods(const std::string& ns);
+  /// The events whose involved object is the pod.
+  absl::StatusOr<std::vector<nlohmann::json>> PodEvents(const std::string& ns, const std::string& name);
+
+  /// Polls the namespace's pods until `done(pods)` or `timeout`; returns the
+  /// last list either way, with DeadlineExceeded (naming `what`) on time-out.
+  absl::StatusOr<std::vector<nlohmann::json>> WaitForPods(
+      const std::string& ns, std::string_view what,
+      const std::function<bool(const std::vector<nlohmann::json>&)>& done, absl::Duration timeout = absl::Seconds(30));
+
+  /// The last lines of Tessera's and kube-scheduler's logs, for a failing test.
+  [[nodiscard]] std::string LogTails(int lines = 40) const;
+  [[nodiscard]] const std::string& run_dir() const { return run_dir_; }
+
+ private:
+  ControlPlane() = default;
+  absl::Status StartWatchdog();
+  absl::Status Up();
+  absl::StatusOr<k8s::ApiResponse> Call(std::string_view method, const std::string& target,
+                                        const std::string& body = "", std::string_view content_type = "");
+
+  Options options_;
+  std::string run_dir_;
+  std::string kube_bin_;
+  uint16_t api_port_ = 0;
+  uint16_t extender_port_ = 0;
+  std::unique_ptr<k8s::ApiClient> api_;
+  pid_t tessera_pid_ = -1;
+  pid_t watchdog_pid_ = -1;
+  int watchdog_fd_ = -1;  ///< Our end of the watchdog's pipe: closing it stops the plane.
+};
+
+// --- reading pods ------------------------------------------------------------------------
+
+/// The pod has a node (spec.nodeName).
+bool IsBound(const nlohmann::json& pod);
+/// An annotation's value, "" when absent.
+std::string Annotation(const nlohmann::json& pod, std::string_view key);
+/// kube-scheduler's PodScheduled=False message when it found no node for the
+/// pod (reason Unschedulable), "" otherwise.
+std::string UnschedulableMessage(const nlohmann::json& pod);
+
+// --- gtest --------------------------------------------------------------------------------
+
+/// Starts the plane and Tessera before the binary's first test and stops them
+/// after its last. Register it in main(): AddGlobalTestEnvironment(new
+/// ControlPlaneEnvironment(options)); options.kube_dir is filled in here.
+class ControlPlaneEnvironment : public ::testing::Environment {
+ public:
+  explicit ControlPlaneEnvironment(ControlPlane::Options options);
+  void SetUp() override;
+  void TearDown() override;
+
+  /// The running plane; nullptr when there is none.
+  static ControlPlane* plane();
+
+ private:
+  ControlPlane::Options options_;
+};
+
+/// A test on the shared plane: skipped (one line) when there is none; its own
+/// namespace, named after the test; nodes it creates with Node() carry the
+/// label `tessera.io/test: <namespace>` and pods from Pod() select it. Its
+/// pods and nodes are deleted after it, and a failing test prints the logs.
+class ControlPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  /// A node `<namespace>-<suffix>` of this test.
+  absl::StatusOr<nlohmann::json> Node(const std::string& suffix, int gpus);
+  /// A pod of this test asking for `fraction` of one GPU.
+  absl::StatusOr<nlohmann::json> Pod(const std::string& name, const std::string& fraction);
+
+  ControlPlane& plane() { return *plane_; }
+  [[nodiscard]] const std::string& ns() const { return ns_; }
+
+ private:
+  ControlPlane* plane_ = nullptr;
+  std::string ns_;
+  std::vector<std::string> nodes_;
+};
+
+}  // namespace tessera::testing
