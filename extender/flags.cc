@@ -28,6 +28,10 @@ ABSL_FLAG(std::string, kubeconfig, "",
 ABSL_FLAG(std::string, kube_context, "", "Context of --kubeconfig to use (default: its current-context).");
 ABSL_FLAG(absl::Duration, reservation_ttl, absl::Minutes(2),
           "How long a bind's GPUs count before the watch confirms the bound pod.");
+ABSL_FLAG(std::string, scheduler_name, "tessera-scheduler",
+          "spec.schedulerName of the pods Tessera schedules. Once its watch is in sync after a start, Tessera "
+          "annotates those still pending (tessera.io/requeued-at), so that kube-scheduler retries at once the pods "
+          "that failed while Tessera was down instead of after its 5-minute unschedulable flush. Empty: no nudge.");
 ABSL_FLAG(absl::Duration, api_timeout, absl::Seconds(30), "Timeout of one API-server request.");
 ABSL_FLAG(std::string, url_prefix, "", "Path prefix of kube-scheduler's urlPrefix (e.g. /scheduler).");
 ABSL_FLAG(int64_t, max_body_bytes, int64_t{256} << 20, "Largest request body accepted (413 beyond).");
@@ -135,6 +139,7 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   o.kubeconfig = absl::GetFlag(FLAGS_kubeconfig);
   o.kube_context = absl::GetFlag(FLAGS_kube_context);
   o.reservation_ttl = ttl;
+  o.scheduler_name = absl::GetFlag(FLAGS_scheduler_name);
   o.api_timeout = api_timeout;
   return o;
 }

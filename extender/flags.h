@@ -27,6 +27,10 @@ struct ProgramOptions {
   std::string kubeconfig;
   std::string kube_context;
   absl::Duration reservation_ttl;
+  /// The spec.schedulerName of the pods Tessera schedules; once ready, it
+  /// nudges those still pending so that kube-scheduler retries them at once.
+  /// Empty: no nudge.
+  std::string scheduler_name;
   absl::Duration api_timeout;
 };
 

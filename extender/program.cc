@@ -1,6 +1,7 @@
 #include "extender/program.h"
 
 #include <cstdio>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,7 @@
 #include "extender/control_loop.h"
 #include "extender/service/debug_state.h"
 #include "k8s/client/api_server_config.h"
+#include "k8s/sync/pending_requeue.h"
 #include "scheduler/common/log.h"
 #include "scheduler/model/absl_compat.h"
 
@@ -165,6 +167,22 @@ void Program::RefreshGauges() {
       .Set(double(watch_->pod_problems().size()));
 }
 
+void Program::RequeueWhenSynced() {
+  while (!stopping_.load() && !watch_->synced()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (stopping_.load()) return;
+  absl::StatusOr<int> nudged = k8s::RequeuePendingPods(
+      *api_client_, *pod_api_, {.scheduler_name = options_.scheduler_name, .stop = &stopping_}, absl::Now());
+  if (!nudged.ok()) {
+    LogWarning(absl::StrCat("could not list the pods waiting for ", options_.scheduler_name,
+                            "; they wait for kube-scheduler's own retry: ", nudged.status().message()));
+    return;
+  }
+  if (*nudged > 0) {
+    LogInfo(absl::StrCat("nudged ", *nudged, " pending pods of ", options_.scheduler_name,
+                         " so that kube-scheduler retries them now"));
+  }
+}
+
 int Program::Serve() {
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
       HttpServer::Start(options_.server, [this](const HttpRequest& r) { return router_->Handle(r); });
@@ -205,10 +223,14 @@ int Program::Serve() {
     });
     watch_->Start();
   }
+  std::thread requeue;
+  if (watch_ != nullptr && !options_.scheduler_name.empty()) requeue = std::thread([this] { RequeueWhenSynced(); });
   {
     ControlLoop control(std::move(actions));
     (*server)->Wait();
   }
+  stopping_.store(true);
+  if (requeue.joinable()) requeue.join();
   if (watch_ != nullptr) watch_->Stop();
   LogInfo("stopped");
   return 0;

@@ -7,6 +7,7 @@
 //   binder (API-server mode) ◄────────────────────────────┘
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -61,6 +62,9 @@ class Program {
   void RefreshGauges();
   [[nodiscard]] std::string DebugState() const;
   [[nodiscard]] bool Synced() const { return watch_ == nullptr || watch_->synced(); }
+  // Once the watch is in sync, nudges the pods that wait for this scheduler
+  // (k8s/sync/pending_requeue.h); on its own thread, stopped by stopping_.
+  void RequeueWhenSynced();
 
   const ProgramOptions options_;
   const PluginRegistry& registry_;
@@ -79,6 +83,7 @@ class Program {
   std::unique_ptr<TelemetryRefresher> telemetry_;
   std::unique_ptr<ExtenderService> service_;
   std::unique_ptr<Router> router_;
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace tessera

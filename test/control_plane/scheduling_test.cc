@@ -41,6 +41,15 @@ bool AllDecided(const std::vector<json>& pods, size_t want) {
   return true;
 }
 
+// kube-scheduler has tried the pod and failed, for any reason (an extender it
+// cannot reach is "SchedulerError", not "Unschedulable").
+bool SchedulingFailed(const json& pod) {
+  for (const json& c : pod.value("status", json::object()).value("conditions", json::array())) {
+    if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") return true;
+  }
+  return false;
+}
+
 bool AllBound(const std::vector<json>& pods, size_t want) {
   if (pods.size() != want) return false;
   for (const json& p : pods) {
@@ -182,6 +191,27 @@ TEST_F(SchedulingTest, ARestartedTesseraRebuildsFromAnnotationsAndFillsOnlyWhatI
       }
     }
   }
+}
+
+TEST_F(SchedulingTest, PodsThatFailedWhileTesseraWasDownBindSoonAfterItIsReadyAgain) {
+  ASSERT_TRUE(Node("a", 1).ok());
+  plane().KillTessera();
+  // kube-scheduler cannot reach its extender: the pod fails and waits in its
+  // unschedulable queue, which by default it flushes only every 5 minutes.
+  ASSERT_TRUE(Pod("during-outage", "0.5").ok());
+  absl::StatusOr<std::vector<json>> failed = plane().WaitForPods(
+      ns(), "the pod to fail while Tessera is down",
+      [](const auto& p) { return p.size() == 1 && !IsBound(p[0]) && SchedulingFailed(p[0]); });
+  ASSERT_TRUE(failed.ok()) << failed.status() << plane().LogTails();
+
+  const absl::Time ready_from = absl::Now();
+  const absl::Status restarted = plane().StartTessera();
+  ASSERT_TRUE(restarted.ok()) << restarted;
+  absl::StatusOr<std::vector<json>> bound = plane().WaitForPods(
+      ns(), "the pod to be bound after Tessera came back", [](const auto& p) { return AllBound(p, 1); },
+      absl::Seconds(60));
+  ASSERT_TRUE(bound.ok()) << bound.status() << plane().LogTails();
+  std::printf("pod bound %.1f s after Tessera was started again\n", absl::ToDoubleSeconds(absl::Now() - ready_from));
 }
 
 TEST_F(SchedulingTest, DeletingABoundPodFreesItsShareForANewPod) {
