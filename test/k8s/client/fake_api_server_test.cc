@@ -694,8 +694,12 @@ TEST_F(FakeApiServerTest, DroppedWatchIsCutMidStreamAfterTheGivenEvents) {
 
 TEST_F(FakeApiServerTest, MalformedEventLinesAreDeliveredAsIs) {
   auto watch = OpenWatch(absl::StrCat("/api/v1/pods?watch=1&resourceVersion=", server_->ResourceVersion()));
+  // Each line is awaited before the next is made: an injected line and a
+  // store change reach the stream by different paths, in either order.
   server_->InjectMalformedEvent(FakeResource::kPods, MalformedEvent::kNotJson);
+  ASSERT_EQ(watch->WaitForLines(1).size(), 1u);
   server_->InjectMalformedEvent(FakeResource::kPods, MalformedEvent::kMissingObject);
+  ASSERT_EQ(watch->WaitForLines(2).size(), 2u);
   AddPod("default", "after");
   const std::vector<std::string> lines = watch->WaitForLines(3);
   ASSERT_EQ(lines.size(), 3u);
