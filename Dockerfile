@@ -2,16 +2,12 @@
 # The tessera-extender image: built and tested on Debian 12, run on Debian 12
 # slim with only the shared libraries the binary links. From the repository root:
 #
-#   docker build --build-context shared=../shared -t tessera-extender:0.1.0 .
+#   docker build -t tessera-extender:0.1.0 .
 #   docker build --build-arg SKIP_TESTS=1 -t tessera-extender:0.1.0 .
 #
-# The test suite reads recorded kube-scheduler requests and the Alibaba GPU
-# trace from ../shared, beside the repository: pass that folder as the build
-# context named "shared", or skip the tests. The Helm chart (k8s/helm/tessera)
-# runs this image beside kube-scheduler.
-
-# Empty unless `--build-context shared=<folder>` replaces it.
-FROM scratch AS shared
+# The test suite's data (recorded kube-scheduler requests, the Alibaba GPU
+# trace) is in the repository's data/, so the build context is all it needs.
+# The Helm chart (k8s/helm/tessera) runs this image beside kube-scheduler.
 
 FROM debian:bookworm AS build
 ARG SKIP_TESTS=0
@@ -20,15 +16,10 @@ COPY scripts/install-deps.sh /tmp/install-deps.sh
 RUN /tmp/install-deps.sh && rm -rf /var/lib/apt/lists/*
 WORKDIR /src/tessera
 COPY . .
-COPY --from=shared . /src/shared/
 RUN if [ "$SKIP_TESTS" = 1 ]; then \
       cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCHMARKS=OFF && \
       cmake --build build -j"$(nproc)" --target tessera-extender; \
     else \
-      if [ ! -d /src/shared/fixtures ]; then \
-        echo "The tests need ../shared: add --build-context shared=../shared, or --build-arg SKIP_TESTS=1." >&2; \
-        exit 1; \
-      fi && \
       cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_BENCHMARKS=OFF && \
       cmake --build build -j"$(nproc)" && \
       ctest --test-dir build --output-on-failure -j"$(nproc)"; \

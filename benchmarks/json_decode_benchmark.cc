@@ -1,9 +1,11 @@
 // Why the wire decoder uses simdjson: parsing a full NodeList with nlohmann's
 // DOM against Tessera's simdjson decoder, on the same body made of the real
-// Node objects kube-scheduler v1.26 sent (../shared/fixtures), repeated to
+// Node objects kube-scheduler v1.26 sent (data/kube-scheduler-v1.26), repeated to
 // N nodes.
 //
 //   ./build-bench/benchmarks/json_decode_benchmark --benchmark_min_time=0.2
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -20,10 +22,16 @@ const std::string& Body(int nodes) {
   static std::map<int, std::string> cache;
   auto it = cache.find(nodes);
   if (it != cache.end()) return it->second;
-  std::ifstream in(std::string(TESSERA_SHARED_DIR) + "/fixtures/kube-scheduler-v1.26/filter-request-fullnodes.json");
+  const std::string path = TESSERA_DATA_DIR "/kube-scheduler-v1.26/filter-request-fullnodes.json";
+  std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
-  nlohmann::json request = nlohmann::json::parse(text.str());
+  nlohmann::json request = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  // Stop with the file's name, not a parse exception or a division by zero nodes.
+  if (request.is_discarded() || !request["Nodes"]["items"].is_array() || request["Nodes"]["items"].empty()) {
+    std::fprintf(stderr, "json_decode_benchmark: %s: cannot read a NodeList from it\n", path.c_str());
+    std::exit(1);
+  }
   const nlohmann::json recorded = request["Nodes"]["items"];
   nlohmann::json items = nlohmann::json::array();
   for (int i = 0; i < nodes; ++i) {

@@ -2,9 +2,16 @@
 # Placement quality on the Alibaba GPU-sharing trace: every shipped policy,
 # 10 seeds (README, "Measure placement quality").
 #
-#   benchmarks/placement.sh                  # the default trace
-#   benchmarks/placement.sh --all-traces     # and every variant in ../shared/data/openb
-#   benchmarks/placement.sh --seeds 42       # any further flag goes to tessera-sim
+#   benchmarks/placement.sh                      # the default trace
+#   benchmarks/placement.sh --all-traces         # and every variant in the traces folder
+#   benchmarks/placement.sh --traces DIR ...     # the traces folder (or TESSERA_TRACES=DIR)
+#   benchmarks/placement.sh --seeds 42           # any further flag goes to tessera-sim
+#
+# The traces folder holds openb_node_list_gpu_node.csv and openb_pod_list_*.csv
+# (data/openb/README.md says where the variants come from). Unless named, it is
+# ../shared/data/openb where that exists (our machines keep all 20 pod lists
+# there), else the repository's data/openb (the default trace and the two
+# variants the tests read).
 #
 # Builds tessera-sim in ${TESSERA_BUILD_DIR:-build}, writes curves.csv,
 # summary.md and one SVG per trace to ${TESSERA_SIM_OUT:-<build>/placement}, and prints
@@ -14,11 +21,28 @@ cd "$(dirname "$0")/.."
 
 build="${TESSERA_BUILD_DIR:-build}"
 out="${TESSERA_SIM_OUT:-$build/placement}"
-data=../shared/data/openb
+data="${TESSERA_TRACES:-}"
+all=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --all-traces) all=1; shift;;
+    --traces) [ $# -ge 2 ] || { echo "placement.sh: --traces needs a folder" >&2; exit 2; }; data="$2"; shift 2;;
+    --traces=*) data="${1#--traces=}"; shift;;
+    *) break;;
+  esac
+done
+if [ -z "$data" ]; then
+  data=data/openb
+  [ -d ../shared/data/openb ] && data=../shared/data/openb
+fi
+if [ ! -f "$data/openb_node_list_gpu_node.csv" ]; then
+  echo "placement.sh: $data has no openb_node_list_gpu_node.csv; name a traces folder with --traces DIR" >&2
+  exit 2
+fi
+echo "placement.sh: traces from $data" >&2
 
 traces="$data/openb_pod_list_default.csv"
-if [ "${1:-}" = "--all-traces" ]; then
-  shift
+if [ "$all" = 1 ]; then
   traces="$(ls "$data"/openb_pod_list_*.csv | paste -sd, -)"
 fi
 

@@ -18,6 +18,8 @@
 // Policies: 0 = fgd, 1 = the default policy (config/examples/default-policy.yaml),
 // 2 = gpu-share binpack (the previous default, for comparison).
 
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,11 +47,21 @@ struct Trace {
   std::unique_ptr<Cluster> empty;
 };
 
+// Stops the benchmark with the loader's message, which names the file.
+template <typename T>
+T OrExit(absl::StatusOr<T> loaded) {
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "placement_benchmark: %s\n", std::string(loaded.status().message()).c_str());
+    std::exit(1);
+  }
+  return *std::move(loaded);
+}
+
 const Trace& DefaultTrace() {
   static const Trace* trace = [] {
     auto t = new Trace;
-    t->nodes = *LoadNodeList(TESSERA_SHARED_DIR "/data/openb/openb_node_list_gpu_node.csv");
-    t->pods = *LoadPodList(TESSERA_SHARED_DIR "/data/openb/openb_pod_list_default.csv");
+    t->nodes = OrExit(LoadNodeList(TESSERA_DATA_DIR "/openb/openb_node_list_gpu_node.csv"));
+    t->pods = OrExit(LoadPodList(TESSERA_DATA_DIR "/openb/openb_pod_list_default.csv"));
     t->classes = ClassifyPods(t->pods);
     t->typical = TypicalPods(t->pods, 95);
     t->empty = std::make_unique<Cluster>(t->nodes);

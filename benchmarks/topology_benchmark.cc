@@ -22,7 +22,7 @@
 //                               fractional ones burst to 0.5 and reserve 10Gi).
 //     ...Names                 NodeNames (nodeCacheCapable=true).
 //     ...FullNodes             Nodes.items: the real v1.26 Node objects of
-//                              ../shared/fixtures with the inventory and topology
+//                              data/kube-scheduler-v1.26 with the inventory and topology
 //                              annotations added (5-8 KB each). reuse=1: the snapshot
 //                              knows the nodes, so their parsed topologies are shared;
 //                              reuse=0: it does not, and each request parses them.
@@ -286,9 +286,11 @@ plugins:
     weight: 3
 )";
 
+constexpr const char* kRecordedRequest = TESSERA_DATA_DIR "/kube-scheduler-v1.26/filter-request-fullnodes.json";
+
 // A real v1.26 Node object kube-scheduler sent (kind cluster), to dress up.
 Json RecordedNode() {
-  std::ifstream in(std::string(TESSERA_SHARED_DIR) + "/fixtures/kube-scheduler-v1.26/filter-request-fullnodes.json");
+  std::ifstream in(kRecordedRequest);
   std::stringstream text;
   text << in.rdbuf();
   Json request = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
@@ -341,7 +343,7 @@ std::unique_ptr<Cluster> BuildCluster(int64_t n, bool full_bodies) {
   }
   const Json recorded = full_bodies ? RecordedNode() : Json::object();
   if (full_bodies && recorded.empty()) {
-    c->error = "cannot read ../shared/fixtures/kube-scheduler-v1.26/filter-request-fullnodes.json";
+    c->error = std::string(kRecordedRequest) + ": cannot read a Node from it";
     return c;
   }
   std::string names, items;

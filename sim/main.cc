@@ -2,7 +2,11 @@
 // policies and reports placement quality as the FGD paper measures it.
 //
 //   tessera-sim --policies config/examples/placement/fgd-policy.yaml,config/examples/default-policy.yaml
-//               --pods ../shared/data/openb/openb_pod_list_default.csv --seeds 42-51 --out sim-out
+//               --pods data/openb/openb_pod_list_default.csv --seeds 42-51 --out sim-out
+//
+// --nodes and --pods take any files in the trace's format; the defaults are
+// the node list and default trace the repository carries (data/openb, read
+// from the repository's root). The other variants: data/openb/README.md.
 //
 // Writes <out>/curves.csv, <out>/summary.md and <out>/<trace>.svg, and
 // prints the summary. The only place with flags.
@@ -25,8 +29,8 @@
 #include "sim/trace.h"
 #include "sim/workload.h"
 
-ABSL_FLAG(std::string, nodes, "../shared/data/openb/openb_node_list_gpu_node.csv", "Node list CSV.");
-ABSL_FLAG(std::string, pods, "../shared/data/openb/openb_pod_list_default.csv",
+ABSL_FLAG(std::string, nodes, "data/openb/openb_node_list_gpu_node.csv", "Node list CSV.");
+ABSL_FLAG(std::string, pods, "data/openb/openb_pod_list_default.csv",
           "Pod list CSVs, comma-separated; each is a trace, named after its file (or name=path).");
 ABSL_FLAG(std::string, policies, "",
           "Policy files, comma-separated; each named after its file less \"-policy.yaml\" (or name=path).");

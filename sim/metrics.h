@@ -1,4 +1,4 @@
-// The paper's metrics (../shared/notes/placement-benchmark.md §4, §8.5):
+// The FGD paper's metrics (Weng et al., ATC '23):
 // the allocation curve against arrived workload, binned exactly as the
 // artifact's analysis scripts bin it, and statistics over seeds.
 #pragma once

@@ -1,6 +1,6 @@
 // The Alibaba GPU-sharing trace's node and pod lists (the "openb" CSVs of
-// the FGD paper's artifact; ../shared/data/openb/README.md), parsed as the
-// paper's replay reads them (../shared/notes/placement-benchmark.md §8.1).
+// the FGD paper's artifact; data/openb/README.md), parsed as the paper's
+// replay reads them.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // What one replay run submits, and in what order (the paper's "workload
-// tuning", ../shared/notes/placement-benchmark.md §8.3), and the target
-// workload FGD-style plugins measure fragmentation against (§8.2).
+// tuning"; README, "Measure placement quality"), and the target workload
+// FGD-style plugins measure fragmentation against.
 #pragma once
 
 #include <cstdint>

@@ -154,8 +154,9 @@ TEST(DecodePodHostRequest, RealKubeSchedulerRequestsCarryThePodsHostRequest) {
   simdjson::dom::parser parser;
   for (const auto& [name, cpu] : fixtures) {
     SCOPED_TRACE(name);
-    const std::string body = testing::ReadFile(testing::FixturePath(name));
-    absl::StatusOr<ExtenderArgs> args = DecodeExtenderArgs(body, parser);
+    absl::StatusOr<std::string> body = testing::ReadDataFile(testing::FixturePath(name));
+    ASSERT_TRUE(body.ok()) << body.status();
+    absl::StatusOr<ExtenderArgs> args = DecodeExtenderArgs(*body, parser);
     ASSERT_TRUE(args.ok()) << args.status();
     EXPECT_TRUE(args->pod.host_error.ok()) << args->pod.host_error;
     EXPECT_EQ(args->pod.host, (HostRequest{.cpu = MilliCpu(cpu), .memory = MemoryMiB(256)}));
@@ -164,9 +165,10 @@ TEST(DecodePodHostRequest, RealKubeSchedulerRequestsCarryThePodsHostRequest) {
 
 TEST(ParseNodeAllocatable, RealNodesOfferTheirAllocatableCpuAndMemory) {
   // The recorded nodes: allocatable cpu 4, memory 16Gi.
-  const std::string body = testing::ReadFile(testing::FixturePath("filter-request-fullnodes.json"));
+  absl::StatusOr<std::string> body = testing::ReadDataFile(testing::FixturePath("filter-request-fullnodes.json"));
+  ASSERT_TRUE(body.ok()) << body.status();
   simdjson::dom::parser parser;
-  absl::StatusOr<ExtenderArgs> args = DecodeExtenderArgs(body, parser);
+  absl::StatusOr<ExtenderArgs> args = DecodeExtenderArgs(*body, parser);
   ASSERT_TRUE(args.ok()) << args.status();
   ASSERT_TRUE(args->nodes.has_value());
   ASSERT_FALSE(args->nodes->empty());

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "policies/builtin_registry.h"
 #include "sim/report.h"
+#include "test/testing/data_files.h"
 
 namespace tessera::sim {
 namespace {
@@ -51,7 +52,7 @@ constexpr const char* kFgdPolicy =
 
 TEST(NamedPathTest, NamesPoliciesAndTracesAfterTheirFiles) {
   EXPECT_EQ(ParseNamedPath("config/examples/placement/best-fit-policy.yaml").name, "best-fit");
-  EXPECT_EQ(ParseNamedPath("../shared/data/openb/openb_pod_list_gpushare40.csv").name, "gpushare40");
+  EXPECT_EQ(ParseNamedPath("traces/openb_pod_list_gpushare40.csv").name, "gpushare40");
   const NamedPath explicit_name = ParseNamedPath("mine=/tmp/a-policy.yaml");
   EXPECT_EQ(explicit_name.name, "mine");
   EXPECT_EQ(explicit_name.path, "/tmp/a-policy.yaml");
@@ -112,11 +113,11 @@ TEST(RunExperimentTest, RunsEveryPolicyOnEveryTraceForEverySeed) {
 
 TEST(RunExperimentTest, AMissingTraceIsAnErrorNamingIt) {
   ExperimentOptions options;
-  options.nodes = std::string(TESSERA_SHARED_DIR) + "/data/openb/openb_node_list_gpu_node.csv";
+  options.nodes = testing::OpenbPath("openb_node_list_gpu_node.csv");
   options.traces = {ParseNamedPath("/nonexistent/pods.csv")};
   options.policies = {ParseNamedPath(std::string(TESSERA_SOURCE_DIR) + "/config/examples/placement/best-fit-policy.yaml")};
   options.seeds = {42};
-  EXPECT_THAT(RunExperiment(options).status().message(), HasSubstr("/nonexistent/pods.csv: cannot open"));
+  EXPECT_THAT(std::string(RunExperiment(options).status().message()), HasSubstr("/nonexistent/pods.csv: cannot open"));
 }
 
 RunSummary Summary(std::string policy, uint64_t seed, double alloc100) {

@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/experiment.h"
+#include "test/testing/data_files.h"
 
 namespace tessera::sim {
 namespace {
@@ -26,8 +27,8 @@ TEST(ReducedRunTest, SeedFortyTwoOfTheDefaultTraceGivesTheKnownAllocation) {
       {"default", 95.55, 0},
   };
   ExperimentOptions options;
-  options.nodes = TESSERA_SHARED_DIR "/data/openb/openb_node_list_gpu_node.csv";
-  options.traces = {ParseNamedPath(TESSERA_SHARED_DIR "/data/openb/openb_pod_list_default.csv")};
+  options.nodes = testing::OpenbPath("openb_node_list_gpu_node.csv");
+  options.traces = {ParseNamedPath(testing::OpenbPath("openb_pod_list_default.csv"))};
   for (const Expected& e : expected) {
     const std::string dir = e.policy == "default" ? "/config/examples/" : "/config/examples/placement/";
     options.policies.push_back(ParseNamedPath(std::string(TESSERA_SOURCE_DIR) + dir + e.policy + "-policy.yaml"));
@@ -53,8 +54,8 @@ TEST(ReducedRunTest, SeedFortyTwoOfTheDefaultTraceGivesTheKnownAllocation) {
 
 TEST(ReducedRunTest, TheDefaultPolicyPlacesMoreThanFgd) {
   ExperimentOptions options;
-  options.nodes = TESSERA_SHARED_DIR "/data/openb/openb_node_list_gpu_node.csv";
-  options.traces = {ParseNamedPath(TESSERA_SHARED_DIR "/data/openb/openb_pod_list_default.csv")};
+  options.nodes = testing::OpenbPath("openb_node_list_gpu_node.csv");
+  options.traces = {ParseNamedPath(testing::OpenbPath("openb_pod_list_default.csv"))};
   options.policies = {ParseNamedPath(TESSERA_SOURCE_DIR "/config/examples/placement/fgd-policy.yaml"),
                       ParseNamedPath(TESSERA_SOURCE_DIR "/config/examples/default-policy.yaml")};
   options.seeds = {43, 44, 45};

@@ -10,11 +10,11 @@
 #include "gtest/gtest.h"
 #include "policies/builtin_registry.h"
 #include "sim/experiment.h"
+#include "test/testing/data_files.h"
 
 namespace tessera::sim {
 namespace {
 
-constexpr const char* kOpenb = TESSERA_SHARED_DIR "/data/openb/";
 constexpr const char* kPlacement = TESSERA_SOURCE_DIR "/config/examples/placement/";
 
 std::shared_ptr<const Profile> PolicyText(const std::string& plugins) {
@@ -102,9 +102,10 @@ TEST(ReplayTest, ScoresKeepThePluginResolutionNotTheWires) {
 }
 
 TEST(ReplayTest, TheMemoGivesWhatEvaluatingEveryNodeGives) {
-  absl::StatusOr<std::vector<TraceNode>> nodes = LoadNodeList(std::string(kOpenb) + "openb_node_list_gpu_node.csv");
-  absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(std::string(kOpenb) + "openb_pod_list_default.csv");
-  ASSERT_TRUE(nodes.ok() && pods.ok());
+  absl::StatusOr<std::vector<TraceNode>> nodes = LoadNodeList(testing::OpenbPath("openb_node_list_gpu_node.csv"));
+  absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(testing::OpenbPath("openb_pod_list_default.csv"));
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  ASSERT_TRUE(pods.ok()) << pods.status();
   const std::vector<WorkloadPod> typical = TypicalPods(*pods, 95);
   const std::shared_ptr<const Profile> profile = PolicyFile("fgd", &typical);
   const Cluster cluster(*nodes);
@@ -125,9 +126,10 @@ TEST(ReplayTest, TheMemoGivesWhatEvaluatingEveryNodeGives) {
 }
 
 TEST(ReplayTest, APolicyThatRandomisesPerPodIsNotMemoised) {
-  absl::StatusOr<std::vector<TraceNode>> nodes = LoadNodeList(std::string(kOpenb) + "openb_node_list_gpu_node.csv");
-  absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(std::string(kOpenb) + "openb_pod_list_default.csv");
-  ASSERT_TRUE(nodes.ok() && pods.ok());
+  absl::StatusOr<std::vector<TraceNode>> nodes = LoadNodeList(testing::OpenbPath("openb_node_list_gpu_node.csv"));
+  absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(testing::OpenbPath("openb_pod_list_default.csv"));
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  ASSERT_TRUE(pods.ok()) << pods.status();
   const Cluster cluster(*nodes);
   const PodClasses classes = ClassifyPods(*pods);
   EXPECT_TRUE(AnswersDependOnSalt(*PolicyFile("random"), cluster, classes));

@@ -6,14 +6,13 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/data_files.h"
 
 namespace tessera::sim {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-constexpr const char* kOpenb = TESSERA_SHARED_DIR "/data/openb/";
 
 TEST(NodeListTest, ReadsNodesSortedByNameWithTheirGpusAndHost) {
   absl::StatusOr<std::vector<TraceNode>> nodes = ParseNodeList(
@@ -41,7 +40,7 @@ TEST(NodeListTest, ACpuOnlyNodeHasNoModel) {
 }
 
 TEST(NodeListTest, ReadsTheShippedGpuNodes) {
-  absl::StatusOr<std::vector<TraceNode>> nodes = LoadNodeList(std::string(kOpenb) + "openb_node_list_gpu_node.csv");
+  absl::StatusOr<std::vector<TraceNode>> nodes = LoadNodeList(testing::OpenbPath("openb_node_list_gpu_node.csv"));
   ASSERT_TRUE(nodes.ok()) << nodes.status();
   int64_t gpus = 0, cpu = 0;
   for (const TraceNode& n : *nodes) {
@@ -108,13 +107,13 @@ TEST(PodListTest, ParsesPodsAsTheArtifactConvertsThem) {
 }
 
 TEST(PodListTest, ReadsListsWithoutTheTrailingColumns) {
-  absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(std::string(kOpenb) + "openb_pod_list_multigpu20.csv");
+  absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(testing::OpenbPath("openb_pod_list_multigpu20.csv"));
   ASSERT_TRUE(pods.ok()) << pods.status();
   EXPECT_EQ(pods->size(), 8324u);
 }
 
 TEST(PodListTest, ReadsTheDefaultTrace) {
-  absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(std::string(kOpenb) + "openb_pod_list_default.csv");
+  absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(testing::OpenbPath("openb_pod_list_default.csv"));
   ASSERT_TRUE(pods.ok()) << pods.status();
   int cpu_only = 0, share = 0, one = 0, multi = 0;
   for (const TracePod& p : *pods) {

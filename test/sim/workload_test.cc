@@ -9,17 +9,17 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/data_files.h"
 
 namespace tessera::sim {
 namespace {
 
-constexpr const char* kOpenb = TESSERA_SHARED_DIR "/data/openb/";
 constexpr int64_t kCapacity = 6212 * 1000;
 
-std::vector<TracePod> DefaultTrace() {
-  absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(std::string(kOpenb) + "openb_pod_list_default.csv");
-  EXPECT_TRUE(pods.ok()) << pods.status();
-  return pods.ok() ? *pods : std::vector<TracePod>{};
+// The caller ASSERTs on it: an empty list in its place would have the tests
+// index past its end.
+absl::StatusOr<std::vector<TracePod>> DefaultTrace() {
+  return LoadPodList(testing::OpenbPath("openb_pod_list_default.csv"));
 }
 
 TracePod Pod(std::string name, int64_t cpu, int32_t gpus, int64_t milli) {
@@ -45,7 +45,9 @@ TEST(RandomTest, DrawsUniformlyBelowTheBound) {
 }
 
 TEST(RunWorkloadTest, ShufflesEveryTracePodOnceThenAppendsClonesUpTo130Percent) {
-  const std::vector<TracePod> pods = DefaultTrace();
+  absl::StatusOr<std::vector<TracePod>> trace = DefaultTrace();
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  const std::vector<TracePod>& pods = *trace;
   const RunWorkload w = MakeRunWorkload(pods, 1213, kCapacity, 130, 42);
   ASSERT_EQ(w.originals, pods.size());
   std::vector<uint32_t> originals(w.pods.begin(), w.pods.begin() + static_cast<long>(w.originals));
@@ -65,7 +67,9 @@ TEST(RunWorkloadTest, ShufflesEveryTracePodOnceThenAppendsClonesUpTo130Percent) 
 }
 
 TEST(RunWorkloadTest, NodeRanksAreAPermutation) {
-  const RunWorkload w = MakeRunWorkload(DefaultTrace(), 1213, kCapacity, 130, 42);
+  absl::StatusOr<std::vector<TracePod>> trace = DefaultTrace();
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  const RunWorkload w = MakeRunWorkload(*trace, 1213, kCapacity, 130, 42);
   std::vector<uint32_t> ranks = w.node_rank;
   std::sort(ranks.begin(), ranks.end());
   for (uint32_t i = 0; i < ranks.size(); ++i) ASSERT_EQ(ranks[i], i);
@@ -73,7 +77,9 @@ TEST(RunWorkloadTest, NodeRanksAreAPermutation) {
 }
 
 TEST(RunWorkloadTest, TheSameSeedGivesTheSameRunAndAnotherSeedAnother) {
-  const std::vector<TracePod> pods = DefaultTrace();
+  absl::StatusOr<std::vector<TracePod>> trace = DefaultTrace();
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  const std::vector<TracePod>& pods = *trace;
   const RunWorkload a = MakeRunWorkload(pods, 1213, kCapacity, 130, 42);
   const RunWorkload b = MakeRunWorkload(pods, 1213, kCapacity, 130, 42);
   const RunWorkload c = MakeRunWorkload(pods, 1213, kCapacity, 130, 43);
@@ -90,7 +96,9 @@ TEST(RunWorkloadTest, ATraceAboveTheLimitIsOnlyShuffled) {
 }
 
 TEST(TypicalPodsTest, TheDefaultTraceHas35KindsCovering95Percent) {
-  const std::vector<TracePod> pods = DefaultTrace();
+  absl::StatusOr<std::vector<TracePod>> trace = DefaultTrace();
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  const std::vector<TracePod>& pods = *trace;
   const std::vector<WorkloadPod> typical = TypicalPods(pods, 95);
   ASSERT_EQ(typical.size(), 35u);
   int64_t covered = 0;
@@ -108,7 +116,7 @@ TEST(TypicalPodsTest, TheDefaultTraceHas35KindsCovering95Percent) {
 }
 
 TEST(TypicalPodsTest, GpuSpecsAreKindsOfTheirOwn) {
-  absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(std::string(kOpenb) + "openb_pod_list_gpuspec20.csv");
+  absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(testing::OpenbPath("openb_pod_list_gpuspec20.csv"));
   ASSERT_TRUE(pods.ok()) << pods.status();
   EXPECT_EQ(TypicalPods(*pods, 95).size(), 102u);  // the note's figure
 }

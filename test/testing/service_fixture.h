@@ -1,9 +1,7 @@
 // An ExtenderService over a cluster and a policy given as text, for tests.
 #pragma once
 
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -15,20 +13,9 @@
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/metrics/metrics.h"
 #include "extender/service/extender_service.h"
+#include "test/testing/data_files.h"
 
 namespace tessera::testing {
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot read " << path;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-inline std::string FixturePath(const std::string& name) {
-  return std::string(TESSERA_SHARED_DIR) + "/fixtures/kube-scheduler-v1.26/" + name;
-}
 
 inline constexpr const char* kBinpackPolicy = R"(apiVersion: tessera.io/v1alpha1
 kind: SchedulingPolicy

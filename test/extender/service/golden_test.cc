@@ -1,4 +1,4 @@
-// Tessera's answers to real kube-scheduler v1.26 requests (../shared/fixtures),
+// Tessera's answers to real kube-scheduler v1.26 requests (data/kube-scheduler-v1.26),
 // as they are and with Tessera's annotations added, checked against golden
 // answers in test/golden/. Regenerate after an intended change with
 //   TESSERA_UPDATE_GOLDEN=1 ./build/test/service_tests --gtest_filter='Golden*'
@@ -21,12 +21,14 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::FixturePath;
-using testing::ReadFile;
+using testing::ReadDataFile;
 using testing::ServiceFixture;
 
 // Every recorded request body decodes with the decoder of its verb.
 TEST(GoldenFixtures, EveryRecordedRequestDecodes) {
   const fs::path root = FixturePath("");
+  // Iterating a missing folder throws; name it instead.
+  ASSERT_TRUE(fs::is_directory(root)) << root.string() << ": not a folder of recorded requests";
   int decoded = 0;
   simdjson::dom::parser parser;
   for (const auto& entry : fs::recursive_directory_iterator(root)) {
@@ -38,15 +40,16 @@ TEST(GoldenFixtures, EveryRecordedRequestDecodes) {
     const std::string verb = raw_body ? name.substr(name.find('-') + 1, name.find('.') - name.find('-') - 1)
                                       : name.substr(0, name.find('-'));
     SCOPED_TRACE(entry.path().string());
-    const std::string body = ReadFile(entry.path().string());
+    absl::StatusOr<std::string> body = ReadDataFile(entry.path().string());
+    ASSERT_TRUE(body.ok()) << body.status();
     absl::Status status;
     if (verb == "bind") {
-      status = k8s::DecodeBindingArgs(body, parser).status();
+      status = k8s::DecodeBindingArgs(*body, parser).status();
     } else if (verb == "preempt") {
-      status = k8s::DecodePreemptionArgs(body, parser).status();
+      status = k8s::DecodePreemptionArgs(*body, parser).status();
     } else {
       ASSERT_TRUE(verb == "filter" || verb == "prioritize") << verb;
-      absl::StatusOr<k8s::ExtenderArgs> args = k8s::DecodeExtenderArgs(body, parser);
+      absl::StatusOr<k8s::ExtenderArgs> args = k8s::DecodeExtenderArgs(*body, parser);
       status = args.status();
       if (args.ok()) {
         EXPECT_FALSE(args->pod.name.empty());
@@ -60,15 +63,17 @@ TEST(GoldenFixtures, EveryRecordedRequestDecodes) {
 }
 
 TEST(GoldenFixtures, PreemptVictimsAreReadInBothForms) {
+  absl::StatusOr<std::string> meta_body = ReadDataFile(FixturePath("preempt-request.json"));
+  ASSERT_TRUE(meta_body.ok()) << meta_body.status();
+  absl::StatusOr<std::string> full_body = ReadDataFile(FixturePath("preempt-request-fullnodes.json"));
+  ASSERT_TRUE(full_body.ok()) << full_body.status();
   simdjson::dom::parser parser;
-  absl::StatusOr<k8s::ExtenderPreemptionArgs> meta =
-      k8s::DecodePreemptionArgs(ReadFile(FixturePath("preempt-request.json")), parser);
+  absl::StatusOr<k8s::ExtenderPreemptionArgs> meta = k8s::DecodePreemptionArgs(*meta_body, parser);
   ASSERT_TRUE(meta.ok()) << meta.status();
   EXPECT_TRUE(meta->meta_victims);
   EXPECT_EQ(meta->victims.size(), 3u);
   for (const auto& v : meta->victims) EXPECT_EQ(v.pod_uids.size(), 1u) << v.node;
-  absl::StatusOr<k8s::ExtenderPreemptionArgs> full =
-      k8s::DecodePreemptionArgs(ReadFile(FixturePath("preempt-request-fullnodes.json")), parser);
+  absl::StatusOr<k8s::ExtenderPreemptionArgs> full = k8s::DecodePreemptionArgs(*full_body, parser);
   ASSERT_TRUE(full.ok()) << full.status();
   EXPECT_FALSE(full->meta_victims);
   EXPECT_EQ(full->victims.size(), 3u);
@@ -166,7 +171,9 @@ TEST(GoldenAnswers, MatchTheReviewedAnswers) {
   const bool update = std::getenv("TESSERA_UPDATE_GOLDEN") != nullptr;
   for (const GoldenCase& c : Cases()) {
     SCOPED_TRACE(c.name);
-    std::string body = ReadFile(FixturePath(c.fixture));
+    absl::StatusOr<std::string> recorded = ReadDataFile(FixturePath(c.fixture));
+    ASSERT_TRUE(recorded.ok()) << recorded.status();
+    std::string body = *std::move(recorded);
     if (c.edit) {
       json request = json::parse(body);
       c.edit(request);
@@ -182,19 +189,22 @@ TEST(GoldenAnswers, MatchTheReviewedAnswers) {
       std::ofstream(golden_path) << got.dump(2) << "\n";
       continue;
     }
-    const json want = json::parse(ReadFile(golden_path));
+    absl::StatusOr<std::string> golden = ReadDataFile(golden_path);
+    ASSERT_TRUE(golden.ok()) << golden.status() << " (TESSERA_UPDATE_GOLDEN=1 writes it)";
+    const json want = json::parse(*golden);
     EXPECT_EQ(got, want) << "got:\n" << got.dump(2) << "\nwant:\n" << want.dump(2);
   }
 }
 
 // Properties that hold whatever the golden files say.
 TEST(GoldenAnswers, FullNodesAreEchoedUnchangedAndNamesAreAlwaysAList) {
+  absl::StatusOr<std::string> body = ReadDataFile(FixturePath("filter-request-fullnodes.json"));
+  ASSERT_TRUE(body.ok()) << body.status();
   ServiceFixture fixture;
-  const std::string body = ReadFile(FixturePath("filter-request-fullnodes.json"));
-  absl::StatusOr<std::string> answer = fixture.service().Filter(body);
+  absl::StatusOr<std::string> answer = fixture.service().Filter(*body);
   ASSERT_TRUE(answer.ok()) << answer.status();
   const json got = json::parse(*answer);
-  const json sent = json::parse(body);
+  const json sent = json::parse(*body);
   EXPECT_EQ(got["Nodes"]["items"], sent["Nodes"]["items"]);
   ASSERT_TRUE(got["NodeNames"].is_array());
   EXPECT_EQ(got["NodeNames"].size(), sent["Nodes"]["items"].size());
