@@ -219,7 +219,7 @@ bool RunningInCi() {
 absl::StatusOr<std::string> FindControlPlane() {
   const char* env = std::getenv("TESSERA_KUBE_DIR");
   const bool from_env = env != nullptr && *env != '\0';
-  const std::string dir = from_env ? std::string(env) : std::string(TESSERA_SHARED_DIR) + "/kube";
+  const std::string dir = from_env ? std::string(env) : std::string(TESSERA_KUBE_DEFAULT_DIR);
   const std::string where = from_env ? absl::StrCat("TESSERA_KUBE_DIR=", dir)
                                      : absl::StrCat(dir, " (the default; TESSERA_KUBE_DIR is unset)");
   for (const char* file : {"up.sh", "down.sh", "unpack.sh", "bin/kube-apiserver.xz", "bin/kube-scheduler.xz"}) {

@@ -48,7 +48,7 @@
 namespace tessera::testing {
 
 /// The folder with up.sh, down.sh, unpack.sh and bin/: $TESSERA_KUBE_DIR when
-/// set, else TESSERA_SHARED_DIR/kube. NotFound, saying what is missing and how
+/// set, else TESSERA_KUBE_DEFAULT_DIR (<source>/../shared/kube). NotFound, saying what is missing and how
 /// to get it, when that folder or a program the scripts run (etcd, openssl,
 /// curl, xz, flock) is not there.
 absl::StatusOr<std::string> FindControlPlane();
