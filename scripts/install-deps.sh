@@ -8,6 +8,9 @@ packages=(
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libabsl-dev libsimdjson-dev libssl-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   prometheus
+  # The sanitizer build and the fuzz targets (scripts/test.sh, scripts/fuzz.sh):
+  # clang, its libFuzzer and sanitizer runtimes, llvm-symbolizer for stack traces.
+  clang-14 libclang-rt-14-dev llvm-14
 )
 
 missing=()

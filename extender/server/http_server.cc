@@ -29,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "extender/server/http_parse.h"
 #include "scheduler/common/json_text.h"
 
 namespace tessera {
@@ -46,10 +47,6 @@ constexpr std::chrono::milliseconds kMaxLinger{2000};
 
 // Accept failures such as EMFILE repeat at once; back off instead of spinning.
 constexpr std::chrono::milliseconds kAcceptRetry{50};
-
-bool IsHttpParseError(const error_code& ec) {
-  return ec.category() == http::make_error_code(http::error::bad_method).category();
-}
 
 }  // namespace
 
@@ -177,8 +174,7 @@ class Session : public std::enable_shared_from_this<Session> {
     state_ = State::kReading;
     ArmTimer(server_.options.read_timeout);  // one deadline for header and body
     parser_.emplace();
-    parser_->body_limit(static_cast<std::uint64_t>(server_.options.body_limit));
-    parser_->header_limit(server_.options.header_limit);
+    ConfigureRequestParser(*parser_, server_.options);
     http::async_read_header(socket_, buffer_, *parser_,
                             [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
   }
@@ -212,18 +208,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Maps a read error to an answer (limits, malformed HTTP) or a silent close
   // (peer gone, timeout, mid-message EOF: nobody to answer).
   void FailRead(error_code ec) {
-    if (ec == http::error::body_limit) {
-      return Reject(http::status::payload_too_large,
-                    absl::StrFormat("request body exceeds the %d-byte limit", server_.options.body_limit));
-    }
-    if (ec == http::error::header_limit) {
-      return Reject(http::status::request_header_fields_too_large,
-                    absl::StrFormat("request header exceeds the %d-byte limit", server_.options.header_limit));
-    }
-    if (IsHttpParseError(ec) && ec != http::error::end_of_stream && ec != http::error::partial_message) {
-      return Reject(http::status::bad_request, absl::StrFormat("malformed HTTP request: %s", ec.message()));
-    }
-    Close();
+    std::optional<HttpResponse> rejection = RejectionFor(ec, server_.options);
+    if (!rejection) return Close();
+    Reject(*std::move(rejection));
   }
 
   void OnRequest(error_code ec) {
@@ -260,8 +247,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Answers an error the server detected itself, then closes the connection:
   // the rest of the stream cannot be trusted to be at a message boundary.
-  void Reject(http::status status, std::string reason) {
-    HttpResponse res = JsonErrorResponse(status, reason);
+  void Reject(HttpResponse res) {
     res.keep_alive(false);
     Write(std::move(res), /*linger=*/true);
   }
@@ -344,7 +330,7 @@ class Session : public std::enable_shared_from_this<Session> {
   net::steady_timer timer_;
   ServerCore& server_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<HttpRequestParser> parser_;
   HttpResponse response_;
   State state_ = State::kIdle;
   bool drain_ = false;
