@@ -5,7 +5,6 @@
 #include "k8s/extender_args.h"
 #include "k8s/extender_results.h"
 #include "k8s/pod_gpu_request.h"
-#include "scheduler/common/json_text.h"
 #include "scheduler/model/absl_compat.h"
 #include "extender/service/candidate_nodes.h"
 #include "extender/service/profile_request.h"
@@ -159,7 +158,7 @@ absl::StatusOr<std::string> ExtenderService::Bind(std::string_view body) const {
   const absl::Status bound = sources_.synced && !sources_.synced() ? absl::UnavailableError(Absl(kNotSyncedError))
                                                                   : sources_.binder->Bind(*args);
   std::string out = "{\"Error\":";
-  AppendJsonString(out, bound.ok() ? std::string_view() : Std(bound.message()));
+  k8s::AppendWireReason(out, bound.ok() ? std::string_view() : Std(bound.message()));
   out += '}';
   return out;
 }
