@@ -96,6 +96,18 @@ struct ServerCore {
   // Called by ~Session.
   void Unregister(Session* s);
 
+  // The request-body budget (HttpServerOptions::max_body_bytes_in_flight):
+  // takes `bytes` if they fit. Thread-safe.
+  bool ReserveBody(uint64_t bytes) {
+    const uint64_t budget = std::max<uint64_t>(options.max_body_bytes_in_flight, options.body_limit);
+    uint64_t held = body_bytes_in_flight.load();
+    do {
+      if (bytes > budget - std::min(held, budget)) return false;
+    } while (!body_bytes_in_flight.compare_exchange_weak(held, held + bytes));
+    return true;
+  }
+  void ReleaseBody(uint64_t bytes) { body_bytes_in_flight.fetch_sub(bytes); }
+
   const HttpServerOptions options;
   const HttpHandler handler;
 
@@ -105,6 +117,7 @@ struct ServerCore {
   bool destroying = false;                // guarded by mu
   // Mirrors draining_locked for sessions, which read it without the mutex.
   std::atomic<bool> draining{false};
+  std::atomic<uint64_t> body_bytes_in_flight{0};
 
   net::io_context ioc;
   // The acceptor and both timers live on one strand.
@@ -127,7 +140,10 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, ServerCore& server)
       : socket_(std::move(socket)), timer_(socket_.get_executor()), server_(server) {}
 
-  ~Session() { server_.Unregister(this); }
+  ~Session() {
+    ReleaseBody();
+    server_.Unregister(this);
+  }
 
   // Registers with the server and starts waiting for the first request.
   // Called on the acceptor's strand.
@@ -182,6 +198,20 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnHeader(error_code ec) {
     if (state_ != State::kReading) return;
     if (ec) return FailRead(ec);
+    // The body's share of the server-wide budget, taken before any of it is
+    // read. The parser has already refused a Content-Length over body_limit.
+    const uint64_t body = parser_->content_length().value_or(parser_->chunked() ? server_.options.body_limit : 0);
+    if (body > 0) {
+      if (!server_.ReserveBody(body)) {
+        HttpResponse busy = JsonErrorResponse(
+            http::status::service_unavailable,
+            absl::StrFormat("server busy: request bodies being received would exceed %d bytes; retry",
+                            std::max(server_.options.max_body_bytes_in_flight, server_.options.body_limit)));
+        busy.set(http::field::retry_after, "1");
+        return Reject(std::move(busy));
+      }
+      reserved_body_ = body;
+    }
     // curl and other clients send "Expect: 100-continue" with large bodies
     // and pause (curl: 1 s) until told to go on.
     const auto& header = parser_->get();
@@ -242,6 +272,8 @@ class Session : public std::enable_shared_from_this<Session> {
       res.version(req.version());
       res.keep_alive(req.keep_alive() && !Draining());
     }
+    // The request is handled; what stays in flight is the answer.
+    ReleaseBody();
     Write(std::move(res), /*linger=*/false);
   }
 
@@ -315,11 +347,17 @@ class Session : public std::enable_shared_from_this<Session> {
     timer_.cancel();
   }
 
+  void ReleaseBody() {
+    if (reserved_body_ > 0) server_.ReleaseBody(reserved_body_);
+    reserved_body_ = 0;
+  }
+
   // Closing the socket cancels whatever operation is pending; its handler sees
   // kClosed and returns, releasing the last reference to the session.
   void Close() {
     if (state_ == State::kClosed) return;
     state_ = State::kClosed;
+    ReleaseBody();
     CancelTimer();
     error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
@@ -335,6 +373,7 @@ class Session : public std::enable_shared_from_this<Session> {
   State state_ = State::kIdle;
   bool drain_ = false;
   uint64_t timer_generation_ = 0;
+  uint64_t reserved_body_ = 0;  // this request's share of the body budget
   std::array<char, 16 << 10> discard_;
 };
 
@@ -353,7 +392,19 @@ void ServerCore::OnAccept(error_code ec, tcp::socket socket) {
     });
     return;
   }
-  std::make_shared<Session>(std::move(socket), *this)->Start();
+  bool full = false;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    full = sessions.size() >= options.max_connections;
+  }
+  if (full) {
+    // Closed at once rather than left in the backlog: the client sees the
+    // refusal now, not at its own timeout.
+    error_code ignored;
+    socket.close(ignored);
+  } else {
+    std::make_shared<Session>(std::move(socket), *this)->Start();
+  }
   DoAccept();
 }
 
@@ -453,6 +504,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
   if (options.threads < 1) {
     return absl::InvalidArgumentError(absl::StrFormat("threads must be >= 1, got %d", options.threads));
   }
+  if (options.max_connections < 1) return absl::InvalidArgumentError("max_connections must be >= 1, got 0");
   if (!handler) return absl::InvalidArgumentError("handler is empty");
   error_code ec;
   const net::ip::address address = net::ip::make_address(options.address, ec);
