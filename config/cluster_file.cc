@@ -1,12 +1,12 @@
 #include "config/cluster_file.h"
 
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/common/config_errors.h"
+#include "scheduler/common/file_read.h"
+#include "scheduler/common/yaml_load.h"
 #include "k8s/annotations.h"
 #include "k8s/gpu_assignment.h"
 #include "k8s/node_inventory.h"
@@ -15,6 +15,14 @@
 
 namespace tessera {
 namespace {
+
+// A cluster of 5000 nodes with 40 000 pods is some 350 000 YAML nodes; the
+// caps stop what no cluster file is (yaml-cpp spends ~0.5 KB a node).
+constexpr int64_t kMaxClusterFileBytes = int64_t{32} << 20;
+constexpr yaml_internal::YamlLimits kClusterYamlLimits{.max_bytes = size_t{kMaxClusterFileBytes},
+                                                        .max_nodes = 1'000'000,
+                                                        .max_depth = 32,
+                                                        .max_documents = 2};
 
 // A map of strings (labels, annotations, allocatable) as a std::map; records
 // an error for anything that is not a map of scalars.
@@ -122,13 +130,16 @@ void LoadPods(const YAML::Node& pods, ConfigErrors& errors, ClusterModel& model)
 
 absl::Status LoadClusterText(std::string_view yaml, std::string_view file_name, ClusterModel& model) {
   ConfigErrors errors{std::string(file_name)};
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    errors.Add(e.mark, "", e.msg);
+  yaml_internal::YamlDocuments parsed = yaml_internal::LoadYamlDocuments(yaml, kClusterYamlLimits);
+  if (parsed.error) {
+    errors.Add(parsed.error->mark, "", parsed.error->message);
     return errors.ToStatus();
   }
+  if (parsed.documents.size() > 1) {
+    errors.Add(parsed.documents[1].Mark(), "", "only one YAML document is allowed");
+    return errors.ToStatus();
+  }
+  const YAML::Node root = parsed.documents.empty() ? YAML::Node() : parsed.documents[0];
   if (!root.IsMap()) {
     errors.Add(root.Mark(), "", "a cluster file is a map with `nodes` and `pods`");
     return errors.ToStatus();
@@ -147,11 +158,9 @@ absl::Status LoadClusterText(std::string_view yaml, std::string_view file_name, 
 }
 
 absl::Status LoadClusterFile(const std::string& path, ClusterModel& model) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open cluster file"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return LoadClusterText(text.str(), path, model);
+  absl::StatusOr<std::string> text = ReadRegularFile(path, kMaxClusterFileBytes);
+  if (!text.ok()) return text.status();
+  return LoadClusterText(*text, path, model);
 }
 
 }  // namespace tessera

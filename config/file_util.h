@@ -30,8 +30,9 @@ struct FileStamp {
 /// a failure is a stamp with `error` set, so "still missing" compares equal.
 FileStamp StampFile(const std::string& path);
 
-/// The whole file. Errors name the file: "policy.yaml: cannot read: No such
-/// file or directory", with the status code errno maps to.
+/// The whole file, which must be a regular file (a FIFO put in its place
+/// must not block the reload thread): ReadRegularFile's errors, which name
+/// the file ("policy.yaml: cannot read: No such file or directory").
 absl::StatusOr<std::string> ReadPolicyFile(const std::string& path);
 
 }  // namespace tessera::config_internal

@@ -13,6 +13,7 @@
 #include "scheduler/common/config_errors.h"
 #include "config/file_util.h"
 #include "scheduler/framework/plugin_args.h"
+#include "scheduler/common/yaml_load.h"
 #include "scheduler/common/yaml_map.h"
 #include "telemetry/prometheus_url.h"
 #include "yaml-cpp/yaml.h"
@@ -23,6 +24,10 @@ namespace {
 using yaml_internal::Describe;
 using yaml_internal::ParseInteger;
 using yaml_internal::YamlMap;
+
+// A policy is a few dozen nodes; the caps only have to stop what no policy is.
+constexpr yaml_internal::YamlLimits kPolicyYamlLimits{
+    .max_bytes = config_internal::kMaxPolicyFileBytes, .max_nodes = 20'000, .max_depth = 32, .max_documents = 16};
 
 constexpr int64_t kMinWeight = 1;
 constexpr int64_t kMaxWeight = 100;
@@ -357,10 +362,17 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
   auto errors = std::make_shared<ConfigErrors>(std::string(file_name));
   std::shared_ptr<const Profile> profile;
   std::optional<TelemetrySettings> telemetry;
-  // yaml-cpp reports syntax errors, and a few access errors, by throwing;
-  // they stop here and become positioned errors like any other.
+  // Bounded: the file may be anything an operator or a ConfigMap put there,
+  // and a reload must not hang the control loop (scheduler/common/yaml_load.h).
+  yaml_internal::YamlDocuments parsed = yaml_internal::LoadYamlDocuments(yaml, kPolicyYamlLimits);
+  if (parsed.error) {
+    errors->Add(parsed.error->mark, "", absl::StrFormat("invalid YAML: %s", parsed.error->message));
+    return errors->ToStatus();
+  }
+  // yaml-cpp reports a few access errors by throwing; they stop here and
+  // become positioned errors like any other.
   try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml));
+    std::vector<YAML::Node>& documents = parsed.documents;
     if (documents.empty() || (documents.size() == 1 && documents[0].IsNull())) {
       errors->Add(YAML::Mark::null_mark(), "", "the file is empty; expected apiVersion, kind and plugins");
     } else {

@@ -219,6 +219,14 @@ absl::StatusOr<std::vector<NodeVictims>> DecodeVictims(element e, std::string_vi
   return out;
 }
 
+// simdjson counts an array's elements up to 0xFFFFFF and says 0xFFFFFF beyond:
+// enough to tell "too many", not always how many.
+absl::Status TooManyNodes(std::string_view field, size_t count) {
+  const std::string how_many = count >= 0xFFFFFF ? std::string("over 16 million") : absl::StrCat(count);
+  return absl::ResourceExhaustedError(absl::StrCat(Absl(field), " has ", how_many, " entries; Tessera answers at most ",
+                                                   kMaxNodesPerRequest, " nodes a request"));
+}
+
 }  // namespace
 
 absl::StatusOr<WirePod> DecodePodObject(simdjson::dom::element pod, std::string_view path) {
@@ -288,6 +296,7 @@ absl::StatusOr<ExtenderArgs> DecodeExtenderArgs(std::string_view body, simdjson:
     out.nodes.emplace();
     if (items) {
       if (items->get(array) != simdjson::SUCCESS) return WrongType("Nodes.items", "an array", *items);
+      if (array.size() > kMaxNodesPerRequest) return TooManyNodes("Nodes.items", array.size());
       out.nodes->reserve(array.size());
       size_t i = 0;
       for (element item : array) {
@@ -300,6 +309,7 @@ absl::StatusOr<ExtenderArgs> DecodeExtenderArgs(std::string_view body, simdjson:
   if (std::optional<element> names = Member(args, "NodeNames")) {
     simdjson::dom::array array;
     if (names->get(array) != simdjson::SUCCESS) return WrongType("ExtenderArgs.NodeNames", "an array of strings", *names);
+    if (array.size() > kMaxNodesPerRequest) return TooManyNodes("ExtenderArgs.NodeNames", array.size());
     out.node_names.emplace();
     out.node_names->reserve(array.size());
     size_t i = 0;

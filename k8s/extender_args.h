@@ -72,9 +72,15 @@ struct ExtenderPreemptionArgs {
   std::vector<NodeVictims> victims;
 };
 
+/// The most nodes one filter or prioritize request may name. kube-scheduler
+/// supports clusters of 5000 nodes; a list twenty times that is a mistake or
+/// an attack, and its answer (a reason per node) would be larger still.
+inline constexpr size_t kMaxNodesPerRequest = 100'000;
+
 /// Decodes `body`. Errors are InvalidArgument with a reason that names the
 /// field, e.g. "ExtenderArgs.Pod is missing" or
-/// "Nodes.items[2].metadata.name must be a string, got number".
+/// "Nodes.items[2].metadata.name must be a string, got number";
+/// ResourceExhausted for more than kMaxNodesPerRequest nodes.
 /// \param parser reused between calls (its buffers grow to the largest body).
 absl::StatusOr<ExtenderArgs> DecodeExtenderArgs(std::string_view body, simdjson::dom::parser& parser);
 

@@ -1,5 +1,8 @@
 #include "k8s/extender_results.h"
 
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "scheduler/common/json_text.h"
 
@@ -12,12 +15,43 @@ void AppendFailures(std::string& out, const std::vector<NodeFailure>& failures) 
     if (i > 0) out.push_back(',');
     AppendJsonString(out, failures[i].node);
     out.push_back(':');
-    AppendJsonString(out, failures[i].reason);
+    AppendWireReason(out, failures[i].reason);
   }
   out.push_back('}');
 }
 
+bool IsContinuationByte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
 }  // namespace
+
+void AppendWireReason(std::string& out, std::string_view text) {
+  constexpr std::string_view kPercent = "percent";
+  constexpr std::string_view kCut = "...";
+  // The common case, a short reason without '%', is written as it is.
+  if (text.size() <= kMaxWireReasonBytes && text.find('%') == std::string_view::npos) {
+    AppendJsonString(out, text);
+    return;
+  }
+  std::string safe;
+  safe.reserve(std::min(text.size(), kMaxWireReasonBytes) + 16);
+  for (char c : text) {
+    if (c != '%') {
+      safe.push_back(c);
+    } else {
+      if (!safe.empty() && absl::ascii_isdigit(static_cast<unsigned char>(safe.back()))) safe.push_back(' ');
+      safe += kPercent;
+    }
+    if (safe.size() > kMaxWireReasonBytes) break;
+  }
+  if (safe.size() > kMaxWireReasonBytes) {
+    size_t keep = kMaxWireReasonBytes - kCut.size();
+    // Never split a UTF-8 character: back up to the start of the one cut.
+    while (keep > 0 && IsContinuationByte(safe[keep])) --keep;
+    safe.resize(keep);
+    safe += kCut;
+  }
+  AppendJsonString(out, safe);
+}
 
 std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& result) {
   // Reserve what the names and reasons need (escaping aside) so that a
@@ -25,7 +59,7 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& res
   size_t size = 128;
   for (uint32_t k : result.passed) size += (args.nodes ? (*args.nodes)[k].name : (*args.node_names)[k]).size() + 3;
   for (const auto* list : {&result.failed, &result.unresolvable}) {
-    for (const NodeFailure& f : *list) size += f.node.size() + f.reason.size() + 6;
+    for (const NodeFailure& f : *list) size += f.node.size() + std::min(f.reason.size(), kMaxWireReasonBytes) + 6;
   }
   std::string out;
   out.reserve(size);
@@ -51,7 +85,7 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& res
   out += ",\"FailedAndUnresolvableNodes\":";
   AppendFailures(out, result.unresolvable);
   out += ",\"Error\":";
-  AppendJsonString(out, result.error);
+  AppendWireReason(out, result.error);
   out.push_back('}');
   return out;
 }

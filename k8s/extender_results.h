@@ -10,6 +10,19 @@
 
 namespace tessera::k8s {
 
+/// The most bytes of one reason (or Error) written for kube-scheduler; a
+/// longer one is cut at a character boundary and ends in "...". Reasons are
+/// sentences; the cap keeps one echoing a huge annotation from being copied
+/// into the answer once per node.
+inline constexpr size_t kMaxWireReasonBytes = 512;
+
+/// Appends `text` as the JSON string kube-scheduler gets as a reason or Error.
+/// kube-scheduler uses an extender's text as a Go format string (its events
+/// and errors print "95%!u(MISSING)tilisation" for "95% utilisation"), so no
+/// `%` reaches it: each is written as "percent" ("95 percent utilisation"; a
+/// space is put between a digit and the word). Then cut to kMaxWireReasonBytes.
+void AppendWireReason(std::string& out, std::string_view text);
+
 /// A node that failed filtering, and why (shown to the user in pod events).
 struct NodeFailure {
   std::string_view node;
@@ -26,6 +39,7 @@ struct FilterResult {
 };
 
 /// `{"Nodes":…,"NodeNames":[…],"FailedNodes":{…},"FailedAndUnresolvableNodes":{…},"Error":""}`.
+/// Reasons and the Error are written with AppendWireReason.
 /// With full Nodes in the request, `Nodes` echoes the passing Node objects (as
 /// sent, minified) and `NodeNames` lists them too; with NodeNames, `Nodes` is
 /// null. `NodeNames` is always a list, never null: null would mean "no node fits"

@@ -87,7 +87,7 @@ void AppendWhyFull(std::string& out, const GpuShareArgs& args, const PodGpuReque
   const int64_t cap = 10 * args.max_limit_percent;
   if (u.limit.value() + r.limit.value() > cap) {
     return absl::StrAppend(&out, "GPU ", gpu.index, " burst limits would reach ", u.limit.value() + r.limit.value(), "/", cap,
-                        " milli (cap ", args.max_limit_percent, "%)");
+                        " milli (cap ", args.max_limit_percent, " percent)");
   }
   const MemoryMiB usable = UsableMemory(args, gpu.memory);
   if (u.memory + r.memory > usable) {
@@ -95,7 +95,7 @@ void AppendWhyFull(std::string& out, const GpuShareArgs& args, const PodGpuReque
                         usable.value(), " MiB free, pod needs ", r.memory.value(), " MiB");
   }
   return absl::StrAppend(&out, "GPU ", gpu.index, " memory limits would reach ", (u.memory_limit + MemoryLimitOf(r)).value(),
-                      " MiB, over ", args.max_memory_limit_percent, "% of its ", usable.value(), " usable MiB");
+                      " MiB, over ", args.max_memory_limit_percent, " percent of its ", usable.value(), " usable MiB");
 }
 
 std::string DescribeModels(const PodGpuRequest& r) {
@@ -258,7 +258,7 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
           "gpu_memory_too_small",
           absl::StrCat("pod's memory limit of ", MemoryLimitOf(r).value(), " MiB per GPU (tessera.io/gpu-memory-limit)",
                        " fits on ", large_enough, " accepted GPUs, pod needs ", r.count, " (a limit may reach ",
-                       args_.max_memory_limit_percent, "% of a GPU's usable memory, maxMemoryLimitPercent; largest: ",
+                       args_.max_memory_limit_percent, " percent of a GPU's usable memory, maxMemoryLimitPercent; largest: ",
                        largest.value(), " MiB usable)"));
     }
     return FilterVerdict::Never(

@@ -62,10 +62,11 @@ Recent RecentOn(const LoadAwareArgs& a, const NodeView& node, int32_t index, abs
   return r;
 }
 
-// "97%" or "97.5%".
+// "97 percent" or "97.5 percent": words, not '%', which kube-scheduler
+// would take for a format verb in the reason (k8s/extender_results.h).
 std::string Percent(int64_t per_mille) {
-  if (per_mille % 10 == 0) return absl::StrCat(per_mille / 10, "%");
-  return absl::StrCat(per_mille / 10, ".", per_mille % 10, "%");
+  if (per_mille % 10 == 0) return absl::StrCat(per_mille / 10, " percent");
+  return absl::StrCat(per_mille / 10, ".", per_mille % 10, " percent");
 }
 
 // Whether the pod could go on this GPU by what pods reserved (the chooser's
@@ -167,7 +168,7 @@ FilterVerdict LoadAwarePlugin::ExplainExcluded(const PodGpuRequest& r, const Nod
       const bool sustained = Known(g.sustained_utilization.value());
       absl::StrAppend(&why, "GPU ", gpu.index, " at ", Percent(BusyLoad(g)), " utilisation (",
                       sustained ? t.sustained_window : t.utilization_window, ") above the ",
-                      args_.busy_threshold_percent, "% threshold");
+                      args_.busy_threshold_percent, " percent threshold");
     } else {
       absl::StrAppend(&why, "GPU ", gpu.index, " has ", std::max<int64_t>(0, g.memory_free.value() - recent_mib),
                       " MiB of memory free in fact (measured",

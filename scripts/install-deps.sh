@@ -12,6 +12,9 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   prometheus
   etcd-server openssl xz-utils util-linux
+  # The sanitizer build and the fuzz targets (scripts/test.sh, scripts/fuzz.sh):
+  # clang, its libFuzzer and sanitizer runtimes, llvm-symbolizer for stack traces.
+  clang-14 libclang-rt-14-dev llvm-14
 )
 
 missing=()

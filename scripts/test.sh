@@ -1,18 +1,27 @@
 #!/usr/bin/env bash
 # README command (2): install, build and run the whole test suite — once in a
-# normal build, once under AddressSanitizer + UndefinedBehaviorSanitizer — and
-# smoke-run the benchmarks (correctness only; timings are reported by hand).
-# Tests and benchmarks run with the team's shared folder beside the checkout
-# hidden (scripts/without_shared.sh), as a user's clone has none: the data
-# they read is in data/.
+# normal build (g++), once under AddressSanitizer + UndefinedBehaviorSanitizer
+# (clang, whose build also yields the libFuzzer targets) — smoke-run the
+# benchmarks (correctness only; timings are reported by hand) and run each
+# fuzz target for a few seconds. Tests and benchmarks run with the team's
+# shared folder beside the checkout hidden (scripts/without_shared.sh), as a
+# user's clone has none: the data they read is in data/.
+#
+#   TESSERA_SKIP_SANITIZERS=1   skip the clang sanitizer build, its tests and the fuzzing
+#   TESSERA_SKIP_FUZZ=1         skip only the fuzzing
+#   TESSERA_FUZZ_SECONDS=N      seconds per fuzz target (default 12)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
 
 scripts/install-deps.sh
 
+# ccache, where installed, makes a re-run compile only what changed.
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+
 echo "== build (RelWithDebInfo) and test"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo ${launcher[@]+"${launcher[@]}"} >/dev/null
 cmake --build build -j"$jobs"
 # With CI=true a missing control plane fails the control-plane tests instead
 # of skipping them (test/testing/control_plane.h); this guards the other way
@@ -32,9 +41,12 @@ scripts/without_shared.sh bash -c '
   done'
 
 if [ "${TESSERA_SKIP_SANITIZERS:-0}" != "1" ]; then
-  echo "== build with ASan+UBSan and test"
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON -DTESSERA_BUILD_BENCHMARKS=OFF >/dev/null
-  cmake --build build-asan -j"$jobs"
+  echo "== build with clang, ASan+UBSan and libFuzzer coverage, and test"
+  # One build for both: the libraries carry libFuzzer's coverage hooks, which
+  # the test binaries leave to ASan's runtime, and fuzz/ links libFuzzer.
+  cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DTESSERA_SANITIZE=ON -DTESSERA_FUZZ=ON -DTESSERA_BUILD_BENCHMARKS=OFF ${launcher[@]+"${launcher[@]}"} >/dev/null
+  cmake --build build-sanitize -j"$jobs"
   # The whole-trace replays (8000+ pods through every plugin) take minutes
   # unoptimised under ASan; the smaller sim tests run the same code on small
   # inputs here, and the replays themselves run in the build above. The
@@ -45,7 +57,12 @@ if [ "${TESSERA_SKIP_SANITIZERS:-0}" != "1" ]; then
   # check ran above (a sanitizer adds nothing to a grep); the missing-data
   # run stays, as ASan sees a bad read that does not crash.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    scripts/without_shared.sh ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE control-plane \
+    scripts/without_shared.sh ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -LE control-plane \
       -E '^(ReducedRunTest\.|ReplayTest\.TheMemoGivesWhatEvaluatingEveryNodeGives$|StandaloneTest\.NothingReadsTheSharedFolder)'
+
+  if [ "${TESSERA_SKIP_FUZZ:-0}" != "1" ]; then
+    echo "== fuzz each target for ${TESSERA_FUZZ_SECONDS:-12} s"
+    scripts/fuzz.sh -b build-sanitize -t "${TESSERA_FUZZ_SECONDS:-12}"
+  fi
 fi
 echo "== all tests passed"

@@ -29,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "extender/server/http_parse.h"
 #include "scheduler/common/json_text.h"
 
 namespace tessera {
@@ -46,10 +47,6 @@ constexpr std::chrono::milliseconds kMaxLinger{2000};
 
 // Accept failures such as EMFILE repeat at once; back off instead of spinning.
 constexpr std::chrono::milliseconds kAcceptRetry{50};
-
-bool IsHttpParseError(const error_code& ec) {
-  return ec.category() == http::make_error_code(http::error::bad_method).category();
-}
 
 }  // namespace
 
@@ -99,6 +96,18 @@ struct ServerCore {
   // Called by ~Session.
   void Unregister(Session* s);
 
+  // The request-body budget (HttpServerOptions::max_body_bytes_in_flight):
+  // takes `bytes` if they fit. Thread-safe.
+  bool ReserveBody(uint64_t bytes) {
+    const uint64_t budget = std::max<uint64_t>(options.max_body_bytes_in_flight, options.body_limit);
+    uint64_t held = body_bytes_in_flight.load();
+    do {
+      if (bytes > budget - std::min(held, budget)) return false;
+    } while (!body_bytes_in_flight.compare_exchange_weak(held, held + bytes));
+    return true;
+  }
+  void ReleaseBody(uint64_t bytes) { body_bytes_in_flight.fetch_sub(bytes); }
+
   const HttpServerOptions options;
   const HttpHandler handler;
 
@@ -108,6 +117,7 @@ struct ServerCore {
   bool destroying = false;                // guarded by mu
   // Mirrors draining_locked for sessions, which read it without the mutex.
   std::atomic<bool> draining{false};
+  std::atomic<uint64_t> body_bytes_in_flight{0};
 
   net::io_context ioc;
   // The acceptor and both timers live on one strand.
@@ -130,7 +140,10 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, ServerCore& server)
       : socket_(std::move(socket)), timer_(socket_.get_executor()), server_(server) {}
 
-  ~Session() { server_.Unregister(this); }
+  ~Session() {
+    ReleaseBody();
+    server_.Unregister(this);
+  }
 
   // Registers with the server and starts waiting for the first request.
   // Called on the acceptor's strand.
@@ -177,8 +190,7 @@ class Session : public std::enable_shared_from_this<Session> {
     state_ = State::kReading;
     ArmTimer(server_.options.read_timeout);  // one deadline for header and body
     parser_.emplace();
-    parser_->body_limit(static_cast<std::uint64_t>(server_.options.body_limit));
-    parser_->header_limit(server_.options.header_limit);
+    ConfigureRequestParser(*parser_, server_.options);
     http::async_read_header(socket_, buffer_, *parser_,
                             [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
   }
@@ -186,6 +198,20 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnHeader(error_code ec) {
     if (state_ != State::kReading) return;
     if (ec) return FailRead(ec);
+    // The body's share of the server-wide budget, taken before any of it is
+    // read. The parser has already refused a Content-Length over body_limit.
+    const uint64_t body = parser_->content_length().value_or(parser_->chunked() ? server_.options.body_limit : 0);
+    if (body > 0) {
+      if (!server_.ReserveBody(body)) {
+        HttpResponse busy = JsonErrorResponse(
+            http::status::service_unavailable,
+            absl::StrFormat("server busy: request bodies being received would exceed %d bytes; retry",
+                            std::max(server_.options.max_body_bytes_in_flight, server_.options.body_limit)));
+        busy.set(http::field::retry_after, "1");
+        return Reject(std::move(busy));
+      }
+      reserved_body_ = body;
+    }
     // curl and other clients send "Expect: 100-continue" with large bodies
     // and pause (curl: 1 s) until told to go on.
     const auto& header = parser_->get();
@@ -212,18 +238,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Maps a read error to an answer (limits, malformed HTTP) or a silent close
   // (peer gone, timeout, mid-message EOF: nobody to answer).
   void FailRead(error_code ec) {
-    if (ec == http::error::body_limit) {
-      return Reject(http::status::payload_too_large,
-                    absl::StrFormat("request body exceeds the %d-byte limit", server_.options.body_limit));
-    }
-    if (ec == http::error::header_limit) {
-      return Reject(http::status::request_header_fields_too_large,
-                    absl::StrFormat("request header exceeds the %d-byte limit", server_.options.header_limit));
-    }
-    if (IsHttpParseError(ec) && ec != http::error::end_of_stream && ec != http::error::partial_message) {
-      return Reject(http::status::bad_request, absl::StrFormat("malformed HTTP request: %s", ec.message()));
-    }
-    Close();
+    std::optional<HttpResponse> rejection = RejectionFor(ec, server_.options);
+    if (!rejection) return Close();
+    Reject(*std::move(rejection));
   }
 
   void OnRequest(error_code ec) {
@@ -255,13 +272,14 @@ class Session : public std::enable_shared_from_this<Session> {
       res.version(req.version());
       res.keep_alive(req.keep_alive() && !Draining());
     }
+    // The request is handled; what stays in flight is the answer.
+    ReleaseBody();
     Write(std::move(res), /*linger=*/false);
   }
 
   // Answers an error the server detected itself, then closes the connection:
   // the rest of the stream cannot be trusted to be at a message boundary.
-  void Reject(http::status status, std::string reason) {
-    HttpResponse res = JsonErrorResponse(status, reason);
+  void Reject(HttpResponse res) {
     res.keep_alive(false);
     Write(std::move(res), /*linger=*/true);
   }
@@ -329,11 +347,17 @@ class Session : public std::enable_shared_from_this<Session> {
     timer_.cancel();
   }
 
+  void ReleaseBody() {
+    if (reserved_body_ > 0) server_.ReleaseBody(reserved_body_);
+    reserved_body_ = 0;
+  }
+
   // Closing the socket cancels whatever operation is pending; its handler sees
   // kClosed and returns, releasing the last reference to the session.
   void Close() {
     if (state_ == State::kClosed) return;
     state_ = State::kClosed;
+    ReleaseBody();
     CancelTimer();
     error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
@@ -344,11 +368,12 @@ class Session : public std::enable_shared_from_this<Session> {
   net::steady_timer timer_;
   ServerCore& server_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<HttpRequestParser> parser_;
   HttpResponse response_;
   State state_ = State::kIdle;
   bool drain_ = false;
   uint64_t timer_generation_ = 0;
+  uint64_t reserved_body_ = 0;  // this request's share of the body budget
   std::array<char, 16 << 10> discard_;
 };
 
@@ -367,7 +392,19 @@ void ServerCore::OnAccept(error_code ec, tcp::socket socket) {
     });
     return;
   }
-  std::make_shared<Session>(std::move(socket), *this)->Start();
+  bool full = false;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    full = sessions.size() >= options.max_connections;
+  }
+  if (full) {
+    // Closed at once rather than left in the backlog: the client sees the
+    // refusal now, not at its own timeout.
+    error_code ignored;
+    socket.close(ignored);
+  } else {
+    std::make_shared<Session>(std::move(socket), *this)->Start();
+  }
   DoAccept();
 }
 
@@ -467,6 +504,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
   if (options.threads < 1) {
     return absl::InvalidArgumentError(absl::StrFormat("threads must be >= 1, got %d", options.threads));
   }
+  if (options.max_connections < 1) return absl::InvalidArgumentError("max_connections must be >= 1, got 0");
   if (!handler) return absl::InvalidArgumentError("handler is empty");
   error_code ec;
   const net::ip::address address = net::ip::make_address(options.address, ec);

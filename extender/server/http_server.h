@@ -14,6 +14,11 @@
 //   limit and header limit, and a deadline for receiving the whole request.
 //   Oversized or malformed requests get a JSON {"Error": ...} answer with
 //   413 / 431 / 400, then that connection closes.
+// * The server as a whole is bounded too: at most max_connections open (one
+//   more is closed as soon as it is accepted), and request bodies being
+//   received hold at most max_body_bytes_in_flight between them (a request
+//   whose body would pass it gets 503 with Retry-After), so many clients
+//   each under the body limit cannot add up to more memory than that.
 // * A connection is "idle" while it waits for the first byte of its next
 //   request (under idle_timeout) and "active" from then until its response is
 //   written (under read_timeout). Drain() closes idle connections at once but
@@ -65,6 +70,15 @@ struct HttpServerOptions {
   size_t body_limit = size_t{256} << 20;
   /// Largest accepted request line plus header fields; larger ones get 431.
   uint32_t header_limit = 16 << 10;
+  /// Most connections open at once; one more is closed when accepted.
+  /// kube-scheduler keeps a few keep-alive connections per extender.
+  size_t max_connections = 512;
+  /// Most request-body bytes being received at once, over all connections:
+  /// each request reserves its Content-Length (a chunked one, body_limit)
+  /// when its header is read and frees it once handled. A request that does
+  /// not fit gets 503 with Retry-After: 1. Never less than body_limit (the
+  /// largest single request always fits on an idle server).
+  size_t max_body_bytes_in_flight = size_t{1} << 30;
   /// Time to receive a whole request once its first byte arrived (also bounds
   /// writing the response). On expiry the connection is closed unanswered.
   std::chrono::milliseconds read_timeout{30000};

@@ -5,7 +5,6 @@
 #include "k8s/extender_args.h"
 #include "k8s/extender_results.h"
 #include "k8s/pod_gpu_request.h"
-#include "scheduler/common/json_text.h"
 #include "scheduler/model/absl_compat.h"
 #include "extender/service/candidate_nodes.h"
 #include "extender/service/profile_request.h"
@@ -68,10 +67,14 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
     return k8s::EncodeFilterResult(*args, result);
   }
   if (!request.ok() || !args->pod.host_error.ok()) {
-    const std::string reason =
-        !request.ok() ? absl::StrCat("pod has an invalid GPU request: ", request.status().message())
-                      : absl::StrCat("pod has an unreadable CPU or memory request: ", args->pod.host_error.message());
-    for (size_t i = 0; i < n; ++i) result.unresolvable.push_back({NodeName(*args, i), reason});
+    // The pod, not a node, is at fault: one Error instead of the same reason
+    // per node (120 000 names once made a 740 MB answer). kube-scheduler shows
+    // it as the pod's FailedScheduling event and retries the pod with backoff;
+    // the cluster autoscaler does not scale up for it, as it would for a pod
+    // every node refused.
+    result.error = !request.ok()
+                       ? absl::StrCat("pod has an invalid GPU request: ", request.status().message())
+                       : absl::StrCat("pod has an unreadable CPU or memory request: ", args->pod.host_error.message());
     rejections["invalid_pod_request"] += static_cast<int64_t>(n);
   } else {
     // A pod without a GPU request goes through the profile too, with count
@@ -159,7 +162,7 @@ absl::StatusOr<std::string> ExtenderService::Bind(std::string_view body) const {
   const absl::Status bound = sources_.synced && !sources_.synced() ? absl::UnavailableError(Absl(kNotSyncedError))
                                                                   : sources_.binder->Bind(*args);
   std::string out = "{\"Error\":";
-  AppendJsonString(out, bound.ok() ? std::string_view() : Std(bound.message()));
+  k8s::AppendWireReason(out, bound.ok() ? std::string_view() : Std(bound.message()));
   out += '}';
   return out;
 }

@@ -96,7 +96,12 @@ HttpResponse Router::Dispatch(const HttpRequest& request, std::string_view verb)
   if (verb == "filter" || verb == "prioritize") {
     absl::StatusOr<std::string> body =
         verb == "filter" ? service_.Filter(request.body()) : service_.Prioritize(request.body());
-    if (!body.ok()) return JsonError(request, http::status::bad_request, Std(body.status().message()));
+    if (!body.ok()) {
+      // Too many nodes to answer: 413, as for a body over the limit.
+      const http::status code = absl::IsResourceExhausted(body.status()) ? http::status::payload_too_large
+                                                                          : http::status::bad_request;
+      return JsonError(request, code, Std(body.status().message()));
+    }
     return Respond(request, http::status::ok, std::move(*body));
   }
   if (verb == "bind") {

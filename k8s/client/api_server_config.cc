@@ -5,14 +5,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "scheduler/common/file_read.h"
+#include "scheduler/common/yaml_load.h"
 #include "scheduler/model/absl_compat.h"
 #include "yaml-cpp/yaml.h"
 
@@ -20,20 +20,15 @@ namespace tessera::k8s {
 namespace {
 
 // Kubeconfigs, certificates and tokens are small; the cap keeps a wrong path
-// (a log file, /dev/zero) from being read into memory.
-constexpr std::streamsize kMaxFileBytes = 4 << 20;
+// (a log file) from being read into memory, and ReadRegularFile refuses what
+// would block (a FIFO) or never end (/dev/zero).
+constexpr int64_t kMaxFileBytes = 4 << 20;
 
-absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read: ", std::strerror(errno)));
-  std::string out(static_cast<size_t>(kMaxFileBytes) + 1, '\0');
-  in.read(out.data(), kMaxFileBytes + 1);
-  out.resize(static_cast<size_t>(in.gcount()));
-  if (static_cast<std::streamsize>(out.size()) > kMaxFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": larger than ", kMaxFileBytes, " bytes"));
-  }
-  return out;
-}
+// A kubeconfig with a few hundred contexts is some thousands of nodes.
+constexpr yaml_internal::YamlLimits kKubeconfigYamlLimits{
+    .max_bytes = size_t{kMaxFileBytes}, .max_nodes = 200'000, .max_depth = 32, .max_documents = 2};
+
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path) { return ReadRegularFile(path, kMaxFileBytes); }
 
 std::string Dirname(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -128,12 +123,15 @@ absl::Status ParseServerUrl(std::string_view url, ApiServerConfig& config) {
 absl::StatusOr<ApiServerConfig> LoadKubeconfig(const std::string& path, std::string_view context) {
   absl::StatusOr<std::string> text = ReadSmallFile(path);
   if (!text.ok()) return text.status();
-  YAML::Node root;
-  try {
-    root = YAML::Load(*text);
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
+  yaml_internal::YamlDocuments parsed = yaml_internal::LoadYamlDocuments(*text, kKubeconfigYamlLimits);
+  if (parsed.error) {
+    const YAML::Mark& m = parsed.error->mark;
+    return absl::InvalidArgumentError(m.is_null() ? absl::StrCat(path, ": ", parsed.error->message)
+                                                  : absl::StrCat(path, ":", m.line + 1, ":", m.column + 1, ": ",
+                                                                 parsed.error->message));
   }
+  // Like YAML::Load: the first document is the kubeconfig.
+  const YAML::Node root = parsed.documents.empty() ? YAML::Node() : parsed.documents[0];
   if (!root.IsMap()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a kubeconfig (expected a map)"));
 
   std::string context_name(context);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "scheduler/common/yaml_load.h"
 #include "scheduler/model/quantity_parse.h"
 
 namespace tessera {
@@ -46,13 +47,12 @@ PluginArgs::PluginArgs(YAML::Node args, YAML::Mark fallback, std::string path,
 
 absl::StatusOr<PluginArgs> PluginArgs::FromText(std::string_view yaml, std::string_view file_name) {
   auto errors = std::make_shared<ConfigErrors>(std::string(file_name));
-  YAML::Node node;
-  try {
-    node = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    errors->Add(e.mark, "", absl::StrFormat("invalid YAML: %s", e.msg));
+  yaml_internal::YamlDocuments parsed = yaml_internal::LoadYamlDocuments(yaml);
+  if (parsed.error) {
+    errors->Add(parsed.error->mark, "", absl::StrFormat("invalid YAML: %s", parsed.error->message));
     return errors->ToStatus();
   }
+  const YAML::Node node = parsed.documents.empty() ? YAML::Node() : parsed.documents[0];
   return PluginArgs(node, YAML::Mark::null_mark(), "args", std::move(errors));
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/deadline.h"
 #include "test/testing/fake_plugins.h"
 
 namespace tessera {
@@ -294,6 +295,34 @@ TEST(PolicyLoaderTest, HostileInputIsAnErrorNotACrash) {
   for (const std::string& input : inputs) {
     SCOPED_TRACE(input.substr(0, 40));
     EXPECT_FALSE(Load(input).ok());
+  }
+}
+
+// Texts on which yaml-cpp 0.7 alone never returns, or returns a tree whose
+// walk never ends; each is refused in bounded time with a positioned error.
+TEST(PolicyLoaderTest, YamlThatWouldHangTheParserIsRefusedInBoundedTime) {
+  const std::vector<ErrorCase> cases = {
+      {"A file that is just a comma", ",", {"policy.yaml:1:1: invalid YAML: unexpected ','"}},
+      {"A comma after a document start", "---\n,\n", {"policy.yaml:2:1: invalid YAML: unexpected ','"}},
+      {"A comma after a valid policy", Policy(std::string(kChooser)) + ",\n",
+       {"policy.yaml:5:1: invalid YAML: end of map not found"}},
+      {"An alias inside its own anchor", "plugins: &p [*p]\n",
+       {"policy.yaml:1:14: invalid YAML: an alias may not refer to a node that contains it"}},
+      {"Lists nested past the depth cap",
+       [] {
+         std::string text;  // level i is the line "<2i spaces>-"
+         for (int i = 0; i < 40; ++i) text += std::string(static_cast<size_t>(2 * i), ' ') + "-\n";
+         return text;
+       }(),
+       {"policy.yaml:33:65: invalid YAML: nested deeper than 32 levels"}},
+  };
+  for (const ErrorCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const testing::BoundedRun run =
+        testing::RunWithDeadline([&] { return Load(c.yaml).ok() ? 1 : 0; }, std::chrono::seconds(10));
+    ASSERT_TRUE(run.finished) << run.what;
+    EXPECT_EQ(run.exit_code, 0);
+    EXPECT_EQ(std::string(Load(c.yaml).message()), absl::StrJoin(c.want, "\n"));
   }
 }
 

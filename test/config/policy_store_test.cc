@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/deadline.h"
 #include "test/testing/fake_plugins.h"
 
 namespace tessera {
@@ -146,6 +148,66 @@ TEST_F(PolicyStoreTest, ReloadOfAMissingFileKeepsTheOldProfile) {
   std::filesystem::remove(path_);
   EXPECT_EQ(store->Reload().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store->Current(), before);
+}
+
+// What a hot reload may meet in the policy file's place; each must be
+// refused in bounded time and memory, with the policy in force kept.
+struct HostileReloadCase {
+  std::string name;
+  std::function<void()> replace;  // puts the hostile thing in place
+  std::string want;                               // a part of the reload's error
+};
+
+TEST_F(PolicyStoreTest, AHostileReloadIsRefusedInBoundedTimeAndKeepsThePolicy) {
+  const std::vector<HostileReloadCase> cases = {
+      // yaml-cpp 0.7's LoadAll adds a null document forever: gigabytes a minute.
+      {"a file that is just a comma", [this] { Write(","); }, "invalid YAML: unexpected ','"},
+      {"an alias bomb", [this] {
+         std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
+         for (int i = 1; i < 9; ++i) {
+           text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+           for (int k = 0; k < 9; ++k) text += (k > 0 ? ", *a" : "*a") + std::to_string(i - 1);
+           text += "]\n";
+         }
+         Write(text);
+       }, "nodes (an alias counts as the nodes it names)"},
+      {"deep nesting", [this] { Write(std::string(100000, '[')); }, "nested deeper than"},
+      // Opening a FIFO for reading waits for a writer: the reload thread would
+      // block for good (and with it SIGTERM's drain, on the same loop).
+      {"a FIFO", [this] {
+         std::filesystem::remove(path_);
+         ASSERT_EQ(::mkfifo(path_.c_str(), 0600), 0);
+       }, "not a regular file (a FIFO)"},
+      {"a character device", [this] {
+         std::filesystem::remove(path_);
+         std::filesystem::create_symlink("/dev/zero", path_);
+       }, "not a regular file (a character device)"},
+  };
+  for (const HostileReloadCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::filesystem::remove(path_);
+    Write(kOnePlugin);
+    std::unique_ptr<PolicyStore> store = Open();
+    ASSERT_NE(store, nullptr);
+    const std::shared_ptr<const Profile> before = store->Current();
+    c.replace();
+    // Both triggers, in a child: on a hang the child is killed, not the test.
+    const testing::BoundedRun run = testing::RunWithDeadline(
+        [&] {
+          const absl::Status reload = store->Reload();
+          store->ReloadIfChanged();  // the poll reads the file too (racy-clean check)
+          if (reload.ok() || store->Current() != before) return 1;
+          return std::string(reload.message()).find(c.want) != std::string::npos ? 0 : 2;
+        },
+        std::chrono::seconds(10));
+    ASSERT_TRUE(run.finished) << run.what;
+    EXPECT_EQ(run.exit_code, 0) << "1: the reload was not refused or the policy changed; 2: another error";
+    EXPECT_LT(run.peak_rss_mib, 1024);
+    // Now that it is known to return: the error itself.
+    const absl::Status status = store->Reload();
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.want));
+    EXPECT_EQ(store->Current(), before);
+  }
 }
 
 TEST_F(PolicyStoreTest, ReloadIfChangedDoesNothingWhileTheFileIsUnchanged) {

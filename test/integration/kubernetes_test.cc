@@ -224,7 +224,9 @@ TEST_F(KubernetesEndToEnd, ARestartedTesseraHoldsTheSameAllocationsAndDeletionFr
     Tessera first(api_);
     testing::HttpClient http(first.port());
     ASSERT_TRUE(first.WaitForSync());
-    for (const auto& [name, fraction] : std::vector<std::pair<std::string, std::string>>{{"a", "0.5"}, {"b", "0.3"}, {"c", "1"}}) {
+    for (const auto& [pod_name, fraction] : std::vector<std::pair<std::string, std::string>>{{"a", "0.5"}, {"b", "0.3"}, {"c", "1"}}) {
+      // A copy for the lambda: clang 14 cannot capture a structured binding.
+      const std::string name = pod_name;
       const nlohmann::json pod = AddPod(PendingPod(name, fraction));
       ASSERT_TRUE(WaitFor([&] { return api_.Pod("ml", name).has_value(); }));
       ASSERT_EQ(http.Post("/bind", BindArgs(pod, "big")).body, R"({"Error":""})");

@@ -50,7 +50,7 @@ TEST(GpuShareFilter, EveryVerdictCarriesItsPreciseReason) {
        Pod().Fraction(100).Memory(4096).MemoryLimit(20480), {}, FilterCode::kUnschedulableUnresolvable,
        "gpu_memory_too_small",
        "pod's memory limit of 20480 MiB per GPU (tessera.io/gpu-memory-limit) fits on 0 accepted GPUs, pod needs 1 "
-       "(a limit may reach 100% of a GPU's usable memory, maxMemoryLimitPercent; largest: 15360 MiB usable)"},
+       "(a limit may reach 100 percent of a GPU's usable memory, maxMemoryLimitPercent; largest: 15360 MiB usable)"},
       {"a node without GPUs is never", Node("n"), Pod().Fraction(100), {}, FilterCode::kUnschedulableUnresolvable,
        "no_gpus", "node has no GPUs"},
       {"an unreadable inventory is never and says why", Node("n").Broken("bad JSON"), Pod(), {},
@@ -72,7 +72,7 @@ TEST(GpuShareFilter, EveryVerdictCarriesItsPreciseReason) {
        Pod().Fraction(200).Limit(1000), {}, FilterCode::kSuccess, "", ""},
       {"burst limits over the cap are not now", Node("n").Gpus(1).Hold(0, 200, 0, 1000),
        Pod().Fraction(200).Limit(800), no_overcommit, FilterCode::kUnschedulable, "insufficient_gpu",
-       "burst limits would reach 1800/1000 milli (cap 100%)"},
+       "burst limits would reach 1800/1000 milli (cap 100 percent)"},
       {"a long list of full GPUs is cut after four", Node("n").Gpus(8).Hold(0, 1000).Hold(1, 1000).Hold(2, 1000)
            .Hold(3, 1000).Hold(4, 1000).Hold(5, 1000).Hold(6, 1000).Hold(7, 1000),
        Pod().Fraction(100), {}, FilterCode::kUnschedulable, "insufficient_gpu", "(and 4 more GPUs)"},

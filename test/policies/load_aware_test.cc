@@ -237,8 +237,8 @@ TEST(LoadAwareGpuFilter, BusyGpusAreRuledOutOnlyWhenAsked) {
   EXPECT_EQ(v.code, FilterCode::kUnschedulable);
   EXPECT_EQ(v.reason_code, LoadAwarePlugin::kBusyReason);
   EXPECT_EQ(v.message,
-            "GPU 1 at 97% utilisation (5m avg) above the 90% threshold; "
-            "GPU 2 at 95% utilisation (5m avg) above the 90% threshold");
+            "GPU 1 at 97 percent utilisation (5m avg) above the 90 percent threshold; "
+            "GPU 2 at 95 percent utilisation (5m avg) above the 90 percent threshold");
   EXPECT_EQ(strict->ChooseGpus(two, n.View()), std::nullopt);
   // One cool GPU is enough for a one-GPU pod, and it is the one it gets.
   EXPECT_TRUE(strict->Filter(Pod().Fraction(500), n.View()).ok());
@@ -279,7 +279,7 @@ TEST(LoadAwareGpuFilter, FallsBackToTheShortWindowAndNamesIt) {
   g.sustained_utilization = PerMille(GpuTelemetry::kUnknown);
   const MeasuredNode n{Node("n").Gpus(1), Telemetry({g}), {}};
   const FilterVerdict v = GpuShareWithLoadAware(RejectingBusyAbove(90))->Filter(Pod().Fraction(100), n.View());
-  EXPECT_EQ(v.message, "GPU 0 at 92.5% utilisation (1m avg) above the 90% threshold");
+  EXPECT_EQ(v.message, "GPU 0 at 92.5 percent utilisation (1m avg) above the 90 percent threshold");
 }
 
 TEST(LoadAwareGpuFilter, GpusWithoutRoomAreLeftToTheChooserToExplain) {
@@ -288,7 +288,7 @@ TEST(LoadAwareGpuFilter, GpusWithoutRoomAreLeftToTheChooserToExplain) {
   const MeasuredNode n{Node("n").Gpus(2).Hold(0, 1000), Telemetry({Measured(0, 10), Measured(1, 99)}), {}};
   const FilterVerdict v = strict->Filter(Pod().Fraction(250), n.View());
   ASSERT_FALSE(v.ok());
-  EXPECT_EQ(v.message, "GPU 1 at 99% utilisation (5m avg) above the 90% threshold");
+  EXPECT_EQ(v.message, "GPU 1 at 99 percent utilisation (5m avg) above the 90 percent threshold");
   // Nothing has room: gpu-share's rejection, which says so, not ours.
   const MeasuredNode full{Node("n").Gpus(1).Hold(0, 1000), Telemetry({Measured(0, 99)}), {}};
   const FilterVerdict gpu_share = strict->Filter(Pod().Fraction(250), full.View());

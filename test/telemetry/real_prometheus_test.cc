@@ -168,7 +168,7 @@ TEST_F(RealPrometheusTest, ScoresAndFilterReasonsFollowTheExportersValues) {
       << prometheus_->Log();
   const FilterVerdict hot = policy_.profile->Filter(pod, View("node-a"));
   EXPECT_FALSE(hot.ok());
-  EXPECT_THAT(hot.message, HasSubstr("GPU 0 at 95% utilisation (3s max) above the 90% threshold"));
+  EXPECT_THAT(hot.message, HasSubstr("GPU 0 at 95 percent utilisation (3s max) above the 90 percent threshold"));
   EXPECT_TRUE(policy_.profile->Filter(pod, View("node-b")).ok());
   EXPECT_LT(LoadAwareScore("node-a", pod), LoadAwareScore("node-b", pod));
   std::vector<int64_t> wire = WireScores(pod);
@@ -177,7 +177,7 @@ TEST_F(RealPrometheusTest, ScoresAndFilterReasonsFollowTheExportersValues) {
   SetLoad(5, 95);
   ASSERT_TRUE(RefreshUntil([&] { return Measured("node-a", 50, 50) && Measured("node-b", 950, 950); }));
   EXPECT_TRUE(policy_.profile->Filter(pod, View("node-a")).ok());
-  EXPECT_THAT(policy_.profile->Filter(pod, View("node-b")).message, HasSubstr("at 95% utilisation (3s max)"));
+  EXPECT_THAT(policy_.profile->Filter(pod, View("node-b")).message, HasSubstr("at 95 percent utilisation (3s max)"));
   EXPECT_GT(LoadAwareScore("node-a", pod), LoadAwareScore("node-b", pod));
   wire = WireScores(pod);
   EXPECT_GT(wire[0], wire[1]);
@@ -198,7 +198,7 @@ TEST_F(RealPrometheusTest, APodGetsTheCoolGpuOfANodeWhoseOtherGpuIsBusy) {
   EXPECT_EQ(policy_.profile->ChooseGpus(one, View("node-a")), gpu1);
   const FilterVerdict both = policy_.profile->Filter(two, View("node-a"));
   EXPECT_FALSE(both.ok());
-  EXPECT_EQ(both.message, "GPU 0 at 95% utilisation (3s max) above the 90% threshold");
+  EXPECT_EQ(both.message, "GPU 0 at 95 percent utilisation (3s max) above the 90 percent threshold");
 
   // The load moves: so does the pod.
   SetGpuLoads({5, 95}, 5);

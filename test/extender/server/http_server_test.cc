@@ -475,6 +475,65 @@ TEST(HttpServerTest, DrainWithNothingOpenReturnsPromptly) {
   server->Wait();  // again: returns at once
 }
 
+TEST(HttpServerTest, AConnectionPastTheCapIsClosedAndAFreedSlotServesTheNext) {
+  HttpServerOptions options = TestOptions();
+  options.max_connections = 2;
+  auto server = MustStart(options);
+  ASSERT_NE(server, nullptr);
+  Client first(server->port());
+  std::optional<Client> second(std::in_place, server->port());
+  // An answer each: both sessions are registered by then.
+  EXPECT_EQ(first.RoundTrip(Post("/a", "1")).body(), "1");
+  EXPECT_EQ(second->RoundTrip(Post("/b", "2")).body(), "2");
+
+  Client third(server->port());
+  ASSERT_FALSE(third.connect_error());
+  EXPECT_TRUE(third.ClosedWithin(kIoTimeout));
+  EXPECT_EQ(first.RoundTrip(Post("/a", "again")).body(), "again");
+
+  // The second goes away; once the server has seen it go, a new one is served.
+  second.reset();
+  const auto deadline = Clock::now() + kIoTimeout;
+  bool served = false;
+  while (!served && Clock::now() < deadline) {
+    Client next(server->port());
+    HttpResponse res;
+    served = !next.Write(Post("/c", "3")) && !next.Read(res) && res.body() == "3";
+    if (!served) std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_TRUE(served);
+}
+
+TEST(HttpServerTest, BodiesPastTheServerWideBudgetGet503UntilTheBudgetFrees) {
+  HttpServerOptions options = TestOptions();
+  options.body_limit = 1000;
+  options.max_body_bytes_in_flight = 1000;
+  auto server = MustStart(options);
+  ASSERT_NE(server, nullptr);
+  // A slow upload holds 800 of the 1000 bytes from its header on.
+  Client slow(server->port());
+  ASSERT_FALSE(slow.WriteRaw("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 800\r\n\r\n" + std::string(100, 'a')));
+  std::this_thread::sleep_for(milliseconds(200));  // the server reads the header
+
+  Client busy(server->port());
+  const HttpResponse refused = busy.RoundTrip(Post("/busy", std::string(300, 'b')));
+  EXPECT_EQ(refused.result(), http::status::service_unavailable);
+  EXPECT_EQ(refused[http::field::retry_after], "1");
+  EXPECT_THAT(refused.body(), HasSubstr("server busy: request bodies being received would exceed 1000 bytes"));
+  EXPECT_TRUE(busy.ClosedWithin(kIoTimeout));
+  // What fits is served meanwhile.
+  Client small(server->port());
+  EXPECT_EQ(small.RoundTrip(Post("/small", std::string(150, 'c'))).result(), http::status::ok);
+
+  ASSERT_FALSE(slow.WriteRaw(std::string(700, 'a')));
+  HttpResponse done;
+  ASSERT_FALSE(slow.Read(done));
+  EXPECT_EQ(done.body(), std::string(800, 'a'));
+  // Handled, its share is free again.
+  Client after(server->port());
+  EXPECT_EQ(after.RoundTrip(Post("/after", std::string(900, 'd'))).result(), http::status::ok);
+}
+
 TEST(HttpServerTest, StartReportsBindAndOptionErrorsAsStatus) {
   auto first = MustStart(TestOptions());
   ASSERT_NE(first, nullptr);
@@ -491,6 +550,9 @@ TEST(HttpServerTest, StartReportsBindAndOptionErrorsAsStatus) {
   HttpServerOptions no_threads = TestOptions();
   no_threads.threads = 0;
   EXPECT_EQ(HttpServer::Start(no_threads, Echo).status().code(), absl::StatusCode::kInvalidArgument);
+  HttpServerOptions no_connections = TestOptions();
+  no_connections.max_connections = 0;
+  EXPECT_EQ(HttpServer::Start(no_connections, Echo).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(HttpServer::Start(TestOptions(), nullptr).status().code(), absl::StatusCode::kInvalidArgument);
 }
 

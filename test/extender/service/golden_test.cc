@@ -161,9 +161,10 @@ std::vector<GoldenCase> Cases() {
        AskForHalfAnA100, ClusterWithGpus(), "filter-nodecache-half-a100.json"},
       {"half a GPU by node name: binpack prefers the partly used node over the idle one", "prioritize-request.json",
        "prioritize", AskForHalf, ClusterWithGpus(), "prioritize-nodecache-half-gpu.json"},
-      {"an invalid fraction fails every node as unresolvable, naming the annotation", "filter-request-nodecache.json",
-       "filter", [](json& r) { r["Pod"]["metadata"]["annotations"]["tessera.io/gpu-fraction"] = "1.5"; },
-       ClusterWithGpus(), "filter-nodecache-invalid-fraction.json"},
+      {"an invalid fraction fails the pod once in Error, naming the annotation, with no percent sign",
+       "filter-request-nodecache.json", "filter",
+       [](json& r) { r["Pod"]["metadata"]["annotations"]["tessera.io/gpu-fraction"] = "1.5"; }, ClusterWithGpus(),
+       "filter-nodecache-invalid-fraction.json"},
   };
 }
 

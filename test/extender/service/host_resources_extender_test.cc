@@ -146,13 +146,16 @@ TEST_F(HostResourcesExtenderTest, AGpuPodsFilterAndPrioritizeSeeItsCpuRequest) {
   EXPECT_GT(scores.at("gpu"), scores.at("tight"));
 }
 
-TEST_F(HostResourcesExtenderTest, AnUnreadableCpuRequestRefusesEveryNodeWithTheFieldNamed) {
+TEST_F(HostResourcesExtenderTest, AnUnreadableCpuRequestFailsThePodOnceWithTheFieldNamed) {
   TwoNodes(/*host_known=*/true);
   absl::StatusOr<std::string> answer = f_.service().Filter(Args("two", {"gpu", "cpu"}));
   ASSERT_TRUE(answer.ok()) << answer.status();
   const json result = json::parse(*answer);
-  EXPECT_THAT(result["FailedAndUnresolvableNodes"]["cpu"].get<std::string>(),
+  // The pod is at fault, not a node: one Error, no reason per node.
+  EXPECT_THAT(result["Error"].get<std::string>(),
               HasSubstr(R"(pod has an unreadable CPU or memory request: ExtenderArgs.Pod.spec.containers[0].resources.requests.cpu="two")"));
+  EXPECT_EQ(result["FailedAndUnresolvableNodes"], json::object());
+  EXPECT_EQ(result["NodeNames"], json::array());
 }
 
 }  // namespace

@@ -3,12 +3,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
+#include <string>
+#include <vector>
 #include <filesystem>
 #include <fstream>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "test/testing/deadline.h"
 
 namespace tessera::k8s {
 namespace {
@@ -151,6 +156,51 @@ TEST(Kubeconfig, AnUnknownContextOrAMissingFileIsNamed) {
   EXPECT_THAT(LoadKubeconfig(path, "nope").status().message(), HasSubstr("contexts: no entry named \"nope\""));
   EXPECT_THAT(LoadKubeconfig(dir.path() + "/missing").status().message(), HasSubstr("missing: cannot read"));
   EXPECT_THAT(LoadKubeconfig(dir.Write("bad", "clusters: [\n")).status().message(), HasSubstr("bad:"));
+}
+
+TEST(Kubeconfig, HostileYamlOrAFifoIsRefusedInBoundedTime) {
+  TempDir dir;
+  const std::string fifo = dir.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  struct Case {
+    std::string name;
+    std::string path;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      // yaml-cpp 0.7 alone parses the first document of "," fine; the rest of
+      // the stream is what loops, and Tessera now reads all of it bounded.
+      {"a kubeconfig that is just a comma", dir.Write("comma", ","), "comma:1:1: unexpected ','"},
+      {"a kubeconfig whose contexts name themselves", dir.Write("cycle", "contexts: &c [*c]\n"),
+       "cycle:1:15: an alias may not refer to a node that contains it"},
+      {"a FIFO in the kubeconfig's place", fifo, "fifo: cannot read: not a regular file (a FIFO)"},
+      {"a device in the kubeconfig's place", "/dev/zero", "/dev/zero: cannot read: not a regular file"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const tessera::testing::BoundedRun run = tessera::testing::RunWithDeadline(
+        [&] { return LoadKubeconfig(c.path).ok() ? 1 : 0; }, std::chrono::seconds(10));
+    ASSERT_TRUE(run.finished) << run.what;
+    EXPECT_EQ(run.exit_code, 0);
+    EXPECT_THAT(LoadKubeconfig(c.path).status().message(), HasSubstr(c.want));
+  }
+}
+
+TEST(BearerTokenFile, AFifoInTheTokensPlaceDoesNotBlockTheClient) {
+  TempDir dir;
+  ApiServerConfig config;
+  config.token_file = dir.path() + "/token";
+  ASSERT_EQ(::mkfifo(config.token_file.c_str(), 0600), 0);
+  const tessera::testing::BoundedRun run = tessera::testing::RunWithDeadline(
+      [&] {
+        BearerToken token(config);
+        return token.Get().ok() ? 1 : 0;
+      },
+      std::chrono::seconds(10));
+  ASSERT_TRUE(run.finished) << run.what;
+  EXPECT_EQ(run.exit_code, 0);
+  BearerToken token(config);
+  EXPECT_THAT(token.Get().status().message(), HasSubstr("token: cannot read: not a regular file (a FIFO)"));
 }
 
 TEST(BearerTokenFile, IsReReadWhenKubeletRotatesIt) {

@@ -1,0 +1,52 @@
+// An ExtenderService over the demo cluster (config/examples/demo-cluster.yaml)
+// for the fuzz targets that send whole requests.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "config/cluster_file.h"
+#include "config/policy_loader.h"
+#include "extender/service/extender_service.h"
+#include "policies/builtin_registry.h"
+#include "scheduler/cache/cluster_model.h"
+#include "scheduler/metrics/metrics.h"
+
+namespace tessera::fuzz {
+
+/// The service, the model and the profile behind it; built once per process.
+class FuzzService {
+ public:
+  /// \param policy a file of config/examples/.
+  explicit FuzzService(const std::string& policy) : registry_(NewBuiltinRegistry()) {
+    const std::string examples = std::string(TESSERA_SOURCE_DIR) + "/config/examples/";
+    Check(LoadClusterFile(examples + "demo-cluster.yaml", model_));
+    model_.Publish();
+    absl::StatusOr<std::shared_ptr<const Profile>> profile = LoadPolicyFile(examples + policy, registry_);
+    Check(profile.status());
+    profile_ = *profile;
+    service_ = std::make_unique<ExtenderService>(
+        ExtenderSources{.snapshot = [this] { return model_.Current(); }, .profile = [this] { return profile_; }},
+        metrics_);
+  }
+
+  [[nodiscard]] const ExtenderService& service() const { return *service_; }
+  MetricsRegistry& metrics() { return metrics_; }
+
+ private:
+  static void Check(const absl::Status& status) {
+    if (status.ok()) return;
+    std::fprintf(stderr, "fuzz setup failed: %s\n", std::string(status.message()).c_str());
+    std::abort();
+  }
+
+  PluginRegistry registry_;
+  ClusterModel model_;
+  MetricsRegistry metrics_;
+  std::shared_ptr<const Profile> profile_;
+  std::unique_ptr<ExtenderService> service_;
+};
+
+}  // namespace tessera::fuzz

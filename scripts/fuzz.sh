@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets of fuzz/ (README, "Fuzzing") from a build
+# configured with -DTESSERA_FUZZ=ON (scripts/test.sh makes one: build-sanitize).
+#
+#   scripts/fuzz.sh [-b BUILD_DIR] [-t SECONDS] [TARGET...] [-- LIBFUZZER_FLAG...]
+#
+# Each target (all of them when none is named: extender_args, policy, ...)
+# runs SECONDS (default 15) from its seed corpus, fuzz/corpus/<target>/, and its
+# saved crashes, fuzz/regressions/<target>/. New interesting inputs go to a
+# scratch corpus under BUILD_DIR/fuzz-work/, never into the source tree. A
+# crash, leak, timeout (> 5 s for one input) or out-of-memory (> 2 GB) stops
+# that target; its input is saved under BUILD_DIR/fuzz-work/artifacts/<target>/
+# and the script exits 1 after running the rest. Flags after `--` go to every
+# target as they are (e.g. -- -fork=8 to use 8 cores, -- -max_len=100000).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=build-sanitize
+seconds=15
+while getopts "b:t:" opt; do
+  case "$opt" in
+    b) build="$OPTARG" ;;
+    t) seconds="$OPTARG" ;;
+    *) echo "usage: $0 [-b BUILD_DIR] [-t SECONDS] [TARGET...] [-- LIBFUZZER_FLAG...]" >&2; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+
+targets=()
+while [ $# -gt 0 ] && [ "$1" != "--" ] && [ "${1#-}" = "$1" ]; do targets+=("$1"); shift; done
+[ "${1:-}" = "--" ] && shift
+extra=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  for dir in fuzz/corpus/*/; do targets+=("$(basename "$dir")"); done
+fi
+
+work="$build/fuzz-work"
+failed=()
+for t in "${targets[@]}"; do
+  bin="$build/fuzz/${t}_fuzzer"
+  if [ ! -x "$bin" ]; then
+    echo "fuzz: $bin is missing: configure $build with -DTESSERA_FUZZ=ON and build it" >&2
+    exit 2
+  fi
+  mkdir -p "$work/corpus/$t" "$work/artifacts/$t"
+  seeds=("fuzz/corpus/$t")
+  [ -d "fuzz/regressions/$t" ] && seeds+=("fuzz/regressions/$t")
+  # -timeout: one input taking 5 s is a hang (the requests' own budget is 5 s).
+  # -rss_limit_mb: a leak or blow-up past 2 GB is a finding, not a slow test.
+  # -use_value_profile: compares steer the search (quantity and enum parsing).
+  if ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+    "$bin" "$work/corpus/$t" "${seeds[@]}" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 \
+      -use_value_profile=1 -print_final_stats=1 -artifact_prefix="$work/artifacts/$t/" ${extra[@]+"${extra[@]}"} \
+      >"$work/$t.log" 2>&1; then
+    echo "fuzz: $t: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$work/$t.log" | grep -o '[0-9]*$' || echo '?') inputs in ${seconds} s, no crash"
+  else
+    echo "fuzz: $t: FOUND A PROBLEM; last lines of $work/$t.log:"
+    tail -n 30 "$work/$t.log"
+    ls -1 "$work/artifacts/$t/" | sed "s|^|  saved: $work/artifacts/$t/|"
+    failed+=("$t")
+  fi
+done
+
+if [ ${#failed[@]} -ne 0 ]; then
+  echo "fuzz: problems in: ${failed[*]} (reproduce: $build/fuzz/<target>_fuzzer <saved input>)"
+  exit 1
+fi

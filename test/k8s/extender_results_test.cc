@@ -1,0 +1,81 @@
+#include "k8s/extender_results.h"
+
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace tessera::k8s {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string Wire(std::string_view text) {
+  std::string out;
+  AppendWireReason(out, text);
+  return nlohmann::json::parse(out).get<std::string>();
+}
+
+struct WireCase {
+  std::string name;
+  std::string text;
+  std::string want;
+};
+
+TEST(AppendWireReasonTest, NoPercentSignReachesKubeScheduler) {
+  const std::vector<WireCase> cases = {
+      {"a reason without a percent sign is written as it is", "node has no GPUs", "node has no GPUs"},
+      {"a percentage after a number reads as words",
+       "GPU 0 at 95% utilisation (5m avg) above the 90% threshold",
+       "GPU 0 at 95 percent utilisation (5m avg) above the 90 percent threshold"},
+      {"a range of percentages reads as words", "must be in (0, 1] or (0%, 100%]",
+       "must be in (0, 1] or (0 percent, 100 percent]"},
+      {"what Go would take for verbs is disarmed", "tessera.io/gpu-fraction=\"%s%d%v\"",
+       "tessera.io/gpu-fraction=\"percentspercentdpercentv\""},
+      {"a lone percent sign is a word too", "%", "percent"},
+  };
+  for (const WireCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(Wire(c.text), c.want);
+  }
+}
+
+TEST(AppendWireReasonTest, ALongReasonIsCutAtACharacterBoundary) {
+  EXPECT_EQ(Wire(std::string(kMaxWireReasonBytes, 'a')), std::string(kMaxWireReasonBytes, 'a'));
+  const std::string cut = Wire(std::string(kMaxWireReasonBytes + 1, 'a'));
+  EXPECT_EQ(cut.size(), kMaxWireReasonBytes);
+  EXPECT_TRUE(cut.ends_with("aaa..."));
+  // "é" is two bytes; after two 'a's the cut would fall inside one.
+  std::string accents = "aa";
+  while (accents.size() < 2 * kMaxWireReasonBytes) accents += "é";
+  const std::string cut_accents = Wire(accents);
+  EXPECT_LE(cut_accents.size(), kMaxWireReasonBytes);
+  EXPECT_TRUE(cut_accents.ends_with("é..."));
+  // Percent signs grow the text before the cut; the cap still holds.
+  EXPECT_LE(Wire(std::string(4 * kMaxWireReasonBytes, '%')).size(), kMaxWireReasonBytes);
+}
+
+TEST(EncodeFilterResultTest, ReasonsAndTheErrorCarryNoPercentSign) {
+  const std::vector<std::string_view> names = {"n1", "n2", "n3"};
+  ExtenderArgs args;
+  args.node_names = names;
+  FilterResult result;
+  result.passed = {0};
+  result.failed = {{"n2", "GPU 0 at 95% utilisation (5m avg) above the 90% threshold"}};
+  result.unresolvable = {{"n3", "burst limits would reach 1800/1000 milli (cap 100%)"}};
+  result.error = "tessera.io/gpu-fraction=\"150%\": must be in (0, 1] or (0%, 100%]";
+  const std::string answer = EncodeFilterResult(args, result);
+  EXPECT_THAT(answer, Not(HasSubstr("%")));
+  const nlohmann::json got = nlohmann::json::parse(answer);
+  EXPECT_EQ(got["FailedNodes"]["n2"], "GPU 0 at 95 percent utilisation (5m avg) above the 90 percent threshold");
+  EXPECT_EQ(got["FailedAndUnresolvableNodes"]["n3"], "burst limits would reach 1800/1000 milli (cap 100 percent)");
+  EXPECT_EQ(got["Error"],
+            "tessera.io/gpu-fraction=\"150 percent\": must be in (0, 1] or (0 percent, 100 percent]");
+  EXPECT_EQ(got["NodeNames"], nlohmann::json::array({"n1"}));
+}
+
+}  // namespace
+}  // namespace tessera::k8s
