@@ -21,10 +21,30 @@ absl::Status Prefixed(std::string_view prefix, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat(Absl(prefix), status.message()));
 }
 
-// How often binds the watch never confirmed are looked for.
-constexpr absl::Duration kReservationSweep = absl::Seconds(5);
+// How often binds the watch never confirmed are looked for, and the watch's
+// first sync (which starts the nudge) is checked.
+constexpr absl::Duration kChoreInterval = absl::Seconds(1);
 
 }  // namespace
+
+struct Program::Nudge {
+  std::unique_ptr<k8s::ApiClient> client;
+  std::unique_ptr<k8s::KubePodApi> pods;
+  std::string scheduler_name;
+  std::atomic<bool> stop{false};
+
+  void Run() {
+    absl::StatusOr<int> nudged =
+        k8s::RequeuePendingPods(*client, *pods, {.scheduler_name = scheduler_name, .stop = &stop}, absl::Now());
+    if (!nudged.ok()) {
+      LogWarning(absl::StrCat("could not list the pods waiting for ", scheduler_name,
+                              "; they wait for kube-scheduler's own retry: ", nudged.status().message()));
+    } else if (*nudged > 0) {
+      LogInfo(absl::StrCat("nudged ", *nudged, " pending pods of ", scheduler_name,
+                           " so that kube-scheduler retries them now"));
+    }
+  }
+};
 
 Program::Program(const ProgramOptions& options, const PluginRegistry& registry)
     : options_(options),
@@ -85,6 +105,14 @@ absl::Status Program::OpenApiServer() {
   source_ = config->description;
   k8s::ApiClientOptions client_options;
   client_options.request_timeout = options_.api_timeout;
+  if (!options_.scheduler_name.empty()) {
+    absl::StatusOr<std::unique_ptr<k8s::ApiClient>> own = k8s::ApiClient::Create(*config, client_options);
+    if (!own.ok()) return Prefixed("cannot configure the API-server client: ", own.status());
+    nudge_ = std::make_shared<Nudge>();
+    nudge_->client = *std::move(own);
+    nudge_->pods = std::make_unique<k8s::KubePodApi>(*nudge_->client);
+    nudge_->scheduler_name = options_.scheduler_name;
+  }
   absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = k8s::ApiClient::Create(*std::move(config), client_options);
   if (!client.ok()) return Prefixed("cannot configure the API-server client: ", client.status());
   api_client_ = *std::move(client);
@@ -167,22 +195,6 @@ void Program::RefreshGauges() {
       .Set(double(watch_->pod_problems().size()));
 }
 
-void Program::RequeueWhenSynced() {
-  while (!stopping_.load() && !watch_->synced()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  if (stopping_.load()) return;
-  absl::StatusOr<int> nudged = k8s::RequeuePendingPods(
-      *api_client_, *pod_api_, {.scheduler_name = options_.scheduler_name, .stop = &stopping_}, absl::Now());
-  if (!nudged.ok()) {
-    LogWarning(absl::StrCat("could not list the pods waiting for ", options_.scheduler_name,
-                            "; they wait for kube-scheduler's own retry: ", nudged.status().message()));
-    return;
-  }
-  if (*nudged > 0) {
-    LogInfo(absl::StrCat("nudged ", *nudged, " pending pods of ", options_.scheduler_name,
-                         " so that kube-scheduler retries them now"));
-  }
-}
-
 int Program::Serve() {
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
       HttpServer::Start(options_.server, [this](const HttpRequest& r) { return router_->Handle(r); });
@@ -213,9 +225,14 @@ int Program::Serve() {
     // while the watch is in sync: a confirmation cannot arrive through a
     // broken watch, and releasing then could double-allocate.
     actions.on_chore = [this] {
-      if (watch_->synced()) binder_->ExpireReservations(absl::Now());
+      if (!watch_->synced()) return;
+      binder_->ExpireReservations(absl::Now());
+      if (nudge_ != nullptr && !nudged_) {
+        nudged_ = true;
+        std::thread([nudge = nudge_] { nudge->Run(); }).detach();
+      }
     };
-    actions.chore_every = kReservationSweep;
+    actions.chore_every = kChoreInterval;
   }
   if (watch_ != nullptr) {
     watch_->set_utilization_observer([this](const std::string& node, std::optional<std::string_view> value) {
@@ -223,14 +240,11 @@ int Program::Serve() {
     });
     watch_->Start();
   }
-  std::thread requeue;
-  if (watch_ != nullptr && !options_.scheduler_name.empty()) requeue = std::thread([this] { RequeueWhenSynced(); });
   {
     ControlLoop control(std::move(actions));
     (*server)->Wait();
   }
-  stopping_.store(true);
-  if (requeue.joinable()) requeue.join();
+  if (nudge_ != nullptr) nudge_->stop.store(true);
   if (watch_ != nullptr) watch_->Stop();
   LogInfo("stopped");
   return 0;

@@ -62,9 +62,10 @@ class Program {
   void RefreshGauges();
   [[nodiscard]] std::string DebugState() const;
   [[nodiscard]] bool Synced() const { return watch_ == nullptr || watch_->synced(); }
-  // Once the watch is in sync, nudges the pods that wait for this scheduler
-  // (k8s/sync/pending_requeue.h); on its own thread, stopped by stopping_.
-  void RequeueWhenSynced();
+  // The nudge of k8s/sync/pending_requeue.h, with a client of its own: it
+  // runs on a detached thread that owns all it touches, so a slow API server
+  // never holds up a shutdown.
+  struct Nudge;
 
   const ProgramOptions options_;
   const PluginRegistry& registry_;
@@ -83,7 +84,8 @@ class Program {
   std::unique_ptr<TelemetryRefresher> telemetry_;
   std::unique_ptr<ExtenderService> service_;
   std::unique_ptr<Router> router_;
-  std::atomic<bool> stopping_{false};
+  std::shared_ptr<Nudge> nudge_;  // API-server mode with --scheduler-name only
+  bool nudged_ = false;           // the control loop's: started once
 };
 
 }  // namespace tessera
