@@ -1,6 +1,7 @@
-// Bind: reserve the pod's GPUs and host request in the model, record the
-// GPUs on the pod, then create the Binding. (A pod that asks for no GPU
-// reserves only its CPU and memory and is bound with no assignment.)
+// Bind: reserve the pod's GPUs and host request in the model, then create
+// the Binding, which carries the assignment annotation onto the pod in the
+// same write. (A pod that asks for no GPU reserves only its CPU and memory
+// and is bound with no assignment.)
 //
 // The reservation is what keeps concurrent scheduling honest. kube-scheduler
 // binds asynchronously and calls filter/prioritize for the next pods before

@@ -26,14 +26,15 @@ struct PodRef {
 /// (401/403: RBAC).
 class PodApi {
  public:
+  /// Annotations a write sets on the pod.
+  using Annotations = std::vector<std::pair<std::string, std::string>>;
+
   virtual ~PodApi() = default;
   /// Reads the pod.
   virtual absl::StatusOr<PodRecord> GetPod(std::string_view namespace_name, std::string_view name) = 0;
   /// Sets annotations on the pod if its uid is still `pod.uid` (the uid in
   /// the patch is a precondition the API server checks).
-  virtual absl::Status Annotate(const PodRef& pod, const std::vector<std::pair<std::string, std::string>>& annotations) = 0;
-  /// Annotations a write sets on the pod.
-  using Annotations = std::vector<std::pair<std::string, std::string>>;
+  virtual absl::Status Annotate(const PodRef& pod, const Annotations& annotations) = 0;
   /// Creates the pod's Binding to `node`, with `pod.uid` as a precondition.
   /// The API server copies the Binding's `annotations` onto the pod in the
   /// same write as spec.nodeName: they land together or not at all.
@@ -45,7 +46,7 @@ class KubePodApi final : public PodApi {
  public:
   explicit KubePodApi(ApiClient& client) : client_(client) {}
   absl::StatusOr<PodRecord> GetPod(std::string_view namespace_name, std::string_view name) override;
-  absl::Status Annotate(const PodRef& pod, const std::vector<std::pair<std::string, std::string>>& annotations) override;
+  absl::Status Annotate(const PodRef& pod, const Annotations& annotations) override;
   absl::Status Bind(const PodRef& pod, std::string_view node, const Annotations& annotations) override;
 
  private:
