@@ -4,8 +4,9 @@
 // GPU and host requests, node inventories and topologies from full Node
 // objects, every plugin, and the encoder.
 //
-// Properties: every answer is valid JSON, and an answer stays within a fixed
-// multiple of its request (no reason copied per node without bound).
+// Properties: every answer is valid JSON; it stays within a fixed multiple of
+// its request (no reason copied per node without bound); no reason or Error
+// holds a '%' (kube-scheduler would read it as a format verb).
 #include <simdjson.h>
 
 #include "fuzz/fuzz_input.h"
@@ -13,13 +14,27 @@
 
 namespace {
 
+using tessera::fuzz::Violated;
+
+void CheckNoPercent(simdjson::dom::element text) {
+  std::string_view s;
+  if (text.get(s) == simdjson::SUCCESS && s.find('%') != std::string_view::npos) Violated("a '%' in a reason");
+}
+
 void CheckAnswer(const absl::StatusOr<std::string>& answer, size_t request_size) {
   if (!answer.ok()) return;  // a 400 with the decoder's reason
   simdjson::dom::parser parser;
-  if (parser.parse(*answer).error() != simdjson::SUCCESS) tessera::fuzz::Violated("the answer is not JSON");
-  if (answer->size() > (size_t{64} << 10) + 64 * request_size) {
-    tessera::fuzz::Violated("the answer is more than 64 times the request");
+  simdjson::dom::element doc;
+  if (parser.parse(*answer).get(doc) != simdjson::SUCCESS) Violated("the answer is not JSON");
+  if (answer->size() > (size_t{64} << 10) + 64 * request_size) Violated("the answer is more than 64 times the request");
+  simdjson::dom::object filter;
+  if (doc.get(filter) != simdjson::SUCCESS) return;  // prioritize: a list of scores
+  for (const char* key : {"FailedNodes", "FailedAndUnresolvableNodes"}) {
+    simdjson::dom::object reasons;
+    if (filter[key].get(reasons) != simdjson::SUCCESS) Violated("a filter answer without its reason maps");
+    for (auto [node, reason] : reasons) CheckNoPercent(reason);
   }
+  CheckNoPercent(filter["Error"]);
 }
 
 }  // namespace
