@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "k8s/client/api_server_config.h"
 #include "scheduler/model/absl_compat.h"
 
@@ -312,7 +313,7 @@ absl::Status ControlPlane::Up() {
   if (!ports.ok()) return ports.status();
   api_port_ = (*ports)[0];
   extender_port_ = (*ports)[4];
-  const std::map<std::string, std::string> env = {
+  std::map<std::string, std::string> env = {
       {"KUBE_RUN", run_dir_},
       {"KUBE_BIN", kube_bin_},
       {"API_PORT", std::to_string((*ports)[0])},
@@ -324,6 +325,7 @@ absl::Status ControlPlane::Up() {
       {"LEADER_ELECT", "false"},
       {"RESET", "1"},
   };
+  if (!options_.scheduler_config_template.empty()) env["SCHED_CONFIG_TMPL"] = options_.scheduler_config_template;
   const std::string log = run_dir_ + "/up.log";
   absl::StatusOr<int> code = Run({"/bin/bash", options_.kube_dir + "/up.sh"}, env, log);
   if (code.ok() && *code == 0) return absl::OkStatus();
@@ -349,10 +351,11 @@ ControlPlane::~ControlPlane() {
 
 absl::Status ControlPlane::StartTessera() {
   if (tessera_pid_ > 0) return absl::FailedPreconditionError("Tessera is already running");
-  ExecArgs exec({options_.extender_binary, absl::StrCat("--port=", extender_port_), "--address=127.0.0.1",
-                 "--kubeconfig=" + run_dir_ + "/admin.kubeconfig", "--policy-file=" + options_.policy_file,
-                 "--url-prefix=" + options_.url_path},
-                {});
+  std::vector<std::string> args = {options_.extender_binary, absl::StrCat("--port=", extender_port_),
+                                    "--address=127.0.0.1", "--kubeconfig=" + run_dir_ + "/admin.kubeconfig",
+                                    "--policy-file=" + options_.policy_file, "--url-prefix=" + options_.url_path};
+  args.insert(args.end(), options_.extender_flags.begin(), options_.extender_flags.end());
+  ExecArgs exec(std::move(args), {});
   const std::string log = run_dir_ + "/tessera.log";
   absl::StatusOr<pid_t> pid = Spawn(exec, {.log = log, .append = true, .die_with_us = true});
   if (!pid.ok()) return pid.status();
@@ -476,8 +479,12 @@ absl::StatusOr<json> ControlPlane::GetPod(const std::string& ns, const std::stri
   return json::parse(r->body);
 }
 
-absl::StatusOr<std::vector<json>> ControlPlane::ListPods(const std::string& ns) {
-  absl::StatusOr<k8s::ApiResponse> r = Call("GET", absl::StrCat("/api/v1/namespaces/", ns, "/pods"));
+absl::StatusOr<std::vector<json>> ControlPlane::ListPods(const std::string& ns, std::string_view field_selector) {
+  std::string target = absl::StrCat("/api/v1/namespaces/", ns, "/pods");
+  if (!field_selector.empty()) {
+    absl::StrAppend(&target, "?fieldSelector=", absl::StrReplaceAll(Absl(field_selector), {{"=", "%3D"}, {",", "%2C"}}));
+  }
+  absl::StatusOr<k8s::ApiResponse> r = Call("GET", target);
   if (absl::Status st = Expect(r, "list pods of " + ns, {200}); !st.ok()) return st;
   return json::parse(r->body)["items"].get<std::vector<json>>();
 }

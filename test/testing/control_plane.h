@@ -90,6 +90,12 @@ class ControlPlane {
     std::string extender_binary;   ///< build/tessera-extender.
     std::string policy_file;       ///< Tessera's --policy-file.
     std::string url_path = "/scheduler";  ///< kube-scheduler's urlPrefix path = Tessera's --url-prefix.
+    /// kube-scheduler's configuration template (up.sh's SCHED_CONFIG_TMPL):
+    /// empty for the one with Tessera as extender; the benchmark's baseline
+    /// names <kube_dir>/scheduler-config-alone.yaml.tmpl.
+    std::string scheduler_config_template;
+    /// More flags for tessera-extender (e.g. --threads=4).
+    std::vector<std::string> extender_flags;
   };
 
   /// Runs unpack.sh and up.sh (a second and third time with other ports if a
@@ -121,7 +127,9 @@ class ControlPlane {
   absl::Status DeleteNode(const std::string& name);
   absl::StatusOr<nlohmann::json> CreatePod(const PodSpec& spec);
   absl::StatusOr<nlohmann::json> GetPod(const std::string& ns, const std::string& name);
-  absl::StatusOr<std::vector<nlohmann::json>> ListPods(const std::string& ns);
+  /// The namespace's pods; `field_selector` as the API takes it, e.g.
+  /// "spec.nodeName=" for the pods not bound yet.
+  absl::StatusOr<std::vector<nlohmann::json>> ListPods(const std::string& ns, std::string_view field_selector = "");
   /// Deletes at once (grace period 0): nothing would confirm a graceful end.
   absl::Status DeletePod(const std::string& ns, const std::string& name);
   absl::Status DeleteAllPods(const std::string& ns);

@@ -1,0 +1,252 @@
+// End-to-end throughput on a real control plane (README, "End-to-end
+// throughput"): etcd, kube-apiserver and kube-scheduler v1.26 from
+// shared/kube, N fake GPU nodes (status through the status subresource, no
+// kubelet) and M pods asking for a fraction of a GPU, scheduled twice on
+// fresh planes:
+//   alone    kube-scheduler with no extender (the baseline);
+//   tessera  kube-scheduler calling tessera-extender for filter, prioritize and bind.
+// Prints pods/s for each and their ratio, Tessera's latency per verb from its
+// /metrics, and an over-commit audit of the assignment annotations; exits 1
+// when a pod stayed unbound, the audit finds a problem, or the ratio is below
+// --min_ratio.
+//
+//   build/benchmarks/e2e_throughput --nodes=50 --pods=400
+//   build/benchmarks/e2e_throughput --nodes=1000 --pods=2000 --min_ratio=0.9
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "k8s/annotations.h"
+#include "test/testing/assignment_audit.h"
+#include "test/testing/control_plane.h"
+#include "test/testing/metrics_text.h"
+
+ABSL_FLAG(int, nodes, 50, "GPU nodes to create.");
+ABSL_FLAG(int, gpus_per_node, 8, "GPUs per node (A100 80 GB).");
+ABSL_FLAG(int, pods, 400, "Pods to schedule.");
+ABSL_FLAG(std::string, fraction, "0.5", "tessera.io/gpu-fraction of every pod.");
+ABSL_FLAG(int, creators, 16, "Threads creating nodes and pods (pods should arrive faster than they bind).");
+ABSL_FLAG(std::string, modes, "alone,tessera", "Which runs, in order: alone, tessera.");
+ABSL_FLAG(int, timeout_s, 600, "Most seconds a run may take to bind every pod.");
+ABSL_FLAG(double, min_ratio, 0, "Exit 1 when tessera's pods/s over alone's is below this (0: report only).");
+ABSL_FLAG(std::string, extender_flags, "", "More tessera-extender flags, space-separated (e.g. --threads=4).");
+
+namespace tessera::bench {
+namespace {
+
+using nlohmann::json;
+using testing::ControlPlane;
+
+constexpr char kNamespace[] = "e2e";
+constexpr int64_t kGpuMemoryMiB = 81920;
+constexpr int kSkipped = 77;  // benchmarks/CMakeLists.txt: SKIP_RETURN_CODE
+
+struct RunResult {
+  std::string mode;
+  absl::Duration creating;   ///< First pod created .. last pod created.
+  absl::Duration binding;    ///< First pod created .. every pod bound.
+  int pods = 0;
+  testing::AssignmentAudit audit;
+  std::string tessera_metrics;  ///< Tessera's /metrics after the run ("" alone).
+
+  [[nodiscard]] double pods_per_second() const { return pods / absl::ToDoubleSeconds(binding); }
+};
+
+// Runs fn(0..count-1) on `threads` threads; the first error, or OK.
+absl::Status ParallelFor(int count, int threads, const std::function<absl::Status(int)>& fn) {
+  std::atomic<int> next{0};
+  absl::Mutex mu;
+  absl::Status first;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, threads); ++t) {
+    pool.emplace_back([&] {
+      for (int i = next++; i < count; i = next++) {
+        absl::Status st = fn(i);
+        if (st.ok()) continue;
+        absl::MutexLock lock(&mu);
+        if (first.ok()) first = st;
+      }
+    });
+  }
+  for (std::thread& t : pool) t.join();
+  return first;
+}
+
+std::string NodeName(int i) { return absl::StrFormat("gpu-node-%05d", i); }
+
+absl::Status CreateNodes(ControlPlane& plane, int nodes, int gpus) {
+  return ParallelFor(nodes, absl::GetFlag(FLAGS_creators), [&](int i) {
+    testing::GpuNodeSpec node;
+    node.name = NodeName(i);
+    node.gpus = gpus;
+    node.memory_mib = kGpuMemoryMiB;
+    return plane.CreateGpuNode(node).status();
+  });
+}
+
+// Tessera learns nodes through its watch; pods that came first would find
+// none. Its model-size gauge says when it has them all.
+absl::Status WaitForTesseraToSeeNodes(ControlPlane& plane, int nodes) {
+  const std::string wanted = absl::StrCat("\ntessera_model_nodes ", nodes, "\n");
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline) {
+    if (plane.TesseraGet("/metrics").body.find(wanted) != std::string::npos) return absl::OkStatus();
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("Tessera did not see ", nodes, " nodes within 60 s"));
+}
+
+// Polls the pods not bound yet until there are none; the time of that poll.
+absl::StatusOr<absl::Time> WaitUntilAllBound(ControlPlane& plane, absl::Time deadline) {
+  while (true) {
+    absl::StatusOr<std::vector<json>> unbound = plane.ListPods(kNamespace, "spec.nodeName=");
+    if (!unbound.ok()) return unbound.status();
+    const absl::Time now = absl::Now();
+    if (unbound->empty()) return now;
+    if (now > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(unbound->size(), " pods still unbound at the deadline; one: ",
+                                                      testing::UnschedulableMessage(unbound->front())));
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
+absl::StatusOr<RunResult> SchedulePods(ControlPlane& plane, const std::string& mode, int pods) {
+  RunResult result;
+  result.mode = mode;
+  result.pods = pods;
+  const std::string fraction = absl::GetFlag(FLAGS_fraction);
+  const absl::Time start = absl::Now();
+  absl::Status created = ParallelFor(pods, absl::GetFlag(FLAGS_creators), [&](int i) {
+    testing::PodSpec pod;
+    pod.namespace_name = kNamespace;
+    pod.name = absl::StrFormat("pod-%05d", i);
+    pod.annotations = {{std::string(k8s::kGpuFraction), fraction}};
+    return plane.CreatePod(pod).status();
+  });
+  if (!created.ok()) return created;
+  result.creating = absl::Now() - start;
+  absl::StatusOr<absl::Time> all_bound =
+      WaitUntilAllBound(plane, start + absl::Seconds(absl::GetFlag(FLAGS_timeout_s)));
+  if (!all_bound.ok()) return all_bound.status();
+  result.binding = *all_bound - start;
+  return result;
+}
+
+absl::StatusOr<RunResult> Run(const std::string& mode, ControlPlane::Options options) {
+  const int nodes = absl::GetFlag(FLAGS_nodes);
+  const int gpus = absl::GetFlag(FLAGS_gpus_per_node);
+  if (mode == "alone") options.scheduler_config_template = options.kube_dir + "/scheduler-config-alone.yaml.tmpl";
+  absl::StatusOr<std::unique_ptr<ControlPlane>> plane = ControlPlane::Start(options);
+  if (!plane.ok()) return plane.status();
+  if (mode == "tessera") {
+    if (absl::Status st = (*plane)->StartTessera(); !st.ok()) return st;
+  }
+  if (absl::Status st = (*plane)->CreateNamespace(kNamespace); !st.ok()) return st;
+  if (absl::Status st = CreateNodes(**plane, nodes, gpus); !st.ok()) return st;
+  if (mode == "tessera") {
+    if (absl::Status st = WaitForTesseraToSeeNodes(**plane, nodes); !st.ok()) return st;
+  }
+  // kube-scheduler's informers see the nodes within moments; both runs wait alike.
+  absl::SleepFor(absl::Seconds(2));
+  absl::StatusOr<RunResult> result = SchedulePods(**plane, mode, absl::GetFlag(FLAGS_pods));
+  if (!result.ok()) return absl::Status(result.status().code(), absl::StrCat(result.status().message(), "\n",
+                                                                              (*plane)->LogTails(20)));
+  if (mode != "tessera") return result;  // kube-scheduler alone writes no assignment to audit
+  absl::StatusOr<std::vector<json>> all = (*plane)->ListPods(kNamespace);
+  if (!all.ok()) return all.status();
+  std::map<std::string, testing::AuditedNode> offered;
+  for (int i = 0; i < nodes; ++i) offered[NodeName(i)] = {.gpus = gpus, .memory = MemoryMiB(kGpuMemoryMiB)};
+  result->audit = testing::AuditAssignments(*all, offered);
+  result->tessera_metrics = (*plane)->TesseraGet("/metrics").body;
+  return result;
+}
+
+void PrintRun(const RunResult& r) {
+  std::printf("%-8s %6d %6d %9.2f %9.2f %9.1f", r.mode.c_str(), absl::GetFlag(FLAGS_nodes), r.pods,
+              absl::ToDoubleSeconds(r.creating), absl::ToDoubleSeconds(r.binding), r.pods_per_second());
+  if (r.mode == "tessera") {
+    std::printf("   audit: %d pods hold shares of %d GPUs, %zu over-commit(s) or inconsistencies", r.audit.assigned_pods,
+                r.audit.gpus_in_use, r.audit.problems.size());
+  }
+  std::printf("\n");
+  for (const std::string& p : r.audit.problems) std::printf("  audit: %s\n", p.c_str());
+}
+
+void PrintTesseraLatency(const std::string& metrics) {
+  std::printf("\nTessera per verb (its /metrics; p50/p99 are bucket upper bounds):\n");
+  std::printf("%-11s %7s %10s %10s %10s\n", "verb", "calls", "mean ms", "p50 <= ms", "p99 <= ms");
+  for (const char* verb : {"filter", "prioritize", "bind"}) {
+    const testing::HistogramReading h =
+        testing::ReadHistogram(metrics, "tessera_http_request_duration_seconds", absl::StrCat("verb=\"", verb, "\""));
+    std::printf("%-11s %7llu %10.3f %10.3f %10.3f\n", verb, static_cast<unsigned long long>(h.count), h.mean() * 1e3,
+                h.QuantileUpperBound(0.5) * 1e3, h.QuantileUpperBound(0.99) * 1e3);
+  }
+}
+
+int Main() {
+  absl::StatusOr<std::string> kube_dir = testing::FindControlPlane();
+  if (!kube_dir.ok()) {
+    // As the control-plane tests do: skipped (ctest's SKIP_RETURN_CODE) in a
+    // clone without shared/kube, a failure in CI.
+    std::printf("%s: %s\n", testing::RunningInCi() ? "e2e_throughput" : testing::kSkipMarker,
+                std::string(kube_dir.status().message()).c_str());
+    return testing::RunningInCi() ? 1 : kSkipped;
+  }
+  ControlPlane::Options options;
+  options.kube_dir = *kube_dir;
+  options.extender_binary = TESSERA_EXTENDER_BINARY;
+  options.policy_file = std::string(TESSERA_SOURCE_DIR) + "/config/examples/default-policy.yaml";
+  options.extender_flags = absl::StrSplit(absl::GetFlag(FLAGS_extender_flags), ' ', absl::SkipEmpty());
+  std::map<std::string, RunResult> results;
+  std::printf("%-8s %6s %6s %9s %9s %9s\n", "mode", "nodes", "pods", "create s", "bind s", "pods/s");
+  const std::vector<std::string> modes = absl::StrSplit(absl::GetFlag(FLAGS_modes), ',', absl::SkipEmpty());
+  for (const std::string& mode : modes) {
+    if (mode != "alone" && mode != "tessera") {
+      std::fprintf(stderr, "e2e_throughput: unknown mode '%s' (alone, tessera)\n", mode.c_str());
+      return 2;
+    }
+    absl::StatusOr<RunResult> r = Run(mode, options);
+    if (!r.ok()) {
+      std::fprintf(stderr, "e2e_throughput: the %s run failed: %s\n", mode.c_str(),
+                   std::string(r.status().message()).c_str());
+      return 1;
+    }
+    PrintRun(*r);
+    std::fflush(stdout);
+    results[mode] = *r;
+  }
+  bool ok = std::all_of(results.begin(), results.end(), [](const auto& r) { return r.second.audit.clean(); });
+  if (results.contains("tessera")) PrintTesseraLatency(results["tessera"].tessera_metrics);
+  if (results.contains("alone") && results.contains("tessera")) {
+    const double ratio = results["tessera"].pods_per_second() / results["alone"].pods_per_second();
+    std::printf("\nratio tessera/alone: %.2f\n", ratio);
+    if (ratio < absl::GetFlag(FLAGS_min_ratio)) {
+      std::printf("below --min_ratio=%.2f\n", absl::GetFlag(FLAGS_min_ratio));
+      ok = false;
+    }
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace tessera::bench
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return tessera::bench::Main();
+}
