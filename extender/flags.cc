@@ -33,6 +33,19 @@ ABSL_FLAG(std::string, scheduler_name, "tessera-scheduler",
           "annotates those still pending (tessera.io/requeued-at), so that kube-scheduler retries at once the pods "
           "that failed while Tessera was down instead of after its 5-minute unschedulable flush. Empty: no nudge.");
 ABSL_FLAG(absl::Duration, api_timeout, absl::Seconds(30), "Timeout of one API-server request.");
+ABSL_FLAG(bool, leader_elect, true,
+          "Take part in electing, through a coordination.k8s.io Lease, the one replica that writes on its own "
+          "initiative (the nudge). Every replica serves filter, prioritize and bind either way. false: this replica "
+          "always writes.");
+ABSL_FLAG(std::string, leader_elect_lease, "kube-system/tessera-extender", "The election's Lease, NAMESPACE/NAME.");
+ABSL_FLAG(std::string, leader_elect_identity, "",
+          "This replica's holderIdentity in the Lease (default: hostname_<random>, unique per process).");
+ABSL_FLAG(absl::Duration, leader_elect_lease_duration, absl::Seconds(15),
+          "How long a holder that stopped renewing keeps the Lease before a standby may take it.");
+ABSL_FLAG(absl::Duration, leader_elect_renew_deadline, absl::Seconds(10),
+          "How long the holder keeps writing without a successful renewal (shorter than the lease duration).");
+ABSL_FLAG(absl::Duration, leader_elect_retry_period, absl::Seconds(2),
+          "How often every replica tries to take or renew the Lease.");
 ABSL_FLAG(std::string, url_prefix, "", "Path prefix of kube-scheduler's urlPrefix (e.g. /scheduler).");
 ABSL_FLAG(int64_t, max_body_bytes, int64_t{256} << 20, "Largest request body accepted (413 beyond).");
 ABSL_FLAG(int, max_header_bytes, 16 << 10, "Largest request header accepted (431 beyond).");
@@ -71,6 +84,7 @@ class RangeCheck {
   void NonEmpty(std::string_view flag, const std::string& value) {
     if (value.empty()) errors_.push_back(absl::StrCat("--", Absl(flag), " must not be empty"));
   }
+  void Invalid(std::string_view message) { errors_.emplace_back(message); }
   [[nodiscard]] absl::Status Result() const {
     return errors_.empty() ? absl::OkStatus() : absl::InvalidArgumentError(absl::StrJoin(errors_, "\n"));
   }
@@ -80,6 +94,30 @@ class RangeCheck {
 };
 
 std::chrono::milliseconds Millis(absl::Duration d) { return std::chrono::milliseconds(absl::ToInt64Milliseconds(d)); }
+
+// --leader-elect-*: the Lease and its timing, consistent with one another.
+absl::StatusOr<k8s::LeaseOptions> LeaseFromFlags() {
+  k8s::LeaseOptions lease;
+  const std::string where = absl::GetFlag(FLAGS_leader_elect_lease);
+  const size_t slash = where.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == where.size() ||
+      where.find('/', slash + 1) != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--leader-elect-lease must be NAMESPACE/NAME, got \"", where, "\""));
+  }
+  lease.namespace_name = where.substr(0, slash);
+  lease.name = where.substr(slash + 1);
+  lease.identity = absl::GetFlag(FLAGS_leader_elect_identity);
+  if (lease.identity.empty()) lease.identity = k8s::DefaultLeaseIdentity();
+  lease.lease_duration = absl::GetFlag(FLAGS_leader_elect_lease_duration);
+  lease.renew_deadline = absl::GetFlag(FLAGS_leader_elect_renew_deadline);
+  lease.retry_period = absl::GetFlag(FLAGS_leader_elect_retry_period);
+  if (lease.lease_duration > kMaxTimeout) return absl::InvalidArgumentError("--leader-elect-lease-duration must be at most 1h");
+  if (std::string error = k8s::LeaseOptionsError(lease); !error.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--leader-elect-*: ", error));
+  }
+  return lease;
+}
 
 }  // namespace
 
@@ -120,6 +158,8 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   check.Duration("api_timeout", api_timeout, absl::Milliseconds(100), kMaxTimeout);
   check.NonEmpty("address", absl::GetFlag(FLAGS_address));
   check.NonEmpty("policy_file", absl::GetFlag(FLAGS_policy_file));
+  absl::StatusOr<k8s::LeaseOptions> lease = LeaseFromFlags();
+  if (!lease.ok()) check.Invalid(Std(lease.status().message()));
   if (absl::Status st = check.Result(); !st.ok()) return st;
 
   ProgramOptions o;
@@ -141,6 +181,8 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   o.reservation_ttl = ttl;
   o.scheduler_name = absl::GetFlag(FLAGS_scheduler_name);
   o.api_timeout = api_timeout;
+  o.leader_elect = absl::GetFlag(FLAGS_leader_elect);
+  o.lease = *std::move(lease);
   return o;
 }
 

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "extender/server/http_server.h"
+#include "k8s/sync/leader_lease.h"
 
 namespace tessera {
 
@@ -32,6 +33,11 @@ struct ProgramOptions {
   /// Empty: no nudge.
   std::string scheduler_name;
   absl::Duration api_timeout;
+  /// API-server mode: what Tessera writes on its own initiative (the nudge)
+  /// comes only from the replica holding `lease` (k8s/sync/leader_lease.h).
+  /// Off: this replica always writes (one replica, or tests).
+  bool leader_elect = true;
+  k8s::LeaseOptions lease;
 };
 
 /// Rewrites `--cluster-file=x` to `--cluster_file=x` in place, so flags may be

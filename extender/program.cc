@@ -1,5 +1,6 @@
 #include "extender/program.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 #include <utility>
@@ -113,6 +114,7 @@ absl::Status Program::OpenApiServer() {
     nudge_->pods = std::make_unique<k8s::KubePodApi>(*nudge_->client);
     nudge_->scheduler_name = options_.scheduler_name;
   }
+  if (absl::Status st = OpenLease(*config); !st.ok()) return st;
   absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = k8s::ApiClient::Create(*std::move(config), client_options);
   if (!client.ok()) return Prefixed("cannot configure the API-server client: ", client.status());
   api_client_ = *std::move(client);
@@ -121,6 +123,19 @@ absl::Status Program::OpenApiServer() {
   binder_ = std::make_unique<Binder>(model_, pods_, *pod_api_, [this] { return store_->Current(); }, metrics_,
                                      BinderOptions{.reservation_ttl = options_.reservation_ttl});
   LogInfo(absl::StrCat("API server: ", source_, "; watching nodes and pods"));
+  return absl::OkStatus();
+}
+
+absl::Status Program::OpenLease(const k8s::ApiServerConfig& config) {
+  if (!options_.leader_elect) return absl::OkStatus();
+  k8s::ApiClientOptions lease_client_options;
+  lease_client_options.request_timeout = std::min(options_.api_timeout, options_.lease.retry_period);
+  absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = k8s::ApiClient::Create(config, lease_client_options);
+  if (!client.ok()) return Prefixed("cannot configure the API-server client: ", client.status());
+  lease_client_ = *std::move(client);
+  lease_ = std::make_unique<k8s::LeaderLease>(*lease_client_, options_.lease, &metrics_);
+  LogInfo(absl::StrCat("writer election: lease ", options_.lease.namespace_name, "/", options_.lease.name, " as ",
+                       options_.lease.identity));
   return absl::OkStatus();
 }
 
@@ -177,6 +192,12 @@ std::string Program::DebugState() const {
     in.watches = {{"nodes", watch_->node_status()}, {"pods", watch_->pod_status()}};
     in.pod_problems = watch_->pod_problems();
   }
+  if (lease_ != nullptr) {
+    in.lease = {.name = absl::StrCat(options_.lease.namespace_name, "/", options_.lease.name),
+                .identity = options_.lease.identity,
+                .holder = lease_->LastSeenHolder(),
+                .leader = lease_->IsLeader()};
+  }
   return RenderDebugState(in);
 }
 
@@ -193,6 +214,24 @@ void Program::RefreshGauges() {
       .Set(watch_->synced() ? 1.0 : 0.0);
   metrics_.Gauge("tessera_pod_assignment_problems", "Pods whose assignment annotation is inconsistent now.")
       .Set(double(watch_->pod_problems().size()));
+}
+
+void Program::Chore() {
+  // Binds whose bound pod the watch never showed release their GPUs. Only
+  // while the watch is in sync: a confirmation cannot arrive through a
+  // broken watch, and releasing then could double-allocate.
+  if (!watch_->synced()) return;
+  binder_->ExpireReservations(absl::Now());
+  // The nudge: once per term as the writer, on a thread that owns what it
+  // touches (Program::Nudge).
+  if (nudge_ == nullptr) return;
+  if (!Writer()) {
+    nudged_ = false;  // a replica that becomes the writer later nudges then
+    return;
+  }
+  if (nudged_) return;
+  nudged_ = true;
+  std::thread([nudge = nudge_] { nudge->Run(); }).detach();
 }
 
 int Program::Serve() {
@@ -221,19 +260,10 @@ int Program::Serve() {
   };
   actions.poll_every = options_.policy_poll_interval;
   if (binder_ != nullptr) {
-    // Binds whose bound pod the watch never showed release their GPUs. Only
-    // while the watch is in sync: a confirmation cannot arrive through a
-    // broken watch, and releasing then could double-allocate.
-    actions.on_chore = [this] {
-      if (!watch_->synced()) return;
-      binder_->ExpireReservations(absl::Now());
-      if (nudge_ != nullptr && !nudged_) {
-        nudged_ = true;
-        std::thread([nudge = nudge_] { nudge->Run(); }).detach();
-      }
-    };
+    actions.on_chore = [this] { Chore(); };
     actions.chore_every = kChoreInterval;
   }
+  if (lease_ != nullptr) lease_->Start();
   if (watch_ != nullptr) {
     watch_->set_utilization_observer([this](const std::string& node, std::optional<std::string_view> value) {
       telemetry_->OnNodeAnnotation(node, value);
@@ -245,6 +275,8 @@ int Program::Serve() {
     (*server)->Wait();
   }
   if (nudge_ != nullptr) nudge_->stop.store(true);
+  // Released, so that a standby writes at once instead of after the term.
+  if (lease_ != nullptr) lease_->Stop(/*release=*/true);
   if (watch_ != nullptr) watch_->Stop();
   LogInfo("stopped");
   return 0;

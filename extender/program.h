@@ -22,6 +22,7 @@
 #include "k8s/client/api_client.h"
 #include "k8s/client/pod_api.h"
 #include "k8s/sync/cluster_watch.h"
+#include "k8s/sync/leader_lease.h"
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/cache/pod_directory.h"
 #include "scheduler/framework/registry.h"
@@ -62,6 +63,10 @@ class Program {
   void RefreshGauges();
   [[nodiscard]] std::string DebugState() const;
   [[nodiscard]] bool Synced() const { return watch_ == nullptr || watch_->synced(); }
+  /// Whether this replica may write on its own initiative now.
+  [[nodiscard]] bool Writer() const { return lease_ == nullptr || lease_->IsLeader(); }
+  absl::Status OpenLease(const k8s::ApiServerConfig& config);
+  void Chore();
   // The nudge of k8s/sync/pending_requeue.h, with a client of its own: it
   // runs on a detached thread that owns all it touches, so a slow API server
   // never holds up a shutdown.
@@ -85,7 +90,11 @@ class Program {
   std::unique_ptr<ExtenderService> service_;
   std::unique_ptr<Router> router_;
   std::shared_ptr<Nudge> nudge_;  // API-server mode with --scheduler-name only
-  bool nudged_ = false;           // the control loop's: started once
+  bool nudged_ = false;           // the control loop's: started once per term as the writer
+  // API-server mode with --leader-elect: a client of its own with a short
+  // deadline, so that a slow API server cannot hold a renewal past the term.
+  std::unique_ptr<k8s::ApiClient> lease_client_;
+  std::unique_ptr<k8s::LeaderLease> lease_;
 };
 
 }  // namespace tessera

@@ -45,6 +45,12 @@ std::string RenderDebugState(const DebugInputs& in) {
     pods.push_back({{"pod", p.pod}, {"uid", p.uid}, {"kind", p.kind}, {"message", p.message}});
   }
   doc["podProblems"] = std::move(pods);
+  if (!in.lease.name.empty()) {
+    doc["lease"] = {{"name", in.lease.name},
+                    {"identity", in.lease.identity},
+                    {"holder", in.lease.holder},
+                    {"leader", in.lease.leader}};
+  }
   // Messages quote annotation values, which need not be valid UTF-8.
   return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -18,11 +18,20 @@ struct DebugInputs {
   std::vector<std::pair<std::string, k8s::ReflectorStatus>> watches;  ///< By resource; empty without an API server.
   std::vector<k8s::PodProblem> pod_problems;
   std::string source;  ///< "kubeconfig ...", "cluster file ..."
+  /// The writer election (k8s/sync/leader_lease.h); `name` empty without one.
+  struct Lease {
+    std::string name;      ///< NAMESPACE/NAME
+    std::string identity;  ///< This replica's.
+    std::string holder;    ///< As last seen.
+    bool leader = false;
+  };
+  Lease lease = {};
 };
 
 /// Pretty-printed JSON: {"source", "generation", "nodes", "gpus", "watches": {..},
 /// "inFlight": [{pod, uid, node, gpus}], "nodeProblems": [{node, problem}],
-/// "podProblems": [{pod, uid, kind, message}]}.
+/// "podProblems": [{pod, uid, kind, message}], "lease": {name, identity,
+/// holder, leader} when replicas elect a writer}.
 std::string RenderDebugState(const DebugInputs& in);
 
 }  // namespace tessera

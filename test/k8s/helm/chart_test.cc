@@ -314,12 +314,19 @@ TEST(ChartRbac, KubeSchedulerActsAsTheClusterSchedulerUnderItsOwnLease) {
   for (const YAML::Node& r : lease["rules"]) {
     EXPECT_THAT(Strings(r["resources"]), ElementsAre("leases"));
     if (r["resourceNames"]) {
-      EXPECT_THAT(Strings(r["resourceNames"]), ElementsAre(config["leaderElection"]["resourceName"].as<std::string>()));
+      EXPECT_THAT(Strings(r["resourceNames"]), ElementsAre(config["leaderElection"]["resourceName"].as<std::string>(),
+                                                            "tessera-scheduler-extender"));
       EXPECT_THAT(Strings(r["verbs"]), UnorderedElementsAre("get", "update"));
       renews = true;
     }
   }
   EXPECT_TRUE(renews);
+  // Tessera elects its writer on the lease beside kube-scheduler's, with the same timing.
+  const YAML::Node tessera = Container(m.One("Deployment"), "tessera");
+  EXPECT_EQ(FlagValue(tessera, "--leader-elect-lease"), "gpu-system/tessera-scheduler-extender");
+  EXPECT_EQ(FlagValue(tessera, "--leader-elect-lease-duration"), config["leaderElection"]["leaseDuration"].as<std::string>());
+  EXPECT_EQ(FlagValue(tessera, "--leader-elect-renew-deadline"), config["leaderElection"]["renewDeadline"].as<std::string>());
+  EXPECT_EQ(FlagValue(tessera, "--leader-elect-retry-period"), config["leaderElection"]["retryPeriod"].as<std::string>());
   const YAML::Node binding = m.One("RoleBinding", "-leader-election");
   EXPECT_EQ(binding["metadata"]["namespace"].as<std::string>(), "gpu-system");
   EXPECT_EQ(binding["roleRef"]["name"].as<std::string>(), lease["metadata"]["name"].as<std::string>());

@@ -51,6 +51,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default .Values.schedulerName .Values.kubeScheduler.leaderElection.resourceName -}}
 {{- end -}}
 
+{{/* Tessera's own lease: which replica writes on its own initiative. */}}
+{{- define "tessera.extenderLeaseName" -}}
+{{- include "tessera.leaseName" . -}}-extender
+{{- end -}}
+
 {{- define "tessera.leaseNamespace" -}}
 {{- default .Release.Namespace .Values.kubeScheduler.leaderElection.resourceNamespace -}}
 {{- end -}}
