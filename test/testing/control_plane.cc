@@ -12,12 +12,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -312,7 +315,7 @@ absl::Status ControlPlane::Up() {
   absl::StatusOr<std::vector<uint16_t>> ports = FreePorts(5);
   if (!ports.ok()) return ports.status();
   api_port_ = (*ports)[0];
-  extender_port_ = (*ports)[4];
+  replicas_ = {Replica{.scheduler_name = "kube-scheduler", .extender_port = (*ports)[4]}};
   std::map<std::string, std::string> env = {
       {"KUBE_RUN", run_dir_},
       {"KUBE_BIN", kube_bin_},
@@ -320,9 +323,12 @@ absl::Status ControlPlane::Up() {
       {"ETCD_PORT", std::to_string((*ports)[1])},
       {"ETCD_PEER_PORT", std::to_string((*ports)[2])},
       {"SCHED_PORT", std::to_string((*ports)[3])},
-      {"EXT_PORT", std::to_string(extender_port_)},
+      {"EXT_PORT", std::to_string(replicas_[0].extender_port)},
       {"EXT_URL_PATH", options_.url_path},
-      {"LEADER_ELECT", "false"},
+      {"LEADER_ELECT", options_.leader_elect ? "true" : "false"},
+      {"LEASE_DURATION", options_.lease_duration},
+      {"RENEW_DEADLINE", options_.renew_deadline},
+      {"RETRY_PERIOD", options_.retry_period},
       {"RESET", "1"},
   };
   if (!options_.scheduler_config_template.empty()) env["SCHED_CONFIG_TMPL"] = options_.scheduler_config_template;
@@ -342,54 +348,100 @@ absl::Status ControlPlane::Up() {
 }
 
 ControlPlane::~ControlPlane() {
-  KillTessera();
+  for (size_t i = 0; i < replicas_.size(); ++i) KillTessera(static_cast<int>(i));
   if (watchdog_fd_ >= 0) {
     ::close(watchdog_fd_);  // the watchdog stops the plane and deletes the folder
     Reap(watchdog_pid_, std::chrono::seconds(60));
   }
 }
 
-absl::Status ControlPlane::StartTessera() {
-  if (tessera_pid_ > 0) return absl::FailedPreconditionError("Tessera is already running");
-  std::vector<std::string> args = {options_.extender_binary, absl::StrCat("--port=", extender_port_),
+namespace {
+std::string TesseraLog(const std::string& run_dir, int replica) {
+  return replica == 0 ? run_dir + "/tessera.log" : absl::StrCat(run_dir, "/tessera-", replica, ".log");
+}
+}  // namespace
+
+absl::Status ControlPlane::StartTessera(int replica) {
+  if (replica < 0 || replica >= static_cast<int>(replicas_.size())) return absl::NotFoundError("no such replica");
+  Replica& r = replicas_[replica];
+  if (r.tessera_pid > 0) return absl::FailedPreconditionError("Tessera is already running");
+  std::vector<std::string> args = {options_.extender_binary, absl::StrCat("--port=", r.extender_port),
                                     "--address=127.0.0.1", "--kubeconfig=" + run_dir_ + "/admin.kubeconfig",
                                     "--policy-file=" + options_.policy_file, "--url-prefix=" + options_.url_path};
   args.insert(args.end(), options_.extender_flags.begin(), options_.extender_flags.end());
   ExecArgs exec(std::move(args), {});
-  const std::string log = run_dir_ + "/tessera.log";
+  const std::string log = TesseraLog(run_dir_, replica);
   absl::StatusOr<pid_t> pid = Spawn(exec, {.log = log, .append = true, .die_with_us = true});
   if (!pid.ok()) return pid.status();
-  tessera_pid_ = *pid;
+  r.tessera_pid = *pid;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
-    if (ExitedOrGone(tessera_pid_, &status)) {
-      tessera_pid_ = -1;
+    if (ExitedOrGone(r.tessera_pid, &status)) {
+      r.tessera_pid = -1;
       return absl::UnavailableError(absl::StrCat("tessera-extender exited at start:\n", Tail(ReadWhole(log), 30)));
     }
-    if (TesseraGet("/readyz").status == 200) return absl::OkStatus();
+    if (TesseraGet("/readyz", replica).status == 200) return absl::OkStatus();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  KillTessera();
+  KillTessera(replica);
   return absl::DeadlineExceededError(
       absl::StrCat("tessera-extender not ready within 30 s:\n", Tail(ReadWhole(log), 30)));
 }
 
-void ControlPlane::KillTessera() {
-  if (tessera_pid_ <= 0) return;
-  ::kill(tessera_pid_, SIGKILL);
-  Reap(tessera_pid_, std::chrono::seconds(10));
-  tessera_pid_ = -1;
+void ControlPlane::KillTessera(int replica) {
+  if (replica < 0 || replica >= static_cast<int>(replicas_.size())) return;
+  pid_t& pid = replicas_[replica].tessera_pid;
+  if (pid <= 0) return;
+  ::kill(pid, SIGKILL);
+  Reap(pid, std::chrono::seconds(10));
+  pid = -1;
 }
 
-HttpAnswer ControlPlane::TesseraGet(const std::string& path) const {
-  HttpClient client(extender_port_);
+bool ControlPlane::TesseraRunning(int replica) const {
+  return replica >= 0 && replica < static_cast<int>(replicas_.size()) && replicas_[replica].tessera_pid > 0;
+}
+
+HttpAnswer ControlPlane::TesseraGet(const std::string& path, int replica) const {
+  HttpClient client(replicas_.at(replica).extender_port);
   return client.Get(path);
 }
 
-HttpAnswer ControlPlane::TesseraPost(const std::string& verb, const std::string& body) const {
-  HttpClient client(extender_port_);
+HttpAnswer ControlPlane::TesseraPost(const std::string& verb, const std::string& body, int replica) const {
+  HttpClient client(replicas_.at(replica).extender_port);
   return client.Post(options_.url_path + "/" + verb, body);
+}
+
+absl::StatusOr<int> ControlPlane::AddScheduler() {
+  if (!options_.leader_elect) return absl::FailedPreconditionError("a second scheduler needs Options::leader_elect");
+  absl::StatusOr<std::vector<uint16_t>> ports = FreePorts(2);
+  if (!ports.ok()) return ports.status();
+  const int replica = static_cast<int>(replicas_.size());
+  Replica r{.scheduler_name = absl::StrCat("kube-scheduler-", replica + 1), .extender_port = (*ports)[1]};
+  std::map<std::string, std::string> env = {
+      {"KUBE_RUN", run_dir_},          {"KUBE_BIN", kube_bin_},
+      {"NAME", r.scheduler_name},      {"SCHED_PORT", std::to_string((*ports)[0])},
+      {"EXT_PORT", std::to_string(r.extender_port)}, {"EXT_URL_PATH", options_.url_path},
+      {"LEASE_DURATION", options_.lease_duration},   {"RENEW_DEADLINE", options_.renew_deadline},
+      {"RETRY_PERIOD", options_.retry_period}};
+  if (!options_.scheduler_config_template.empty()) env["SCHED_CONFIG_TMPL"] = options_.scheduler_config_template;
+  const std::string log = absl::StrCat(run_dir_, "/add-", r.scheduler_name, ".log");
+  absl::StatusOr<int> code = Run({"/bin/bash", options_.kube_dir + "/add-scheduler.sh"}, env, log);
+  if (!code.ok()) return code.status();
+  if (*code != 0) return absl::UnavailableError(absl::StrCat("add-scheduler.sh failed:\n", ReadWhole(log)));
+  replicas_.push_back(std::move(r));
+  return replica;
+}
+
+absl::Status ControlPlane::KillScheduler(int replica) {
+  if (replica < 0 || replica >= static_cast<int>(replicas_.size())) return absl::NotFoundError("no such replica");
+  const std::string pid_file = absl::StrCat(run_dir_, "/pids/", replicas_[replica].scheduler_name, ".pid");
+  int pid = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadWhole(pid_file)), &pid) || pid <= 0) {
+    return absl::NotFoundError(absl::StrCat("no pid in ", pid_file));
+  }
+  if (::kill(pid, SIGKILL) != 0) return absl::InternalError(absl::StrCat("kill ", pid, ": ", std::strerror(errno)));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<k8s::ApiResponse> ControlPlane::Call(std::string_view method, const std::string& target,
@@ -529,9 +581,15 @@ absl::StatusOr<std::vector<json>> ControlPlane::WaitForPods(const std::string& n
 }
 
 std::string ControlPlane::LogTails(int lines) const {
-  return absl::StrCat("--- tessera.log (tail)\n", Tail(ReadWhole(run_dir_ + "/tessera.log"), lines),
-                      "--- kube-scheduler.log (tail)\n",
-                      Tail(ReadWhole(run_dir_ + "/logs/kube-scheduler.log"), lines));
+  std::string out;
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    const int replica = static_cast<int>(i);
+    const std::string tessera = TesseraLog(run_dir_, replica);
+    absl::StrAppend(&out, "--- ", tessera.substr(run_dir_.size() + 1), " (tail)\n", Tail(ReadWhole(tessera), lines),
+                    "--- ", replicas_[i].scheduler_name, ".log (tail)\n",
+                    Tail(ReadWhole(run_dir_ + "/logs/" + replicas_[i].scheduler_name + ".log"), lines));
+  }
+  return out;
 }
 
 // --- reading pods -----------------------------------------------------------------------------

@@ -96,6 +96,13 @@ class ControlPlane {
     std::string scheduler_config_template;
     /// More flags for tessera-extender (e.g. --threads=4).
     std::vector<std::string> extender_flags;
+    /// kube-scheduler elects a leader (up.sh's LEADER_ELECT) with these
+    /// timings, e.g. "6s", "4s", "1s" for a failover test; AddScheduler()
+    /// then starts a second one.
+    bool leader_elect = false;
+    std::string lease_duration = "15s";
+    std::string renew_deadline = "10s";
+    std::string retry_period = "2s";
   };
 
   /// Runs unpack.sh and up.sh (a second and third time with other ports if a
@@ -109,16 +116,27 @@ class ControlPlane {
 
   // --- Tessera ----------------------------------------------------------------------------
 
-  /// Starts tessera-extender on the port kube-scheduler calls, with the admin
-  /// kubeconfig (kube-scheduler's own user may not patch pods, which bind
-  /// does), and waits until /readyz says its watch is in sync.
-  absl::Status StartTessera();
+  // Replica 0 is the pair up.sh starts: kube-scheduler and the Tessera it
+  // calls. AddScheduler() adds replica 1, 2, ...: one more kube-scheduler
+  // (add-scheduler.sh, leader election on) calling a Tessera of its own.
+
+  /// Starts the replica's tessera-extender on the port its kube-scheduler
+  /// calls, with the admin kubeconfig (kube-scheduler's own user may not
+  /// patch pods, which bind does), and waits until /readyz says its watch is
+  /// in sync.
+  absl::Status StartTessera(int replica = 0);
   /// SIGKILL, as a crash would: no drain, nothing written on the way out.
-  void KillTessera();
-  [[nodiscard]] bool TesseraRunning() const { return tessera_pid_ > 0; }
-  /// GET or POST to Tessera; a path of the protocol gets the url prefix.
-  HttpAnswer TesseraGet(const std::string& path) const;
-  HttpAnswer TesseraPost(const std::string& verb, const std::string& body) const;
+  void KillTessera(int replica = 0);
+  [[nodiscard]] bool TesseraRunning(int replica = 0) const;
+  /// GET or POST to the replica's Tessera; a path of the protocol gets the url prefix.
+  HttpAnswer TesseraGet(const std::string& path, int replica = 0) const;
+  HttpAnswer TesseraPost(const std::string& verb, const std::string& body, int replica = 0) const;
+
+  /// Starts one more kube-scheduler (needs Options::leader_elect) whose
+  /// extender is a new replica's Tessera (not started). \return its replica number.
+  absl::StatusOr<int> AddScheduler();
+  /// SIGKILL to the replica's kube-scheduler: its lease stays until it expires.
+  absl::Status KillScheduler(int replica);
 
   // --- Kubernetes objects, through the API server as admin ---------------------------------
 
@@ -157,9 +175,13 @@ class ControlPlane {
   std::string run_dir_;
   std::string kube_bin_;
   uint16_t api_port_ = 0;
-  uint16_t extender_port_ = 0;
+  struct Replica {
+    std::string scheduler_name;  ///< Its pid file under pids/ and its log under logs/.
+    uint16_t extender_port = 0;
+    pid_t tessera_pid = -1;
+  };
+  std::vector<Replica> replicas_;
   std::unique_ptr<k8s::ApiClient> api_;
-  pid_t tessera_pid_ = -1;
   pid_t watchdog_pid_ = -1;
   int watchdog_fd_ = -1;  ///< Our end of the watchdog's pipe: closing it stops the plane.
 };
