@@ -22,6 +22,12 @@ inline constexpr std::string_view kGpuAssignment = "tessera.io/gpu-assignment";
 // unknown), comma-separated, for NVIDIA_VISIBLE_DEVICES via the downward API.
 inline constexpr std::string_view kVisibleDevices = "tessera.io/visible-devices";
 
+// Extended resources: GPU use as kube-scheduler, ResourceQuota and preemption
+// count it (README, "From annotation to container"). Integers, as extended
+// resources must be; requests = limits.
+inline constexpr std::string_view kGpuMilliResource = "tessera.io/gpu-milli";       // 1000 per GPU
+inline constexpr std::string_view kGpuMemoryResource = "tessera.io/gpu-memory-mib";  // MiB over all GPUs
+
 // Node: the GPU inventory, in order of precedence.
 inline constexpr std::string_view kGpuInventory = "tessera.io/gpu-inventory";
 inline constexpr std::string_view kGfdCountLabel = "nvidia.com/gpu.count";

@@ -20,19 +20,20 @@ declare -A allowed=(
   [policies]="scheduler/common scheduler/model scheduler/framework"
   [k8s/internal]="scheduler/common scheduler/model"
   [k8s]="scheduler/common scheduler/metrics scheduler/model scheduler/cache k8s/internal"
+  [k8s/admission]="scheduler/common scheduler/model k8s k8s/internal"
   [k8s/client]="scheduler/common scheduler/metrics scheduler/model scheduler/cache k8s k8s/internal"
   [k8s/sync]="scheduler/common scheduler/metrics scheduler/model scheduler/cache k8s k8s/internal k8s/client"
   [telemetry]="scheduler/common scheduler/metrics scheduler/model scheduler/cache k8s"
   [config]="scheduler/common scheduler/model scheduler/framework scheduler/cache k8s telemetry"
   [extender/server]="scheduler/common scheduler/metrics"
   [extender/service]="scheduler/common scheduler/metrics scheduler/model scheduler/framework scheduler/memo
-                      scheduler/cache k8s k8s/client k8s/sync telemetry config extender/server"
+                      scheduler/cache k8s k8s/admission k8s/client k8s/sync telemetry config extender/server"
   [extender]="scheduler/common scheduler/metrics scheduler/model scheduler/framework scheduler/memo
-              scheduler/cache policies k8s k8s/client k8s/sync telemetry config extender/server extender/service"
+              scheduler/cache policies k8s k8s/admission k8s/client k8s/sync telemetry config extender/server extender/service"
   [sim]="scheduler/common scheduler/model scheduler/framework policies config"
   # On top, beside the tests: a fuzz target may reach any decoder.
   [fuzz]="scheduler/common scheduler/metrics scheduler/model scheduler/framework scheduler/memo scheduler/cache
-          policies k8s k8s/internal k8s/client k8s/sync telemetry config extender/server extender/service extender"
+          policies k8s k8s/admission k8s/internal k8s/client k8s/sync telemetry config extender/server extender/service extender"
 )
 
 # The unit owning a directory, into $unit: its longest prefix that is a unit.
