@@ -37,6 +37,10 @@ ABSL_FLAG(bool, leader_elect, true,
           "Take part in electing, through a coordination.k8s.io Lease, the one replica that writes on its own "
           "initiative (the nudge). Every replica serves filter, prioritize and bind either way. false: this replica "
           "always writes.");
+ABSL_FLAG(bool, publish_gpu_capacity, true,
+          "Keep each GPU node's extended resources tessera.io/gpu-milli (1000 a GPU) and tessera.io/gpu-memory-mib "
+          "equal to its GPU inventory, in status.capacity and status.allocatable, so that kube-scheduler, "
+          "ResourceQuota and preemption count GPUs (the writer replica patches node status).");
 ABSL_FLAG(std::string, leader_elect_lease, "kube-system/tessera-extender", "The election's Lease, NAMESPACE/NAME.");
 ABSL_FLAG(std::string, leader_elect_identity, "",
           "This replica's holderIdentity in the Lease (default: hostname_<random>, unique per process).");
@@ -182,6 +186,7 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   o.scheduler_name = absl::GetFlag(FLAGS_scheduler_name);
   o.api_timeout = api_timeout;
   o.leader_elect = absl::GetFlag(FLAGS_leader_elect);
+  o.publish_gpu_capacity = absl::GetFlag(FLAGS_publish_gpu_capacity);
   o.lease = *std::move(lease);
   return o;
 }

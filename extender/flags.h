@@ -38,6 +38,10 @@ struct ProgramOptions {
   /// Off: this replica always writes (one replica, or tests).
   bool leader_elect = true;
   k8s::LeaseOptions lease;
+  /// API-server mode: the writer keeps each GPU node's tessera.io/gpu-milli
+  /// and gpu-memory-mib extended resources equal to its inventory
+  /// (k8s/sync/capacity_publisher.h).
+  bool publish_gpu_capacity = true;
 };
 
 /// Rewrites `--cluster-file=x` to `--cluster_file=x` in place, so flags may be

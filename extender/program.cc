@@ -115,6 +115,7 @@ absl::Status Program::OpenApiServer() {
     nudge_->scheduler_name = options_.scheduler_name;
   }
   if (absl::Status st = OpenLease(*config); !st.ok()) return st;
+  if (absl::Status st = OpenCapacityPublisher(*config); !st.ok()) return st;
   absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = k8s::ApiClient::Create(*std::move(config), client_options);
   if (!client.ok()) return Prefixed("cannot configure the API-server client: ", client.status());
   api_client_ = *std::move(client);
@@ -136,6 +137,17 @@ absl::Status Program::OpenLease(const k8s::ApiServerConfig& config) {
   lease_ = std::make_unique<k8s::LeaderLease>(*lease_client_, options_.lease, &metrics_);
   LogInfo(absl::StrCat("writer election: lease ", options_.lease.namespace_name, "/", options_.lease.name, " as ",
                        options_.lease.identity));
+  return absl::OkStatus();
+}
+
+absl::Status Program::OpenCapacityPublisher(const k8s::ApiServerConfig& config) {
+  if (!options_.publish_gpu_capacity) return absl::OkStatus();
+  k8s::ApiClientOptions client_options;
+  client_options.request_timeout = std::min(options_.api_timeout, absl::Seconds(10));
+  absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = k8s::ApiClient::Create(config, client_options);
+  if (!client.ok()) return Prefixed("cannot configure the API-server client: ", client.status());
+  capacity_client_ = *std::move(client);
+  capacity_ = std::make_unique<k8s::CapacityPublisher>(*capacity_client_, [this] { return Writer(); }, &metrics_);
   return absl::OkStatus();
 }
 
@@ -264,6 +276,12 @@ int Program::Serve() {
     actions.chore_every = kChoreInterval;
   }
   if (lease_ != nullptr) lease_->Start();
+  if (watch_ != nullptr && capacity_ != nullptr) {
+    watch_->set_capacity_observer([this](const std::string& node, std::optional<k8s::NodeGpuCapacity> capacity) {
+      capacity_->Observe(node, std::move(capacity));
+    });
+    capacity_->Start();
+  }
   if (watch_ != nullptr) {
     watch_->set_utilization_observer([this](const std::string& node, std::optional<std::string_view> value) {
       telemetry_->OnNodeAnnotation(node, value);
@@ -275,6 +293,7 @@ int Program::Serve() {
     (*server)->Wait();
   }
   if (nudge_ != nullptr) nudge_->stop.store(true);
+  if (capacity_ != nullptr) capacity_->Stop();
   // Released, so that a standby writes at once instead of after the term.
   if (lease_ != nullptr) lease_->Stop(/*release=*/true);
   if (watch_ != nullptr) watch_->Stop();

@@ -21,6 +21,7 @@
 #include "extender/service/router.h"
 #include "k8s/client/api_client.h"
 #include "k8s/client/pod_api.h"
+#include "k8s/sync/capacity_publisher.h"
 #include "k8s/sync/cluster_watch.h"
 #include "k8s/sync/leader_lease.h"
 #include "scheduler/cache/cluster_model.h"
@@ -66,6 +67,7 @@ class Program {
   /// Whether this replica may write on its own initiative now.
   [[nodiscard]] bool Writer() const { return lease_ == nullptr || lease_->IsLeader(); }
   absl::Status OpenLease(const k8s::ApiServerConfig& config);
+  absl::Status OpenCapacityPublisher(const k8s::ApiServerConfig& config);
   void Chore();
   // The nudge of k8s/sync/pending_requeue.h, with a client of its own: it
   // runs on a detached thread that owns all it touches, so a slow API server
@@ -95,6 +97,9 @@ class Program {
   // deadline, so that a slow API server cannot hold a renewal past the term.
   std::unique_ptr<k8s::ApiClient> lease_client_;
   std::unique_ptr<k8s::LeaderLease> lease_;
+  // API-server mode with --publish-gpu-capacity: its own client, as the lease's.
+  std::unique_ptr<k8s::ApiClient> capacity_client_;
+  std::unique_ptr<k8s::CapacityPublisher> capacity_;
 };
 
 }  // namespace tessera

@@ -42,6 +42,8 @@ class ClusterWatch {
   [[nodiscard]] std::vector<PodProblem> pod_problems() const { return pod_sink_.problems(); }
   /// See NodeSink::set_utilization_observer; before Start().
   void set_utilization_observer(NodeSink::UtilizationObserver o) { node_sink_.set_utilization_observer(std::move(o)); }
+  /// See NodeSink::set_capacity_observer; before Start().
+  void set_capacity_observer(NodeSink::CapacityObserver o) { node_sink_.set_capacity_observer(std::move(o)); }
 
  private:
   NodeSink node_sink_;

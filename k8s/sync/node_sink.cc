@@ -30,6 +30,13 @@ absl::Status NodeSink::Upsert(simdjson::dom::element object) {
     allocatable = std::optional<HostResources>();
   }
   absl::StatusOr<NodeInventory> inventory = ParseNodeInventory(node->inventory);
+  if (capacity_observer_) {
+    // An unreadable inventory leaves what the node advertises alone: a typo
+    // in an annotation must not take its GPUs away from kube-scheduler.
+    capacity_observer_(name, NodeGpuCapacity{.wanted = inventory.ok() ? std::optional(WantedCapacity(*inventory))
+                                                                      : std::nullopt,
+                                             .advertised = AdvertisedCapacity(object)});
+  }
   if (!inventory.ok()) {
     LogWarning(absl::StrCat("node ", name, ": ", inventory.status().message()));
     if (metrics_ != nullptr) {
@@ -56,7 +63,7 @@ absl::Status NodeSink::Delete(simdjson::dom::element object) {
   if (!node.ok()) return node.status();
   const std::string name(node->name);
   model_.RemoveNode(name);
-  if (utilization_observer_) utilization_observer_(name, std::nullopt);
+  Forget(name);
   known_.erase(name);
   dirty_ = true;
   return absl::OkStatus();
@@ -67,7 +74,7 @@ void NodeSink::EndList() {
   for (auto it = known_.begin(); it != known_.end();) {
     if (!listed_.contains(*it)) {
       model_.RemoveNode(*it);
-      if (utilization_observer_) utilization_observer_(*it, std::nullopt);
+      Forget(*it);
       known_.erase(it++);
       dirty_ = true;
     } else {
@@ -76,6 +83,11 @@ void NodeSink::EndList() {
   }
   listing_ = false;
   listed_.clear();
+}
+
+void NodeSink::Forget(const std::string& name) {
+  if (utilization_observer_) utilization_observer_(name, std::nullopt);
+  if (capacity_observer_) capacity_observer_(name, std::nullopt);
 }
 
 void NodeSink::Flush() {

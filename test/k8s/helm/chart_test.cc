@@ -275,8 +275,8 @@ TEST(ChartRbac, TesseraGetsExactlyWhatItUses) {
       rules.push_back(absl::StrCat(resource, ":", absl::StrJoin(Strings(r["verbs"]), ",")));
     }
   }
-  EXPECT_THAT(rules, UnorderedElementsAre("nodes:get,list,watch", "pods:get,list,watch,patch", "pods/binding:create",
-                                          "events:create"));
+  EXPECT_THAT(rules, UnorderedElementsAre("nodes:get,list,watch", "nodes/status:patch", "pods:get,list,watch,patch",
+                                          "pods/binding:create", "events:create"));
 }
 
 TEST(ChartRbac, NoRuleUsesWildcards) {

@@ -1,0 +1,43 @@
+#include "k8s/sync/gpu_capacity.h"
+
+#include <string_view>
+
+#include "k8s/annotations.h"
+#include "scheduler/model/quantity_parse.h"
+
+namespace tessera::k8s {
+namespace {
+
+std::optional<int64_t> Amount(simdjson::dom::element node, const char* list, std::string_view resource) {
+  std::string_view text;
+  if (node["status"][list][resource].get(text) != simdjson::SUCCESS) return std::nullopt;
+  absl::StatusOr<int64_t> n = ParseCount(text);
+  return n.ok() ? std::optional<int64_t>(*n) : std::nullopt;
+}
+
+std::optional<int64_t> Agreed(simdjson::dom::element node, std::string_view resource) {
+  std::optional<int64_t> capacity = Amount(node, "capacity", resource);
+  std::optional<int64_t> allocatable = Amount(node, "allocatable", resource);
+  return capacity == allocatable ? capacity : std::nullopt;
+}
+
+}  // namespace
+
+GpuCapacity WantedCapacity(const NodeInventory& inventory) {
+  GpuCapacity wanted;
+  if (inventory.gpus.empty()) return wanted;
+  wanted.milli = 1000 * static_cast<int64_t>(inventory.gpus.size());
+  int64_t memory = 0;
+  for (const GpuDevice& gpu : inventory.gpus) {
+    if (!gpu.memory_known()) return wanted;
+    memory += gpu.memory.value();
+  }
+  wanted.memory_mib = memory;
+  return wanted;
+}
+
+GpuCapacity AdvertisedCapacity(simdjson::dom::element node) {
+  return {.milli = Agreed(node, kGpuMilliResource), .memory_mib = Agreed(node, kGpuMemoryResource)};
+}
+
+}  // namespace tessera::k8s
