@@ -221,6 +221,10 @@ void Program::RefreshGauges() {
       .Set(double(snapshot->nodes_with_inventory_errors()));
   metrics_.Gauge("tessera_binds_in_flight", "Bind reservations not yet confirmed by the watch.")
       .Set(double(model_.reservation_count()));
+  if (capacity_ != nullptr) {
+    metrics_.Gauge("tessera_capacity_nodes_pending", "GPU nodes whose extended resources await a status patch.")
+        .Set(double(capacity_->pending()));
+  }
   if (watch_ == nullptr) return;
   metrics_.Gauge("tessera_watch_synced", "1 once both initial lists (nodes, pods) are applied.")
       .Set(watch_->synced() ? 1.0 : 0.0);

@@ -99,15 +99,21 @@ absl::Status CreateNodes(ControlPlane& plane, int nodes, int gpus) {
 }
 
 // Tessera learns nodes through its watch; pods that came first would find
-// none. Its model-size gauge says when it has them all.
+// none. Its gauges say when it has them all and has published their GPU
+// extended resources (a cluster's steady state: those patches are made once).
 absl::Status WaitForTesseraToSeeNodes(ControlPlane& plane, int nodes) {
-  const std::string wanted = absl::StrCat("\ntessera_model_nodes ", nodes, "\n");
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  const std::string seen = absl::StrCat("\ntessera_model_nodes ", nodes, "\n");
+  const std::string published = "\ntessera_capacity_nodes_pending 0\n";
+  const absl::Time deadline = absl::Now() + absl::Seconds(300);
   while (absl::Now() < deadline) {
-    if (plane.TesseraGet("/metrics").body.find(wanted) != std::string::npos) return absl::OkStatus();
+    const std::string metrics = plane.TesseraGet("/metrics").body;
+    if (metrics.find(seen) != std::string::npos && metrics.find(published) != std::string::npos) {
+      return absl::OkStatus();
+    }
     absl::SleepFor(absl::Milliseconds(100));
   }
-  return absl::DeadlineExceededError(absl::StrCat("Tessera did not see ", nodes, " nodes within 60 s"));
+  return absl::DeadlineExceededError(
+      absl::StrCat("Tessera did not see ", nodes, " nodes and publish their GPUs within 300 s"));
 }
 
 // Polls the pods not bound yet until there are none; the time of that poll.
