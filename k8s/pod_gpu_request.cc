@@ -51,102 +51,122 @@ std::vector<std::string> ParseModelList(std::string_view key, const std::string&
   return models;
 }
 
-}  // namespace
+// The seven request annotations of a pod, each null when absent.
+struct RequestAnnotations {
+  const std::string* count;
+  const std::string* fraction;
+  const std::string* fraction_limit;
+  const std::string* memory;
+  const std::string* memory_limit;
+  const std::string* model;
+  const std::string* model_exclude;
 
-absl::StatusOr<std::optional<PodGpuRequest>> ParsePodGpuRequest(const Annotations& annotations) {
-  const std::string* count = Find(annotations, kGpuCount);
-  const std::string* fraction = Find(annotations, kGpuFraction);
-  const std::string* fraction_limit = Find(annotations, kGpuFractionLimit);
-  const std::string* memory = Find(annotations, kGpuMemory);
-  const std::string* memory_limit = Find(annotations, kGpuMemoryLimit);
-  const std::string* model = Find(annotations, kGpuModel);
-  const std::string* model_exclude = Find(annotations, kGpuModelExclude);
-  if (!count && !fraction && !fraction_limit && !memory && !memory_limit && !model && !model_exclude) {
-    return std::nullopt;
+  [[nodiscard]] bool none() const {
+    return !count && !fraction && !fraction_limit && !memory && !memory_limit && !model && !model_exclude;
   }
+};
 
-  PodGpuRequest request;
-  ErrorList errors;
-
-  if (count) {
-    absl::StatusOr<int64_t> n = ParseCount(*count);
-    if (n.ok() && *n >= 1 && *n <= kMaxGpusPerPod) {
-      request.count = static_cast<int32_t>(*n);
-    } else {
-      errors.Add(absl::StrCat(Field(kGpuCount, *count), ": must be an integer in 1..", kMaxGpusPerPod));
-    }
+void ReadCount(const RequestAnnotations& a, PodGpuRequest& request, ErrorList& errors) {
+  if (!a.count) return;
+  absl::StatusOr<int64_t> n = ParseCount(*a.count);
+  if (n.ok() && *n >= 1 && *n <= kMaxGpusPerPod) {
+    request.count = static_cast<int32_t>(*n);
+  } else {
+    errors.Add(absl::StrCat(Field(kGpuCount, *a.count), ": must be an integer in 1..", kMaxGpusPerPod));
   }
+}
 
-  // Compute share. A fraction that fails to parse leaves `guaranteed` unknown,
-  // so the limit is then only checked on its own.
+// The share of each GPU. A fraction that fails to parse leaves `guaranteed`
+// unknown, so the limit is then only checked on its own.
+void ReadShare(const RequestAnnotations& a, PodGpuRequest& request, ErrorList& errors) {
   bool fraction_ok = false;
-  if (fraction) {
-    absl::StatusOr<MilliGpu> share = ParseGpuFraction(*fraction);
+  if (a.fraction) {
+    absl::StatusOr<MilliGpu> share = ParseGpuFraction(*a.fraction);
     if (share.ok()) {
       fraction_ok = true;
       request.whole_gpu = false;
       request.guaranteed = *share;
       request.limit = *share;
     } else {
-      errors.Add(absl::StrCat(Field(kGpuFraction, *fraction), ": ", share.status().message()));
+      errors.Add(absl::StrCat(Field(kGpuFraction, *a.fraction), ": ", share.status().message()));
     }
   }
-  if (fraction_limit) {
-    absl::StatusOr<MilliGpu> limit = ParseGpuFraction(*fraction_limit);
-    if (!limit.ok()) {
-      errors.Add(absl::StrCat(Field(kGpuFractionLimit, *fraction_limit), ": ", limit.status().message()));
-    }
-    if (!fraction) {
-      // A limit alone would make a whole-GPU request look shareable; refuse to guess.
-      errors.Add(absl::StrCat(Field(kGpuFractionLimit, *fraction_limit), " requires ", Absl(kGpuFraction)));
-    } else if (limit.ok() && fraction_ok) {
-      if (*limit < request.guaranteed) {
-        errors.Add(absl::StrCat(Field(kGpuFractionLimit, *fraction_limit), " is below ",
-                                Field(kGpuFraction, *fraction)));
-      } else {
-        request.limit = *limit;
-      }
+  if (!a.fraction_limit) return;
+  absl::StatusOr<MilliGpu> limit = ParseGpuFraction(*a.fraction_limit);
+  if (!limit.ok()) {
+    errors.Add(absl::StrCat(Field(kGpuFractionLimit, *a.fraction_limit), ": ", limit.status().message()));
+  }
+  if (!a.fraction) {
+    // A limit alone would make a whole-GPU request look shareable; refuse to guess.
+    errors.Add(absl::StrCat(Field(kGpuFractionLimit, *a.fraction_limit), " requires ", Absl(kGpuFraction)));
+  } else if (limit.ok() && fraction_ok) {
+    if (*limit < request.guaranteed) {
+      errors.Add(absl::StrCat(Field(kGpuFractionLimit, *a.fraction_limit), " is below ",
+                              Field(kGpuFraction, *a.fraction)));
+    } else {
+      request.limit = *limit;
     }
   }
+}
 
-  // Memory, per GPU.
+// Memory, per GPU.
+void ReadMemory(const RequestAnnotations& a, PodGpuRequest& request, ErrorList& errors) {
   bool memory_ok = false;
-  if (memory) {
-    absl::StatusOr<MemoryMiB> mib = ParseMemoryQuantity(*memory);
+  if (a.memory) {
+    absl::StatusOr<MemoryMiB> mib = ParseMemoryQuantity(*a.memory);
     if (mib.ok()) {
       memory_ok = true;
       request.memory = *mib;
       request.memory_limit = *mib;
     } else {
-      errors.Add(absl::StrCat(Field(kGpuMemory, *memory), ": ", mib.status().message()));
+      errors.Add(absl::StrCat(Field(kGpuMemory, *a.memory), ": ", mib.status().message()));
     }
   }
-  if (memory_limit) {
-    absl::StatusOr<MemoryMiB> mib = ParseMemoryQuantity(*memory_limit);
-    if (!mib.ok()) {
-      errors.Add(absl::StrCat(Field(kGpuMemoryLimit, *memory_limit), ": ", mib.status().message()));
-    }
-    if (!memory) {
-      errors.Add(absl::StrCat(Field(kGpuMemoryLimit, *memory_limit), " requires ", Absl(kGpuMemory)));
-    } else if (mib.ok() && memory_ok) {
-      if (*mib < request.memory) {
-        errors.Add(absl::StrCat(Field(kGpuMemoryLimit, *memory_limit), " is below ", Field(kGpuMemory, *memory)));
-      } else {
-        request.memory_limit = *mib;
-      }
+  if (!a.memory_limit) return;
+  absl::StatusOr<MemoryMiB> mib = ParseMemoryQuantity(*a.memory_limit);
+  if (!mib.ok()) {
+    errors.Add(absl::StrCat(Field(kGpuMemoryLimit, *a.memory_limit), ": ", mib.status().message()));
+  }
+  if (!a.memory) {
+    errors.Add(absl::StrCat(Field(kGpuMemoryLimit, *a.memory_limit), " requires ", Absl(kGpuMemory)));
+  } else if (mib.ok() && memory_ok) {
+    if (*mib < request.memory) {
+      errors.Add(absl::StrCat(Field(kGpuMemoryLimit, *a.memory_limit), " is below ", Field(kGpuMemory, *a.memory)));
+    } else {
+      request.memory_limit = *mib;
     }
   }
+}
 
-  // Models.
-  if (model) request.models = ParseModelList(kGpuModel, *model, errors);
-  if (model_exclude) request.excluded_models = ParseModelList(kGpuModelExclude, *model_exclude, errors);
+void ReadModels(const RequestAnnotations& a, PodGpuRequest& request, ErrorList& errors) {
+  if (a.model) request.models = ParseModelList(kGpuModel, *a.model, errors);
+  if (a.model_exclude) request.excluded_models = ParseModelList(kGpuModelExclude, *a.model_exclude, errors);
   for (const std::string& excluded : request.excluded_models) {
     if (std::find(request.models.begin(), request.models.end(), excluded) != request.models.end()) {
-      errors.Add(absl::StrCat(Field(kGpuModelExclude, *model_exclude), ": ", internal::Quote(excluded),
-                              " is also accepted by ", Field(kGpuModel, *model)));
+      errors.Add(absl::StrCat(Field(kGpuModelExclude, *a.model_exclude), ": ", internal::Quote(excluded),
+                              " is also accepted by ", Field(kGpuModel, *a.model)));
     }
   }
+}
 
+}  // namespace
+
+absl::StatusOr<std::optional<PodGpuRequest>> ParsePodGpuRequest(const Annotations& annotations) {
+  const RequestAnnotations a{.count = Find(annotations, kGpuCount),
+                             .fraction = Find(annotations, kGpuFraction),
+                             .fraction_limit = Find(annotations, kGpuFractionLimit),
+                             .memory = Find(annotations, kGpuMemory),
+                             .memory_limit = Find(annotations, kGpuMemoryLimit),
+                             .model = Find(annotations, kGpuModel),
+                             .model_exclude = Find(annotations, kGpuModelExclude)};
+  if (a.none()) return std::nullopt;
+  // Every problem is reported, in the order of the annotations.
+  PodGpuRequest request;
+  ErrorList errors;
+  ReadCount(a, request, errors);
+  ReadShare(a, request, errors);
+  ReadMemory(a, request, errors);
+  ReadModels(a, request, errors);
   if (!errors.empty()) return errors.ToStatus();
   return request;
 }
