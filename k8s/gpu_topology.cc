@@ -194,14 +194,71 @@ bool ReadGenerationLine(const std::vector<std::string_view>& words, Matrix& m, E
   return true;
 }
 
+// What the text form's reader has seen of the GPU matrix so far.
+struct TextMatrix {
+  bool header = false;
+  std::vector<size_t> column_of;  // column_of[c]: word position of GPU c in the header
+  std::vector<bool> has_row;
+};
+
+// The header line "GPU0 GPU1 ...": sizes the matrix. False when unusable.
+bool ReadHeader(const std::vector<std::string_view>& words, TextMatrix& t, Matrix& m, ErrorList& errors) {
+  t.header = true;
+  for (size_t w = 0; w < words.size(); ++w) {
+    const std::optional<int32_t> column = GpuLabel(words[w]);
+    if (!column.has_value()) continue;
+    if (*column != static_cast<int32_t>(t.column_of.size())) {
+      errors.Add(absl::StrCat(Prefix(), "header: column ", Absl(words[w]), " where GPU", t.column_of.size(),
+                              " was expected (GPU columns must be GPU0, GPU1, ... in order)"));
+      return false;
+    }
+    t.column_of.push_back(w);
+  }
+  m.n = static_cast<int32_t>(t.column_of.size());
+  if (m.n > GpuTopology::kMaxGpus) {
+    errors.Add(absl::StrCat(Prefix(), "describes ", m.n, " GPUs, more than the ", GpuTopology::kMaxGpus,
+                            " supported"));
+    return false;
+  }
+  m.cells.assign(static_cast<size_t>(m.n * m.n), Cell{});
+  t.has_row.assign(static_cast<size_t>(m.n), false);
+  return true;
+}
+
+// One row "GPUr X NV2 SYS ...".
+void ReadRow(const std::vector<std::string_view>& words, int32_t row, TextMatrix& t, Matrix& m, ErrorList& errors) {
+  if (row >= m.n) {
+    errors.Add(absl::StrCat(Prefix(), "row GPU", row, " has no column in the header (GPU0..GPU", m.n - 1, ")"));
+    return;
+  }
+  if (t.has_row[static_cast<size_t>(row)]) {
+    errors.Add(absl::StrCat(Prefix(), "row GPU", row, " appears twice"));
+    return;
+  }
+  t.has_row[static_cast<size_t>(row)] = true;
+  if (words.size() <= t.column_of.back() + 1) {
+    errors.Add(absl::StrCat(Prefix(), "row GPU", row, " has ", words.size() - 1, " cells, fewer than the ", m.n,
+                            " GPU columns"));
+    return;
+  }
+  for (int32_t c = 0; c < m.n; ++c) {
+    const std::string_view word = words[t.column_of[static_cast<size_t>(c)] + 1];
+    const std::optional<Cell> cell = ParseCellToken(word);
+    if (!cell.has_value()) {
+      errors.Add(absl::StrCat(Prefix(), "row GPU", row, ", column GPU", c, ": ", internal::Quote(word),
+                              " is not a link (", Absl(kCellHint), ")"));
+      continue;
+    }
+    m.cells[static_cast<size_t>(row * m.n + c)] = *cell;
+  }
+}
+
 void ParseText(std::string_view annotation, Matrix& m, ErrorList& errors) {
   std::string without_escapes;
   if (annotation.find('\x1b') != std::string_view::npos) without_escapes = WithoutEscapes(annotation);
   const std::string_view text = without_escapes.empty() ? annotation : without_escapes;
-  std::vector<size_t> column_of;  // column_of[c]: word position of GPU c in the header
-  std::vector<bool> has_row;
+  TextMatrix t;
   std::vector<std::string_view> words;
-  bool header = false;
   size_t line_start = 0;
   while (line_start <= text.size()) {
     size_t line_end = text.find('\n', line_start);
@@ -212,64 +269,20 @@ void ParseText(std::string_view annotation, Matrix& m, ErrorList& errors) {
     if (words.empty()) continue;
     const std::optional<int32_t> label = GpuLabel(words[0]);
     if (!label.has_value()) continue;  // legend, NIC rows, prompts: not the GPU matrix
-
-    if (!header) {
-      header = true;
-      for (size_t w = 0; w < words.size(); ++w) {
-        const std::optional<int32_t> column = GpuLabel(words[w]);
-        if (!column.has_value()) continue;
-        if (*column != static_cast<int32_t>(column_of.size())) {
-          errors.Add(absl::StrCat(Prefix(), "header: column ", Absl(words[w]), " where GPU", column_of.size(),
-                                  " was expected (GPU columns must be GPU0, GPU1, ... in order)"));
-          return;
-        }
-        column_of.push_back(w);
-      }
-      m.n = static_cast<int32_t>(column_of.size());
-      if (m.n > GpuTopology::kMaxGpus) {
-        errors.Add(absl::StrCat(Prefix(), "describes ", m.n, " GPUs, more than the ", GpuTopology::kMaxGpus,
-                                " supported"));
-        return;
-      }
-      m.cells.assign(static_cast<size_t>(m.n * m.n), Cell{});
-      has_row.assign(static_cast<size_t>(m.n), false);
-      continue;
-    }
-
-    const int32_t row = *label;
-    if (row >= m.n) {
-      errors.Add(absl::StrCat(Prefix(), "row GPU", row, " has no column in the header (GPU0..GPU", m.n - 1, ")"));
-      continue;
-    }
-    if (has_row[static_cast<size_t>(row)]) {
-      errors.Add(absl::StrCat(Prefix(), "row GPU", row, " appears twice"));
-      continue;
-    }
-    has_row[static_cast<size_t>(row)] = true;
-    if (words.size() <= column_of.back() + 1) {
-      errors.Add(absl::StrCat(Prefix(), "row GPU", row, " has ", words.size() - 1, " cells, fewer than the ", m.n,
-                              " GPU columns"));
-      continue;
-    }
-    for (int32_t c = 0; c < m.n; ++c) {
-      const std::string_view word = words[column_of[static_cast<size_t>(c)] + 1];
-      const std::optional<Cell> cell = ParseCellToken(word);
-      if (!cell.has_value()) {
-        errors.Add(absl::StrCat(Prefix(), "row GPU", row, ", column GPU", c, ": ", internal::Quote(word),
-                                " is not a link (", Absl(kCellHint), ")"));
-        continue;
-      }
-      m.cells[static_cast<size_t>(row * m.n + c)] = *cell;
+    if (!t.header) {
+      if (!ReadHeader(words, t, m, errors)) return;
+    } else {
+      ReadRow(words, *label, t, m, errors);
     }
   }
-  if (!header) {
+  if (!t.header) {
     errors.Add(absl::StrCat(Prefix(),
                             "no GPU matrix: expected the output of `nvidia-smi topo -m` (a header line \"GPU0 GPU1 "
                             "...\", then a row per GPU) or JSON"));
     return;
   }
   for (int32_t gpu = 0; gpu < m.n; ++gpu) {
-    if (!has_row[static_cast<size_t>(gpu)]) errors.Add(absl::StrCat(Prefix(), "no row for GPU", gpu));
+    if (!t.has_row[static_cast<size_t>(gpu)]) errors.Add(absl::StrCat(Prefix(), "no row for GPU", gpu));
   }
 }
 
