@@ -1,5 +1,6 @@
 #include "scheduler/model/quantity_parse.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -34,6 +35,47 @@ struct Decomposed {
   std::string_view suffix;
 };
 
+// A suffix's power of ten or of two into `d`: binary SI (Ki..Ei), decimal SI
+// (n..E) or an exponent (e9, E-3).
+absl::Status ApplySuffix(Decomposed& d) {
+  const std::string_view s = d.suffix;
+  if (s.empty()) return absl::OkStatus();
+  if (s.size() == 2 && s[1] == 'i') {
+    static constexpr std::string_view kBinary = "KMGTPE";
+    const size_t k = kBinary.find(s[0]);
+    if (k != std::string_view::npos) {
+      d.exp2 = 10 * static_cast<int>(k + 1);
+      return absl::OkStatus();
+    }
+  }
+  if (s.size() == 1) {
+    static constexpr std::string_view kDecimal = "numkMGTPE";  // a lone "E" is exa, "E9" an exponent
+    static constexpr int kExp10[] = {-9, -6, -3, 3, 6, 9, 12, 15, 18};
+    const size_t k = kDecimal.find(s[0]);
+    if (k != std::string_view::npos) {
+      d.exp10 = kExp10[k];
+      return absl::OkStatus();
+    }
+  }
+  if (s[0] == 'e' || s[0] == 'E') {
+    size_t i = 1;
+    bool negative = false;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
+    const size_t digits_start = i;
+    int64_t exponent = 0;
+    while (i < s.size() && IsDigit(s[i])) {
+      exponent = std::min<int64_t>(exponent * 10 + (s[i] - '0'), kExponentCap);
+      ++i;
+    }
+    if (i > digits_start && i == s.size()) {
+      d.exp10 = negative ? -exponent : exponent;
+      return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "unknown suffix \"%s\" (expected Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E or an exponent such as e9)", s));
+}
+
 // The Kubernetes grammar (apimachinery resource.Quantity):
 //   <quantity> ::= <sign>? <digits> ( "." <digits>? )? <suffix> | <sign>? "." <digits> <suffix>
 //   <suffix>   ::= "" | Ki | Mi | Gi | Ti | Pi | Ei | n | u | m | k | M | G | T | P | E
@@ -63,48 +105,8 @@ absl::StatusOr<Decomposed> Decompose(std::string_view text) {
   }
 
   d.suffix = text.substr(pos);
-  const std::string_view s = d.suffix;
-  if (s.empty()) return d;
-  if (s.size() == 2 && s[1] == 'i') {
-    static constexpr std::string_view kBinary = "KMGTPE";
-    const size_t k = kBinary.find(s[0]);
-    if (k != std::string_view::npos) {
-      d.exp2 = 10 * static_cast<int>(k + 1);
-      return d;
-    }
-  }
-  if (s.size() == 1) {
-    switch (s[0]) {
-      case 'n': d.exp10 = -9; return d;
-      case 'u': d.exp10 = -6; return d;
-      case 'm': d.exp10 = -3; return d;
-      case 'k': d.exp10 = 3; return d;
-      case 'M': d.exp10 = 6; return d;
-      case 'G': d.exp10 = 9; return d;
-      case 'T': d.exp10 = 12; return d;
-      case 'P': d.exp10 = 15; return d;
-      case 'E': d.exp10 = 18; return d;  // a lone "E" is exa, "E9" an exponent
-      default: break;
-    }
-  }
-  if (s[0] == 'e' || s[0] == 'E') {
-    size_t i = 1;
-    bool negative = false;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
-    const size_t digits_start = i;
-    int64_t exponent = 0;
-    while (i < s.size() && IsDigit(s[i])) {
-      exponent = exponent * 10 + (s[i] - '0');
-      if (exponent > kExponentCap) exponent = kExponentCap;
-      ++i;
-    }
-    if (i > digits_start && i == s.size()) {
-      d.exp10 = negative ? -exponent : exponent;
-      return d;
-    }
-  }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "unknown suffix \"%s\" (expected Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E or an exponent such as e9)", s));
+  if (absl::Status st = ApplySuffix(d); !st.ok()) return st;
+  return d;
 }
 
 struct Evaluated {
