@@ -32,6 +32,11 @@ struct ProgramOptions {
   /// Empty: no nudge.
   std::string scheduler_name;
   absl::Duration api_timeout;
+  /// Threads that run binds, each waiting on the API server.
+  int bind_threads = 16;
+  /// Time a bind may take from its arrival: below kube-scheduler's extender
+  /// httpTimeout.
+  absl::Duration bind_timeout;
 };
 
 /// Rewrites `--cluster-file=x` to `--cluster_file=x` in place, so flags may be

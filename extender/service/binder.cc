@@ -93,11 +93,11 @@ void Binder::ReserveHost(const PodRecord& pod, std::string_view node) {
   model_.Publish();
 }
 
-absl::StatusOr<PodRecord> Binder::PodToBind(const k8s::PodRef& ref) {
+absl::StatusOr<PodRecord> Binder::PodToBind(const k8s::PodRef& ref, absl::Time deadline) {
   // The pod as the watch last saw it; if the watch lags, as the server has it.
   if (std::optional<PodRecord> pod = pods_.Find(ref.uid)) return *std::move(pod);
   const std::string pod_key = absl::StrCat(ref.namespace_name, "/", ref.name);
-  absl::StatusOr<PodRecord> fetched = api_.GetPod(ref.namespace_name, ref.name);
+  absl::StatusOr<PodRecord> fetched = api_.GetPod(ref.namespace_name, ref.name, deadline);
   if (!fetched.ok()) {
     return Fail("pod_lookup", absl::Status(fetched.status().code(),
                                            absl::StrCat("cannot read pod ", pod_key, ": ", fetched.status().message())));
@@ -110,12 +110,19 @@ absl::StatusOr<PodRecord> Binder::PodToBind(const k8s::PodRef& ref) {
   return fetched;
 }
 
-absl::Status Binder::Bind(const k8s::ExtenderBindingArgs& args) {
+absl::Status Binder::Bind(const k8s::ExtenderBindingArgs& args, absl::Time deadline) {
   const auto start = std::chrono::steady_clock::now();
   const k8s::PodRef ref{std::string(args.pod_namespace), std::string(args.pod_name), std::string(args.pod_uid)};
   const std::string pod_key = absl::StrCat(ref.namespace_name, "/", ref.name);
+  if (absl::Now() >= deadline) {
+    // It waited for a bind thread until kube-scheduler stopped listening:
+    // reserving now would hold GPUs for an answer nobody reads.
+    return Fail("deadline", absl::DeadlineExceededError(absl::StrCat(
+                                "the bind of pod ", pod_key,
+                                " reached its deadline (--bind-timeout) before it could start; Tessera is busy")));
+  }
 
-  absl::StatusOr<PodRecord> pod = PodToBind(ref);
+  absl::StatusOr<PodRecord> pod = PodToBind(ref, deadline);
   if (!pod.ok()) return pod.status();
 
   absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(pod->annotations);
@@ -145,11 +152,20 @@ absl::Status Binder::Bind(const k8s::ExtenderBindingArgs& args) {
     // kube-scheduler's own NodeResourcesFit has placed it.
     ReserveHost(*pod, args.node);
   }
-  absl::Status bound = api_.Bind(ref, args.node, annotations);
+  absl::Status bound = api_.Bind(ref, args.node, annotations, deadline);
   if (absl::IsFailedPrecondition(bound)) {
     // 409: maybe this very bind succeeded before and its answer was lost.
-    absl::StatusOr<PodRecord> now = api_.GetPod(ref.namespace_name, ref.name);
+    absl::StatusOr<PodRecord> now = api_.GetPod(ref.namespace_name, ref.name, deadline);
     if (now.ok() && now->uid == ref.uid && now->node_name == args.node) bound = absl::OkStatus();
+  }
+  if (absl::IsDeadlineExceeded(bound)) {
+    // The API server may have written the Binding after we stopped waiting:
+    // releasing the GPUs now could give them to another pod while this one
+    // holds them. The watch confirms the pod, or the TTL releases them.
+    return Fail("binding_timeout",
+                absl::DeadlineExceededError(absl::StrCat(
+                    "cannot bind pod ", pod_key, " to node ", Absl(args.node), ": ", bound.message(),
+                    "; its reservation stays until the watch shows whether the Binding landed")));
   }
   if (!bound.ok()) {
     release();

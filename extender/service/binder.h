@@ -8,6 +8,15 @@
 // earlier binds finish, so the GPUs must count from the moment bind starts.
 // Check-and-reserve is one critical section over the current snapshot, so
 // of two pods racing for the last share of a GPU exactly one gets it.
+//
+// Threads: Bind blocks on the API server (one Binding POST, sometimes a GET),
+// so it never runs on an HTTP I/O thread. The router hands each bind to the
+// bind pool (--bind-threads, RequestDispatcher), and many binds are in flight
+// at once; only the check-and-reserve step is serialised (reserve_mu_), never
+// the API call. Each bind has a deadline (--bind-timeout, below kube-
+// scheduler's extender httpTimeout) that bounds its wait for a bind thread
+// and every API call it makes, so its answer arrives while kube-scheduler
+// still listens.
 #pragma once
 
 #include <functional>
@@ -41,8 +50,13 @@ class Binder {
 
   /// Binds the pod to `args.node`. OK only when the assignment annotation
   /// and the Binding were both written. An error's message is what
-  /// kube-scheduler records on the pod before it retries it.
-  absl::Status Bind(const k8s::ExtenderBindingArgs& args);
+  /// kube-scheduler records on the pod before it retries it. Thread-safe.
+  ///
+  /// `deadline` bounds the API calls; a bind that starts after it does
+  /// nothing (DeadlineExceeded). A Binding that times out may still land, so
+  /// its reservation stays: the watch confirms it, a retry of the same pod
+  /// takes it over, or the TTL releases it.
+  absl::Status Bind(const k8s::ExtenderBindingArgs& args, absl::Time deadline = absl::InfiniteFuture());
 
   /// Releases reservations the watch never confirmed within the TTL.
   /// \return how many were released.
@@ -55,7 +69,7 @@ class Binder {
   void ReserveHost(const PodRecord& pod, std::string_view node);
   /// The pod to bind: as the watch last saw it, or as the API server has it
   /// when the watch lags; FailedPrecondition when its uid is not `ref`'s.
-  absl::StatusOr<PodRecord> PodToBind(const k8s::PodRef& ref);
+  absl::StatusOr<PodRecord> PodToBind(const k8s::PodRef& ref, absl::Time deadline);
   absl::Status Fail(std::string_view reason, absl::Status status);
 
   ClusterModel& model_;

@@ -26,8 +26,9 @@ constexpr std::string_view kMemoBypassed = "tessera_prioritize_memo_bypassed_tot
 constexpr std::string_view kMemoBypassedHelp =
     "Prioritize requests scored without the memo (a profile whose GPU choice is not memoisable, or the memo busy).";
 
-// One parser per io thread: its buffers grow to the largest request seen and
-// are reused, and a request is decoded and answered on one thread.
+// One parser per thread that answers requests (I/O, verb and bind threads):
+// its buffers grow to the largest request seen there and are reused, and a
+// request is decoded and answered on one thread.
 simdjson::dom::parser& ThreadParser() {
   thread_local simdjson::dom::parser parser;
   return parser;
@@ -152,7 +153,7 @@ absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) c
   return k8s::EncodeHostPriorityList(hosts, scores);
 }
 
-absl::StatusOr<std::string> ExtenderService::Bind(std::string_view body) const {
+absl::StatusOr<std::string> ExtenderService::Bind(std::string_view body, absl::Time deadline) const {
   absl::StatusOr<k8s::ExtenderBindingArgs> args = k8s::DecodeBindingArgs(body, ThreadParser());
   if (!args.ok()) return args.status();
   if (sources_.binder == nullptr) {
@@ -160,7 +161,7 @@ absl::StatusOr<std::string> ExtenderService::Bind(std::string_view body) const {
         "bind needs the API server: Tessera runs from a cluster file; leave bindVerb unset so kube-scheduler binds");
   }
   const absl::Status bound = sources_.synced && !sources_.synced() ? absl::UnavailableError(Absl(kNotSyncedError))
-                                                                  : sources_.binder->Bind(*args);
+                                                                  : sources_.binder->Bind(*args, deadline);
   std::string out = "{\"Error\":";
   k8s::AppendWireReason(out, bound.ok() ? std::string_view() : Std(bound.message()));
   out += '}';

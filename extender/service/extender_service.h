@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "scheduler/cache/cluster_snapshot.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/memo/score_memo.h"
@@ -55,7 +56,9 @@ class ExtenderService {
   /// kube-scheduler records before it retries the pod.
   /// \return InvalidArgument for a malformed body (HTTP 400); Unimplemented
   ///   (HTTP 501) when there is no binder.
-  absl::StatusOr<std::string> Bind(std::string_view body) const;
+  /// Blocks on the API server until `deadline` at most (Binder::Bind): call
+  /// it from a bind thread, never from an HTTP I/O thread.
+  absl::StatusOr<std::string> Bind(std::string_view body, absl::Time deadline = absl::InfiniteFuture()) const;
 
   /// `POST /preempt` is not served by this version: the body is validated
   /// (InvalidArgument, HTTP 400, if malformed), then Unimplemented (HTTP 501).

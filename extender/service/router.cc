@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "k8s/extender_results.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera {
@@ -62,7 +63,37 @@ Router::Router(RouterOptions options, const ExtenderService& service, MetricsReg
   if (!options_.url_prefix.empty() && options_.url_prefix.front() != '/') options_.url_prefix = absl::StrCat("/", options_.url_prefix);
 }
 
-HttpResponse Router::Handle(const HttpRequest& request) const {
+std::string_view Router::Verb(const HttpRequest& request) const {
+  const Route* route = FindRoute(request.target(), options_.url_prefix);
+  return route != nullptr ? route->verb : std::string_view();
+}
+
+HttpResponse Router::Refuse(const HttpRequest& request, std::string_view reason) const {
+  const std::string_view verb = Verb(request);
+  HttpResponse response;
+  if (verb == "filter" || verb == "bind") {
+    std::string body = "{\"Error\":";
+    k8s::AppendWireReason(body, reason);
+    body += '}';
+    response = Respond(request, http::status::ok, std::move(body));
+  } else {
+    response = JsonError(request, http::status::service_unavailable, reason);
+    response.set(http::field::retry_after, "1");
+  }
+  Count(verb.empty() ? "unknown" : verb, response, 0.0);
+  return response;
+}
+
+void Router::Count(std::string_view verb, const HttpResponse& response, double seconds) const {
+  metrics_.Counter("tessera_http_requests_total", "HTTP requests by verb and status code.",
+                   {{"verb", std::string(verb)}, {"code", std::to_string(response.result_int())}})
+      .Inc();
+  metrics_.Histogram("tessera_http_request_duration_seconds", "Time to answer a request, by verb.",
+                     {{"verb", std::string(verb)}}, DefaultLatencyBuckets())
+      .Observe(seconds);
+}
+
+HttpResponse Router::Handle(const HttpRequest& request, absl::Time deadline) const {
   const auto start = std::chrono::steady_clock::now();
   const Route* route = FindRoute(request.target(), options_.url_prefix);
   std::string_view verb = route != nullptr ? route->verb : "unknown";
@@ -80,19 +111,13 @@ HttpResponse Router::Handle(const HttpRequest& request) const {
       res.set(http::field::allow, http::to_string(route->method));
       return res;
     }
-    return Dispatch(request, route->verb);
+    return Dispatch(request, route->verb, deadline);
   }();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  metrics_.Counter("tessera_http_requests_total", "HTTP requests by verb and status code.",
-                   {{"verb", std::string(verb)}, {"code", std::to_string(response.result_int())}})
-      .Inc();
-  metrics_.Histogram("tessera_http_request_duration_seconds", "Time to answer a request, by verb.",
-                     {{"verb", std::string(verb)}}, DefaultLatencyBuckets())
-      .Observe(seconds);
+  Count(verb, response, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return response;
 }
 
-HttpResponse Router::Dispatch(const HttpRequest& request, std::string_view verb) const {
+HttpResponse Router::Dispatch(const HttpRequest& request, std::string_view verb, absl::Time deadline) const {
   if (verb == "filter" || verb == "prioritize") {
     absl::StatusOr<std::string> body =
         verb == "filter" ? service_.Filter(request.body()) : service_.Prioritize(request.body());
@@ -105,7 +130,7 @@ HttpResponse Router::Dispatch(const HttpRequest& request, std::string_view verb)
     return Respond(request, http::status::ok, std::move(*body));
   }
   if (verb == "bind") {
-    absl::StatusOr<std::string> body = service_.Bind(request.body());
+    absl::StatusOr<std::string> body = service_.Bind(request.body(), deadline);
     if (body.ok()) return Respond(request, http::status::ok, std::move(*body));
     const http::status code =
         absl::IsUnimplemented(body.status()) ? http::status::not_implemented : http::status::bad_request;

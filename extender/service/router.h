@@ -1,9 +1,13 @@
 // Maps HTTP method and path to the extender verbs and the operational
-// endpoints. A pure function of the request (no socket), so tests call it directly.
+// endpoints. A pure function of the request (no socket), so tests call it
+// directly. Which thread runs it is RequestDispatcher's choice.
 #pragma once
 
 #include <functional>
 #include <string>
+#include <string_view>
+
+#include "absl/time/time.h"
 
 #include "scheduler/metrics/metrics.h"
 #include "extender/server/http_server.h"
@@ -35,10 +39,23 @@ class Router {
  public:
   Router(RouterOptions options, const ExtenderService& service, MetricsRegistry& metrics);
 
-  [[nodiscard]] HttpResponse Handle(const HttpRequest& request) const;
+  /// Answers `request` on the calling thread. A bind blocks on the API
+  /// server until `deadline` at most (ExtenderService::Bind).
+  [[nodiscard]] HttpResponse Handle(const HttpRequest& request, absl::Time deadline = absl::InfiniteFuture()) const;
+
+  /// The verb `request` asks for ("filter", "bind", "healthz", ...), whatever
+  /// its method; "" when no route matches.
+  [[nodiscard]] std::string_view Verb(const HttpRequest& request) const;
+
+  /// The answer to a request Tessera cannot take now (`reason` says why),
+  /// counted like any other: for filter and bind an `{"Error": reason}` result
+  /// (200), which kube-scheduler records on the pod before it retries it; for
+  /// the rest 503 with Retry-After.
+  [[nodiscard]] HttpResponse Refuse(const HttpRequest& request, std::string_view reason) const;
 
  private:
-  HttpResponse Dispatch(const HttpRequest& request, std::string_view verb) const;
+  HttpResponse Dispatch(const HttpRequest& request, std::string_view verb, absl::Time deadline) const;
+  void Count(std::string_view verb, const HttpResponse& response, double seconds) const;
 
   RouterOptions options_;
   const ExtenderService& service_;

@@ -44,9 +44,15 @@ class FakePodApi final : public k8s::PodApi {
     return calls_;
   }
   void FailBind(absl::Status s) { absl::MutexLock l(&mu_); bind_error_ = std::move(s); }
-
-  absl::StatusOr<PodRecord> GetPod(std::string_view ns, std::string_view name) override {
+  // The deadline of each GetPod and Bind call, in order.
+  std::vector<absl::Time> deadlines() {
     absl::MutexLock lock(&mu_);
+    return deadlines_;
+  }
+
+  absl::StatusOr<PodRecord> GetPod(std::string_view ns, std::string_view name, absl::Time deadline) override {
+    absl::MutexLock lock(&mu_);
+    deadlines_.push_back(deadline);
     calls_.push_back(absl::StrCat("get ", Absl(ns), "/", Absl(name)));
     auto it = pods_.find(absl::StrCat(Absl(ns), "/", Absl(name)));
     if (it == pods_.end()) return absl::NotFoundError("pods \"x\" not found");
@@ -63,8 +69,10 @@ class FakePodApi final : public k8s::PodApi {
     for (const auto& [k, v] : annotations) it->second.annotations[k] = v;
     return absl::OkStatus();
   }
-  absl::Status Bind(const k8s::PodRef& pod, std::string_view node, const Annotations& annotations) override {
+  absl::Status Bind(const k8s::PodRef& pod, std::string_view node, const Annotations& annotations,
+                    absl::Time deadline) override {
     absl::MutexLock lock(&mu_);
+    deadlines_.push_back(deadline);
     const std::string key = absl::StrCat(pod.namespace_name, "/", pod.name);
     calls_.push_back(absl::StrCat("bind ", key, " ", Absl(node), annotations.empty() ? "" : " with annotations"));
     if (!bind_error_.ok()) return bind_error_;
@@ -82,6 +90,7 @@ class FakePodApi final : public k8s::PodApi {
   absl::Mutex mu_;
   std::map<std::string, PodRecord> pods_;
   std::vector<std::string> calls_;
+  std::vector<absl::Time> deadlines_;
   absl::Status bind_error_;
 };
 
@@ -346,6 +355,43 @@ TEST_F(BinderTest, ANodeTesseraDoesNotKnowIsRefused) {
   const PodRecord pod = PendingPod("p");
   Known(pod);
   EXPECT_THAT(binder_->Bind(Args(pod, "nowhere")).message(), HasSubstr("node nowhere has no GPUs Tessera knows of"));
+}
+
+TEST_F(BinderTest, TheDeadlineBoundsEveryApiCallOfTheBind) {
+  const PodRecord pod = PendingPod("fresh", "0.5");
+  api_.Add(pod);  // not in the directory: read from the API server first
+  const absl::Time deadline = absl::Now() + absl::Seconds(3);
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1"), deadline).ok());
+  EXPECT_THAT(api_.calls(), ElementsAre("get ml/fresh", "bind ml/fresh n1 with annotations"));
+  EXPECT_THAT(api_.deadlines(), ElementsAre(deadline, deadline));
+}
+
+TEST_F(BinderTest, ABindThatStartsPastItsDeadlineReservesNothingAndCallsNothing) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  const absl::Status st = binder_->Bind(Args(pod, "n1"), absl::Now() - absl::Milliseconds(1));
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_THAT(st.message(), HasSubstr("reached its deadline (--bind-timeout) before it could start"));
+  EXPECT_TRUE(api_.calls().empty());
+  EXPECT_EQ(Held("n1", 0), 0);
+  EXPECT_EQ(model_.reservation_count(), 0u);
+}
+
+TEST_F(BinderTest, ABindingThatTimedOutKeepsItsSharesAndTheRetryOnTheSameNodeTakesThemOver) {
+  const PodRecord pod = PendingPod("p", "0.25");
+  Known(pod);
+  api_.FailBind(absl::DeadlineExceededError("POST .../binding: timed out"));
+  const absl::Status st = binder_->Bind(Args(pod, "n1"));
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_THAT(st.message(), HasSubstr("its reservation stays until the watch shows whether the Binding landed"));
+  // The Binding may have landed: its share stays counted.
+  EXPECT_EQ(Held("n1", 0), 250);
+  EXPECT_EQ(model_.reservation_count(), 1u);
+  // kube-scheduler retries the pod on the same node: the same share, once.
+  api_.FailBind(absl::OkStatus());
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
+  EXPECT_EQ(Held("n1", 0), 250);
+  EXPECT_EQ(model_.reservation_count(), 1u);
 }
 
 TEST_F(BinderTest, UnconfirmedReservationsExpireAfterTheTtl) {
