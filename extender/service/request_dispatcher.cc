@@ -24,28 +24,25 @@ void RequestDispatcher::Handle(HttpRequest request, HttpResponder respond) {
     // The deadline counts from now: the wait for a bind thread is part of
     // the time kube-scheduler gives the call.
     const absl::Time deadline = absl::Now() + options_.bind_timeout;
-    return Submit(*bind_pool_, "--bind-threads", std::move(request), std::move(respond), deadline);
+    Router::Rest rest = router_.StartBind(request, deadline);  // reserves now
+    return Submit(*bind_pool_, "--bind-threads", request, std::move(rest), std::move(respond));
   }
   const bool heavy = verb == "filter" || verb == "prioritize" || verb == "preempt";
   if (heavy && request.body().size() >= options_.large_body_bytes) {
-    return Submit(*verb_pool_, "--threads", std::move(request), std::move(respond), absl::InfiniteFuture());
+    HttpRequest head{request.method(), request.target(), request.version()};
+    Router::Rest work = [this, request = std::move(request)] { return router_.Handle(request); };
+    return Submit(*verb_pool_, "--threads", head, std::move(work), std::move(respond));
   }
   respond(router_.Handle(request));
 }
 
-void RequestDispatcher::Submit(RequestPool& pool, std::string_view sized_by, HttpRequest request,
-                               HttpResponder respond, absl::Time deadline) {
-  // Kept to answer if the pool refuses (the task is then destroyed unrun).
-  const HttpResponder busy = respond;
-  const HttpRequest head{request.method(), request.target(), request.version()};
-  const bool accepted =
-      pool.TrySubmit([this, request = std::move(request), respond = std::move(respond), deadline]() {
-        respond(router_.Handle(request, deadline));
-      });
-  if (accepted) return;
-  busy(router_.Refuse(head, absl::StrCat("Tessera is busy: its ", pool.name(), " threads (", pool.threads(), ", ",
-                                        Absl(sized_by), ") are all taken and ", pool.max_queued(),
-                                        " more requests wait; kube-scheduler retries the pod")));
+void RequestDispatcher::Submit(RequestPool& pool, std::string_view sized_by, const HttpRequest& request,
+                               Router::Rest work, HttpResponder respond) {
+  const HttpResponder busy = respond;  // to answer if the pool refuses
+  if (pool.TrySubmit([work = std::move(work), respond = std::move(respond)]() mutable { respond(work()); })) return;
+  busy(router_.Refuse(request, absl::StrCat("Tessera is busy: its ", pool.name(), " threads (", pool.threads(), ", ",
+                                           Absl(sized_by), ") are all taken and ", pool.max_queued(),
+                                           " more requests wait; kube-scheduler retries the pod")));
 }
 
 }  // namespace tessera

@@ -7,7 +7,9 @@
 //
 // The I/O threads only read, route and write, so liveness and readiness
 // probes answer in microseconds while binds wait for the API server and large
-// filters compute. Many binds are in flight at once, as kube-scheduler's own
+// filters compute. A bind's first step, which reserves its GPUs and waits on
+// nothing, stays on the I/O thread (Router::StartBind): the GPUs count before
+// kube-scheduler's next filter, sent right after the bind, is answered. Many binds are in flight at once, as kube-scheduler's own
 // binds are (one goroutine per pod); each has a deadline counted from its
 // arrival, below kube-scheduler's extender httpTimeout, so it answers while
 // kube-scheduler still listens. A pool whose queue is full answers "busy" at
@@ -62,10 +64,11 @@ class RequestDispatcher {
   [[nodiscard]] const DispatcherOptions& options() const { return options_; }
 
  private:
-  // Runs `request` on `pool`, or answers "busy" when its queue is full.
-  // `sized_by` names the flag that sizes the pool, for the "busy" answer.
-  void Submit(RequestPool& pool, std::string_view sized_by, HttpRequest request, HttpResponder respond,
-              absl::Time deadline);
+  // Runs `work` on `pool` and answers with what it returns, or answers
+  // "busy" at once when the pool's queue is full (`work` is then destroyed
+  // unrun). `sized_by` names the flag that sizes the pool, for that answer.
+  void Submit(RequestPool& pool, std::string_view sized_by, const HttpRequest& request, Router::Rest work,
+              HttpResponder respond);
 
   const DispatcherOptions options_;
   const Router& router_;

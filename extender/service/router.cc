@@ -93,6 +93,28 @@ void Router::Count(std::string_view verb, const HttpResponse& response, double s
       .Observe(seconds);
 }
 
+HttpResponse Router::BindAnswer(const HttpRequest& request, absl::StatusOr<std::string> body) {
+  if (body.ok()) return Respond(request, http::status::ok, std::move(*body));
+  const http::status code =
+      absl::IsUnimplemented(body.status()) ? http::status::not_implemented : http::status::bad_request;
+  return JsonError(request, code, Std(body.status().message()));
+}
+
+Router::Rest Router::StartBind(const HttpRequest& request, absl::Time deadline) const {
+  const auto start = std::chrono::steady_clock::now();
+  if (request.method() != http::verb::post || Verb(request) != "bind") {
+    return [whole = Handle(request, deadline)]() mutable { return std::move(whole); };
+  }
+  // What the answer needs of the request, without its body.
+  HttpRequest head{request.method(), request.target(), request.version()};
+  head.keep_alive(request.keep_alive());
+  return [this, start, head = std::move(head), rest = service_.StartBind(request.body(), deadline)]() mutable {
+    HttpResponse response = BindAnswer(head, rest());
+    Count("bind", response, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return response;
+  };
+}
+
 HttpResponse Router::Handle(const HttpRequest& request, absl::Time deadline) const {
   const auto start = std::chrono::steady_clock::now();
   const Route* route = FindRoute(request.target(), options_.url_prefix);
@@ -129,13 +151,7 @@ HttpResponse Router::Dispatch(const HttpRequest& request, std::string_view verb,
     }
     return Respond(request, http::status::ok, std::move(*body));
   }
-  if (verb == "bind") {
-    absl::StatusOr<std::string> body = service_.Bind(request.body(), deadline);
-    if (body.ok()) return Respond(request, http::status::ok, std::move(*body));
-    const http::status code =
-        absl::IsUnimplemented(body.status()) ? http::status::not_implemented : http::status::bad_request;
-    return JsonError(request, code, Std(body.status().message()));
-  }
+  if (verb == "bind") return BindAnswer(request, service_.Bind(request.body(), deadline));
   if (verb == "preempt") {
     const absl::Status st = service_.Preempt(request.body());
     const http::status code =

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
 
 #include "scheduler/metrics/metrics.h"
@@ -43,6 +44,16 @@ class Router {
   /// server until `deadline` at most (ExtenderService::Bind).
   [[nodiscard]] HttpResponse Handle(const HttpRequest& request, absl::Time deadline = absl::InfiniteFuture()) const;
 
+  /// What is left of a request after Start...(): runs on a thread that may
+  /// wait, and answers.
+  using Rest = absl::AnyInvocable<HttpResponse()>;
+  /// A bind in two steps (ExtenderService::StartBind): reserves the pod's
+  /// GPUs now, on the calling thread (an I/O thread, at once), and returns
+  /// the rest, which writes the Binding. A request that is not a proper bind
+  /// (wrong method) is answered whole, now. Destroyed unrun, the rest
+  /// releases the reservation.
+  [[nodiscard]] Rest StartBind(const HttpRequest& request, absl::Time deadline) const;
+
   /// The verb `request` asks for ("filter", "bind", "healthz", ...), whatever
   /// its method; "" when no route matches.
   [[nodiscard]] std::string_view Verb(const HttpRequest& request) const;
@@ -55,6 +66,7 @@ class Router {
 
  private:
   HttpResponse Dispatch(const HttpRequest& request, std::string_view verb, absl::Time deadline) const;
+  static HttpResponse BindAnswer(const HttpRequest& request, absl::StatusOr<std::string> body);
   void Count(std::string_view verb, const HttpResponse& response, double seconds) const;
 
   RouterOptions options_;

@@ -222,6 +222,9 @@ TEST_F(BindsInFlight, ABindArrivingWhenTheBindQueueIsFullIsRefusedAtOnceWithTheR
   ASSERT_TRUE(WaitFor([&] {
     return tessera.Metrics().find(R"(tessera_request_pool_queued{pool="bind"} 1)") != std::string::npos;
   })) << tessera.Metrics();
+  // The waiting bind's share counts already: it was reserved when the bind
+  // arrived, on the I/O thread, before any bind thread was free.
+  EXPECT_EQ(tessera.Held("big", 0), 500);
 
   testing::HttpClient http(tessera.port(), kProbeTimeout);
   const testing::HttpAnswer refused = http.Post("/bind", BindArgs(pods[2], "big"));

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "config/policy_loader.h"
 #include "k8s/annotations.h"
 #include "k8s/gpu_assignment.h"
@@ -392,6 +393,54 @@ TEST_F(BinderTest, ABindingThatTimedOutKeepsItsSharesAndTheRetryOnTheSameNodeTak
   ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
   EXPECT_EQ(Held("n1", 0), 250);
   EXPECT_EQ(model_.reservation_count(), 1u);
+}
+
+TEST_F(BinderTest, BeginReservesTheGpusWithNoApiCallAndFinishWritesTheBinding) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  Binder::Pending pending = binder_->Begin(Args(pod, "n1"));
+  // Counted from the bind's arrival, before any API call (the I/O thread's part).
+  EXPECT_EQ(Held("n1", 0), 500);
+  EXPECT_TRUE(api_.calls().empty());
+  ASSERT_TRUE(binder_->Finish(std::move(pending)).ok());
+  EXPECT_THAT(api_.calls(), ElementsAre("bind ml/p n1 with annotations"));
+  EXPECT_EQ(Held("n1", 0), 500);
+}
+
+TEST_F(BinderTest, ABindDroppedBetweenItsStepsReleasesItsGpus) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  {
+    Binder::Pending pending = binder_->Begin(Args(pod, "n1"));
+    Binder::Pending moved = std::move(pending);  // moving does not release
+    EXPECT_EQ(Held("n1", 0), 500);
+  }  // a full bind queue, or a shutdown, drops it
+  EXPECT_EQ(Held("n1", 0), 0);
+  EXPECT_EQ(model_.reservation_count(), 0u);
+  EXPECT_TRUE(api_.calls().empty());
+}
+
+TEST_F(BinderTest, ABindWhoseBindingWouldLeavePastItsDeadlineReleasesItsGpusAndSendsNothing) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(200);
+  Binder::Pending pending = binder_->Begin(Args(pod, "n1"), deadline);
+  EXPECT_EQ(Held("n1", 0), 500);
+  absl::SleepFor(deadline - absl::Now() + absl::Milliseconds(1));  // it waited for a bind thread past its deadline
+  const absl::Status st = binder_->Finish(std::move(pending));
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_THAT(st.message(), HasSubstr("before its Binding was sent"));
+  EXPECT_TRUE(api_.calls().empty());
+  EXPECT_EQ(Held("n1", 0), 0);
+}
+
+TEST_F(BinderTest, APodTheWatchHasNotDeliveredIsReservedWhenFinishReadsIt) {
+  const PodRecord pod = PendingPod("fresh", "0.5");
+  api_.Add(pod);  // not in the directory
+  Binder::Pending pending = binder_->Begin(Args(pod, "n1"));
+  EXPECT_EQ(Held("n1", 0), 0) << "nothing known to reserve yet";
+  ASSERT_TRUE(binder_->Finish(std::move(pending)).ok());
+  EXPECT_EQ(Held("n1", 0), 500);
 }
 
 TEST_F(BinderTest, UnconfirmedReservationsExpireAfterTheTtl) {
