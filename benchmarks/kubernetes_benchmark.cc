@@ -161,13 +161,15 @@ BENCHMARK(BM_WatchPodEvents)->Arg(1)->Arg(20)->Unit(benchmark::kMillisecond);
 // Answers every write at once: the bind's own cost, without the API server.
 class InstantPodApi final : public k8s::PodApi {
  public:
-  absl::StatusOr<PodRecord> GetPod(std::string_view, std::string_view) override {
+  absl::StatusOr<PodRecord> GetPod(std::string_view, std::string_view, absl::Time) override {
     return absl::NotFoundError("not used");
   }
   absl::Status Annotate(const k8s::PodRef&, const std::vector<std::pair<std::string, std::string>>&) override {
     return absl::OkStatus();
   }
-  absl::Status Bind(const k8s::PodRef&, std::string_view, const Annotations&) override { return absl::OkStatus(); }
+  absl::Status Bind(const k8s::PodRef&, std::string_view, const Annotations&, absl::Time) override {
+    return absl::OkStatus();
+  }
 };
 
 void BM_BindExcludingApiServer(benchmark::State& state) {

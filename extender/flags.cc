@@ -50,6 +50,12 @@ ABSL_FLAG(absl::Duration, leader_elect_renew_deadline, absl::Seconds(10),
           "How long the holder keeps writing without a successful renewal (shorter than the lease duration).");
 ABSL_FLAG(absl::Duration, leader_elect_retry_period, absl::Seconds(2),
           "How often every replica tries to take or renew the Lease.");
+ABSL_FLAG(int, bind_threads, 16,
+          "Threads that run binds (1..256). Each waits on the API server for its Binding, so this many binds are in "
+          "flight at once; the HTTP threads never wait for one.");
+ABSL_FLAG(absl::Duration, bind_timeout, absl::Seconds(4),
+          "Time a bind may take from its arrival, the wait for a bind thread and its API calls included. Keep it "
+          "below kube-scheduler's extender httpTimeout (5s unless set), so the answer comes while it still waits.");
 ABSL_FLAG(std::string, url_prefix, "", "Path prefix of kube-scheduler's urlPrefix (e.g. /scheduler).");
 ABSL_FLAG(int64_t, max_body_bytes, int64_t{256} << 20, "Largest request body accepted (413 beyond).");
 ABSL_FLAG(int, max_header_bytes, 16 << 10, "Largest request header accepted (431 beyond).");
@@ -66,6 +72,9 @@ namespace {
 // sidecar, a body larger than the chart's memory, a timeout of a day.
 constexpr int kMaxThreads = 64;
 constexpr int kMaxScoreThreads = 64;
+// Bind threads mostly wait on the API server: more of them are cheap, but
+// past this many concurrent Bindings the API server is what limits.
+constexpr int kMaxBindThreads = 256;
 constexpr int64_t kMaxBodyBytes = int64_t{1} << 30;
 constexpr int kMaxHeaderBytes = 1 << 20;
 const absl::Duration kMaxTimeout = absl::Hours(1);
@@ -149,6 +158,8 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   const absl::Duration poll = absl::GetFlag(FLAGS_policy_poll_interval);
   const absl::Duration ttl = absl::GetFlag(FLAGS_reservation_ttl);
   const absl::Duration api_timeout = absl::GetFlag(FLAGS_api_timeout);
+  const int bind_threads = absl::GetFlag(FLAGS_bind_threads);
+  const absl::Duration bind_timeout = absl::GetFlag(FLAGS_bind_timeout);
   check.Int("port", port, 0, 65535);
   check.Int("threads", threads, 1, kMaxThreads);
   check.Int("score_threads", score_threads, -1, kMaxScoreThreads);
@@ -160,6 +171,8 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   check.Duration("policy_poll_interval", poll, absl::ZeroDuration(), kMaxTimeout);
   check.Duration("reservation_ttl", ttl, absl::Seconds(1), kMaxTimeout);
   check.Duration("api_timeout", api_timeout, absl::Milliseconds(100), kMaxTimeout);
+  check.Int("bind_threads", bind_threads, 1, kMaxBindThreads);
+  check.Duration("bind_timeout", bind_timeout, absl::Milliseconds(100), kMaxTimeout);
   check.NonEmpty("address", absl::GetFlag(FLAGS_address));
   check.NonEmpty("policy_file", absl::GetFlag(FLAGS_policy_file));
   absl::StatusOr<k8s::LeaseOptions> lease = LeaseFromFlags();
@@ -188,6 +201,8 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   o.leader_elect = absl::GetFlag(FLAGS_leader_elect);
   o.publish_gpu_capacity = absl::GetFlag(FLAGS_publish_gpu_capacity);
   o.lease = *std::move(lease);
+  o.bind_threads = bind_threads;
+  o.bind_timeout = bind_timeout;
   return o;
 }
 

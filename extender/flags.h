@@ -42,6 +42,11 @@ struct ProgramOptions {
   /// and gpu-memory-mib extended resources equal to its inventory
   /// (k8s/sync/capacity_publisher.h).
   bool publish_gpu_capacity = true;
+  /// Threads that run binds, each waiting on the API server.
+  int bind_threads = 16;
+  /// Time a bind may take from its arrival: below kube-scheduler's extender
+  /// httpTimeout.
+  absl::Duration bind_timeout;
 };
 
 /// Rewrites `--cluster-file=x` to `--cluster_file=x` in place, so flags may be

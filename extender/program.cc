@@ -26,6 +26,10 @@ absl::Status Prefixed(std::string_view prefix, const absl::Status& status) {
 // first sync (which starts the nudge) is checked.
 constexpr absl::Duration kChoreInterval = absl::Seconds(1);
 
+// Requests that may wait for each thread of a pool before the next is
+// refused "busy" (kube-scheduler then retries the pod).
+constexpr size_t kQueuedPerThread = 16;
+
 }  // namespace
 
 struct Program::Nudge {
@@ -106,6 +110,10 @@ absl::Status Program::OpenApiServer() {
   source_ = config->description;
   k8s::ApiClientOptions client_options;
   client_options.request_timeout = options_.api_timeout;
+  // Every bind thread keeps its connection between binds (a fresh TLS
+  // handshake costs more than the Binding itself).
+  client_options.max_idle_connections = std::max<size_t>(client_options.max_idle_connections,
+                                                         static_cast<size_t>(options_.bind_threads) + 2);
   if (!options_.scheduler_name.empty()) {
     absl::StatusOr<std::unique_ptr<k8s::ApiClient>> own = k8s::ApiClient::Create(*config, client_options);
     if (!own.ok()) return Prefixed("cannot configure the API-server client: ", own.status());
@@ -193,6 +201,18 @@ void Program::BuildService() {
                     .debug_state = [this] { return DebugState(); },
                     .refresh_gauges = [this] { RefreshGauges(); }},
       *service_, metrics_);
+  // Binds wait on the API server and large filters compute on threads of
+  // their own; the HTTP threads only read, route and write (request_dispatcher.h).
+  const int verb_threads = options_.server.threads;
+  dispatcher_ = std::make_unique<RequestDispatcher>(
+      DispatcherOptions{.bind_threads = options_.bind_threads,
+                        .bind_queue = kQueuedPerThread * static_cast<size_t>(options_.bind_threads),
+                        .bind_timeout = options_.bind_timeout,
+                        .verb_threads = verb_threads,
+                        .verb_queue = kQueuedPerThread * static_cast<size_t>(verb_threads)},
+      *router_, metrics_);
+  LogInfo(absl::StrCat("bind threads: ", options_.bind_threads, " (--bind-threads), each bind answered within ",
+                       absl::FormatDuration(options_.bind_timeout), " (--bind-timeout)"));
 }
 
 std::string Program::DebugState() const {
@@ -252,7 +272,9 @@ void Program::Chore() {
 
 int Program::Serve() {
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
-      HttpServer::Start(options_.server, [this](const HttpRequest& r) { return router_->Handle(r); });
+      HttpServer::StartAsync(options_.server, [this](HttpRequest r, HttpResponder respond) {
+        dispatcher_->Handle(std::move(r), std::move(respond));
+      });
   if (!server.ok()) {
     LogError(absl::StrCat("cannot serve: ", server.status().message()));
     return 1;

@@ -2,8 +2,8 @@
 // together: the one place that knows every floor (ARCHITECTURE.md).
 //
 //   policy store ──► profile ─┐
-//   cluster file or watch ──► cluster model ──► snapshot ─┼─► extender service ─► router ─► HTTP server
-//   telemetry refresher ──► cluster model                 │
+//   cluster file or watch ──► cluster model ──► snapshot ─┼─► extender service ─► router ─► dispatcher ─► HTTP server
+//   telemetry refresher ──► cluster model                 │   (the dispatcher's pools run binds and large requests)
 //   binder (API-server mode) ◄────────────────────────────┘
 #pragma once
 
@@ -18,6 +18,7 @@
 #include "extender/server/http_server.h"
 #include "extender/service/binder.h"
 #include "extender/service/extender_service.h"
+#include "extender/service/request_dispatcher.h"
 #include "extender/service/router.h"
 #include "k8s/client/api_client.h"
 #include "k8s/client/pod_api.h"
@@ -91,6 +92,8 @@ class Program {
   std::unique_ptr<TelemetryRefresher> telemetry_;
   std::unique_ptr<ExtenderService> service_;
   std::unique_ptr<Router> router_;
+  // Its threads run binds and large requests: destroyed (joined) before all above.
+  std::unique_ptr<RequestDispatcher> dispatcher_;
   std::shared_ptr<Nudge> nudge_;  // API-server mode with --scheduler-name only
   bool nudged_ = false;           // the control loop's: started once per term as the writer
   // API-server mode with --leader-elect: a client of its own with a short

@@ -62,6 +62,24 @@ namespace http_internal {
 
 class Session;
 
+// Where an AsyncHttpHandler's answer goes: the session that waits for it,
+// until the answer is delivered or the server cuts it (~ServerCore). Shared by
+// the HttpResponder (any thread, any lifetime) and the server's registry; the
+// mutex makes "deliver" and "cut" exclusive, so nothing is posted to an
+// io_context that is being destroyed.
+struct AnswerSlot {
+  // Posts `response` to the waiting session's strand; nothing once cut.
+  void Deliver(HttpResponse response);
+  // Takes the waiting session away (null if already delivered).
+  std::shared_ptr<Session> Cut() {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::move(session);
+  }
+
+  std::mutex mu;
+  std::shared_ptr<Session> session;  // guarded by mu
+};
+
 // Everything the listener and the sessions share. HttpServer::Impl is this
 // (HttpServer::Impl is private, so sessions name the base instead).
 //
@@ -69,7 +87,7 @@ class Session;
 // are declared before the io_context, because destroying the io_context
 // destroys handlers that still own sessions, and ~Session unregisters itself.
 struct ServerCore {
-  ServerCore(HttpServerOptions o, HttpHandler h)
+  ServerCore(HttpServerOptions o, AsyncHttpHandler h)
       : options(std::move(o)),
         handler(std::move(h)),
         ioc(std::max(options.threads, 1)),
@@ -81,8 +99,33 @@ struct ServerCore {
   ~ServerCore() {
     Drain();
     Wait();
+    CutAnswersOwed();
     std::lock_guard<std::mutex> lock(mu);
     destroying = true;
+  }
+
+  // Registers the answer `session` now waits for. Thread-safe.
+  std::shared_ptr<AnswerSlot> OpenSlot(std::shared_ptr<Session> session) {
+    auto slot = std::make_shared<AnswerSlot>();
+    slot->session = std::move(session);
+    std::lock_guard<std::mutex> lock(mu);
+    slots.insert(slot);
+    return slot;
+  }
+  void ForgetSlot(const std::shared_ptr<AnswerSlot>& slot) {
+    std::lock_guard<std::mutex> lock(mu);
+    slots.erase(slot);
+  }
+  // Once the io threads are gone: the sessions still waiting for an answer
+  // close unanswered, and their responders find nobody to answer.
+  void CutAnswersOwed() {
+    std::vector<std::shared_ptr<AnswerSlot>> owed;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      owed.assign(slots.begin(), slots.end());
+      slots.clear();
+    }
+    for (const auto& slot : owed) slot->Cut();  // the session, if last held here, closes now
   }
 
   void DoAccept();
@@ -109,10 +152,12 @@ struct ServerCore {
   void ReleaseBody(uint64_t bytes) { body_bytes_in_flight.fetch_sub(bytes); }
 
   const HttpServerOptions options;
-  const HttpHandler handler;
+  const AsyncHttpHandler handler;
 
   std::mutex mu;
   std::unordered_set<Session*> sessions;  // guarded by mu
+  // Answers owed by the AsyncHttpHandler, until delivered (guarded by mu).
+  std::unordered_set<std::shared_ptr<AnswerSlot>> slots;
   bool draining_locked = false;           // guarded by mu
   bool destroying = false;                // guarded by mu
   // Mirrors draining_locked for sessions, which read it without the mutex.
@@ -138,7 +183,7 @@ struct ServerCore {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, ServerCore& server)
-      : socket_(std::move(socket)), timer_(socket_.get_executor()), server_(server) {}
+      : socket_(std::move(socket)), strand_(socket_.get_executor()), timer_(strand_), server_(server) {}
 
   ~Session() {
     ReleaseBody();
@@ -164,7 +209,34 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Thread-safe: hops onto the strand.
   void Drain() {
-    net::post(socket_.get_executor(), [self = shared_from_this()] { self->OnDrain(); });
+    net::post(strand_, [self = shared_from_this()] { self->OnDrain(); });
+  }
+
+  // The strand every member is touched on (AnswerSlot::Deliver posts to it).
+  [[nodiscard]] const net::any_io_executor& strand() const { return strand_; }
+
+  // On the strand: the handler's answer to the request in kHandling.
+  void OnAnswer(HttpResponse res) {
+    if (state_ != State::kHandling) return;
+    server_.ForgetSlot(slot_);
+    slot_.reset();
+    try {
+      if (res.find(http::field::content_type) == res.end()) {
+        res.set(http::field::content_type, "application/json");
+      }
+      // Decided now: a Drain() that began meanwhile makes this the
+      // connection's last response.
+      res.version(request_version_);
+      res.keep_alive(request_keep_alive_ && !Draining());
+      res.prepare_payload();  // Content-Length; throws for e.g. a 204 with a body
+    } catch (const std::exception& e) {
+      res = InternalError(e.what());
+    } catch (...) {
+      res = InternalError("unknown exception");
+    }
+    // The request is handled; what stays in flight is the answer.
+    ReleaseBody();
+    Write(std::move(res), /*linger=*/false);
   }
 
  private:
@@ -246,35 +318,29 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnRequest(error_code ec) {
     if (state_ != State::kReading) return;
     if (ec) return FailRead(ec);
-    CancelTimer();
+    CancelTimer();  // the handler's own deadline bounds the wait for its answer
     state_ = State::kHandling;
     HttpRequest req = parser_->release();
     parser_.reset();
-
-    HttpResponse res;
+    request_version_ = req.version();
+    request_keep_alive_ = req.keep_alive();
+    slot_ = server_.OpenSlot(shared_from_this());
+    const HttpResponder respond(slot_);
     try {
-      res = server_.handler(req);
-      if (res.find(http::field::content_type) == res.end()) {
-        res.set(http::field::content_type, "application/json");
-      }
-      // Decided after the handler: a Drain() that began meanwhile turns this
-      // into the connection's last response.
-      res.version(req.version());
-      res.keep_alive(req.keep_alive() && !Draining());
-      res.prepare_payload();  // Content-Length; throws for e.g. a 204 with a body
+      server_.handler(std::move(req), respond);
     } catch (const std::exception& e) {
-      res = JsonErrorResponse(http::status::internal_server_error,
-                              absl::StrFormat("internal error: %s", e.what()));
-      res.version(req.version());
-      res.keep_alive(req.keep_alive() && !Draining());
+      respond(JsonErrorResponse(http::status::internal_server_error, absl::StrFormat("internal error: %s", e.what())));
     } catch (...) {
-      res = JsonErrorResponse(http::status::internal_server_error, "internal error: unknown exception");
-      res.version(req.version());
-      res.keep_alive(req.keep_alive() && !Draining());
+      respond(JsonErrorResponse(http::status::internal_server_error, "internal error: unknown exception"));
     }
-    // The request is handled; what stays in flight is the answer.
-    ReleaseBody();
-    Write(std::move(res), /*linger=*/false);
+  }
+
+  HttpResponse InternalError(std::string_view what) const {
+    HttpResponse res =
+        JsonErrorResponse(http::status::internal_server_error, absl::StrFormat("internal error: %s", what));
+    res.version(request_version_);
+    res.keep_alive(request_keep_alive_ && !Draining());
+    return res;
   }
 
   // Answers an error the server detected itself, then closes the connection:
@@ -365,8 +431,14 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   tcp::socket socket_;
+  const net::any_io_executor strand_;  // socket_'s
   net::steady_timer timer_;
   ServerCore& server_;
+  // While kHandling: where the answer will come through, and what of the
+  // request the answer's headers need.
+  std::shared_ptr<AnswerSlot> slot_;
+  unsigned request_version_ = 11;
+  bool request_keep_alive_ = false;
   beast::flat_buffer buffer_;
   std::optional<HttpRequestParser> parser_;
   HttpResponse response_;
@@ -376,6 +448,17 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t reserved_body_ = 0;  // this request's share of the body budget
   std::array<char, 16 << 10> discard_;
 };
+
+void AnswerSlot::Deliver(HttpResponse response) {
+  // Posted under the mutex, so CutAnswersOwed (which takes it) cannot run
+  // between our look at `session` and the post: once the cut is over, nothing
+  // more is posted, and the io_context may go.
+  std::lock_guard<std::mutex> lock(mu);
+  if (session == nullptr) return;
+  std::shared_ptr<Session> s = std::move(session);
+  const net::any_io_executor strand = s->strand();
+  net::post(strand, [s = std::move(s), response = std::move(response)]() mutable { s->OnAnswer(std::move(response)); });
+}
 
 void ServerCore::DoAccept() {
   // Each connection gets its own strand: its handlers never run concurrently.
@@ -492,6 +575,32 @@ void ServerCore::RunIoThread() {
 
 }  // namespace http_internal
 
+struct HttpResponder::Once {
+  explicit Once(std::shared_ptr<http_internal::AnswerSlot> s) : slot(std::move(s)) {}
+  ~Once() {
+    if (answered.exchange(true)) return;
+    try {
+      slot->Deliver(JsonErrorResponse(http::status::internal_server_error,
+                                      "internal error: the request was dropped unanswered"));
+    } catch (...) {
+      // Out of memory in a destructor: the connection then closes with the server.
+    }
+  }
+  Once(const Once&) = delete;
+  Once& operator=(const Once&) = delete;
+
+  std::shared_ptr<http_internal::AnswerSlot> slot;
+  std::atomic<bool> answered{false};
+};
+
+HttpResponder::HttpResponder(std::shared_ptr<http_internal::AnswerSlot> slot)
+    : once_(std::make_shared<Once>(std::move(slot))) {}
+
+void HttpResponder::operator()(HttpResponse response) const {
+  if (once_->answered.exchange(true)) return;
+  once_->slot->Deliver(std::move(response));
+}
+
 struct HttpServer::Impl : http_internal::ServerCore {
   using ServerCore::ServerCore;
 };
@@ -501,6 +610,15 @@ HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpServer::~HttpServer() = default;  // ~ServerCore drains and waits
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options, HttpHandler handler) {
+  if (!handler) return absl::InvalidArgumentError("handler is empty");
+  // Answered at once, on the io thread; an exception reaches the session's catch.
+  return StartAsync(std::move(options), [handler = std::move(handler)](HttpRequest request, HttpResponder respond) {
+    respond(handler(request));
+  });
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartAsync(HttpServerOptions options,
+                                                                   AsyncHttpHandler handler) {
   if (options.threads < 1) {
     return absl::InvalidArgumentError(absl::StrFormat("threads must be >= 1, got %d", options.threads));
   }

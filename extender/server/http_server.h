@@ -6,10 +6,15 @@
 //                           ^                                            │
 //                           └──────────────── keep-alive ────────────────┘
 //
-// * Request handling is a pure function HttpRequest -> HttpResponse
-//   (HttpHandler) with no socket in it, so routing is tested without I/O. It
-//   runs on an io thread; a handler that throws gets a 500 answer, and the
-//   server keeps serving (nothing propagates out of an Asio handler).
+// * Request handling has no socket in it, so routing is tested without I/O.
+//   Either a function HttpRequest -> HttpResponse (HttpHandler, Start()),
+//   which runs on an io thread, or an AsyncHttpHandler (StartAsync()), which
+//   is called on an io thread with the request and an HttpResponder and may
+//   answer later from any thread: so work that waits (a bind's API call) or
+//   runs long never holds an io thread, and /healthz stays fast. Answering
+//   posts the write back onto the connection's strand. A handler that throws
+//   gets a 500 answer, and the server keeps serving (nothing propagates out
+//   of an Asio handler).
 // * Every request is bounded: a fresh parser per request with an explicit body
 //   limit and header limit, and a deadline for receiving the whole request.
 //   Oversized or malformed requests get a JSON {"Error": ...} answer with
@@ -21,9 +26,13 @@
 //   each under the body limit cannot add up to more memory than that.
 // * A connection is "idle" while it waits for the first byte of its next
 //   request (under idle_timeout) and "active" from then until its response is
-//   written (under read_timeout). Drain() closes idle connections at once but
-//   lets active ones finish, so a graceful stop (SIGTERM) never cuts a request
-//   that kube-scheduler has started sending.
+//   written (reading and writing under read_timeout; waiting for a handler's
+//   answer under the handler's own deadline). Drain() closes idle connections
+//   at once but lets active ones finish, answers still to come included, so a
+//   graceful stop (SIGTERM) never cuts a request that kube-scheduler has
+//   started sending. Past drain_timeout the answers still owed are cut: the
+//   connection closes unanswered, and an HttpResponder called later (even
+//   after the server is gone) does nothing.
 #pragma once
 
 #include <chrono>
@@ -51,6 +60,33 @@ using HttpResponse = boost::beast::http::response<boost::beast::http::string_bod
 /// Content-Type (application/json), Content-Length, the HTTP version and the
 /// Connection header (keep-alive is the server's decision).
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+namespace http_internal {
+struct AnswerSlot;
+}  // namespace http_internal
+
+/// Answers one request of an AsyncHttpHandler: call it once, from any thread,
+/// at any time. Copies share the request: the first call answers, later ones
+/// are ignored. The server fills in the same headers as for an HttpHandler.
+/// Safe in every state of the connection and the server: once the
+/// connection was closed, or the server stopped past its drain timeout or was
+/// destroyed, the answer is dropped. When the last copy is destroyed without
+/// having been called, the request is answered 500 ("dropped unanswered"),
+/// so a lost responder never leaves kube-scheduler waiting for its timeout.
+class HttpResponder {
+ public:
+  explicit HttpResponder(std::shared_ptr<http_internal::AnswerSlot> slot);
+  void operator()(HttpResponse response) const;
+
+ private:
+  struct Once;
+  std::shared_ptr<Once> once_;
+};
+
+/// Takes one request and answers it through `respond`, now or later. Called
+/// on an io thread, concurrently for different connections: it must return
+/// quickly and hand anything slow to threads of its own.
+using AsyncHttpHandler = std::function<void(HttpRequest request, HttpResponder respond)>;
 
 /// A response with status `status`, Content-Type application/json and body
 /// {"Error":"<reason>"} (reason JSON-escaped): the shape the server uses for
@@ -96,9 +132,12 @@ class HttpServer {
   /// \return InvalidArgument for a bad address or thread count, Unavailable
   ///         when the address cannot be bound or listened on (e.g. in use).
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(HttpServerOptions options, HttpHandler handler);
+  /// The same, serving an AsyncHttpHandler.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> StartAsync(HttpServerOptions options, AsyncHttpHandler handler);
 
-  /// Drains and waits (see Drain(), Wait()). Must not run on an io thread
-  /// (i.e. not from inside the handler): it joins them.
+  /// Drains and waits (see Drain(), Wait()), then cuts the answers still owed
+  /// (their connections close; their HttpResponders do nothing). Must not run
+  /// on an io thread (i.e. not from inside the handler): it joins them.
   ~HttpServer();
 
   HttpServer(const HttpServer&) = delete;
@@ -111,10 +150,11 @@ class HttpServer {
   /// Stops accepting (when Drain() returns, unless called from an io thread,
   /// new connections are refused); closes idle keep-alive connections at
   /// once; lets requests in flight finish and answers them with
-  /// "Connection: close"; then the io threads exit. After drain_timeout the
-  /// io threads are stopped regardless (a thread busy inside the handler exits
-  /// when the handler returns) and the remaining connections are closed when
-  /// the server is destroyed. Idempotent and thread-safe.
+  /// "Connection: close" (an AsyncHttpHandler's answers still to come
+  /// included); then the io threads exit. After drain_timeout the io threads
+  /// are stopped regardless (a thread busy inside the handler exits when the
+  /// handler returns) and the remaining connections are closed when the
+  /// server is destroyed. Idempotent and thread-safe.
   void Drain();
 
   /// Blocks until every io thread has exited (after Drain(), or after a

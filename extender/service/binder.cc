@@ -1,6 +1,6 @@
 #include "extender/service/binder.h"
 
-#include <chrono>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "k8s/annotations.h"
@@ -23,7 +23,8 @@ absl::Status Binder::Fail(std::string_view reason, absl::Status status) {
 }
 
 absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpuRequest& request,
-                                              std::string_view node) {
+                                              std::string_view node, bool* fresh) {
+  *fresh = false;
   const std::string pod_key = absl::StrCat(pod.namespace_name, "/", pod.name);
   absl::MutexLock lock(&reserve_mu_);
   if (std::optional<PodHolding> held = model_.FindPod(pod.uid)) {
@@ -75,13 +76,14 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
         absl::StrCat("node ", Absl(node), " can no longer take pod ", pod_key, ": ", reserved.message()));
   }
   model_.Publish();
+  *fresh = true;
   return assignment;
 }
 
-void Binder::ReserveHost(const PodRecord& pod, std::string_view node) {
+bool Binder::ReserveHost(const PodRecord& pod, std::string_view node) {
   absl::MutexLock lock(&reserve_mu_);
   // A node the model does not know has no host to count on.
-  if (!model_.Current()->FindNode(node).has_value()) return;
+  if (!model_.Current()->FindNode(node).has_value()) return false;
   PodHolding holding;
   holding.uid = pod.uid;
   holding.pod_key = absl::StrCat(pod.namespace_name, "/", pod.name);
@@ -91,13 +93,14 @@ void Binder::ReserveHost(const PodRecord& pod, std::string_view node) {
   // Holds no GPU, so the model's capacity guard has nothing to refuse.
   (void)model_.Reserve(std::move(holding), absl::Now() + options_.reservation_ttl);  // replaces one on another node
   model_.Publish();
+  return true;
 }
 
-absl::StatusOr<PodRecord> Binder::PodToBind(const k8s::PodRef& ref) {
+absl::StatusOr<PodRecord> Binder::PodToBind(const k8s::PodRef& ref, absl::Time deadline) {
   // The pod as the watch last saw it; if the watch lags, as the server has it.
   if (std::optional<PodRecord> pod = pods_.Find(ref.uid)) return *std::move(pod);
   const std::string pod_key = absl::StrCat(ref.namespace_name, "/", ref.name);
-  absl::StatusOr<PodRecord> fetched = api_.GetPod(ref.namespace_name, ref.name);
+  absl::StatusOr<PodRecord> fetched = api_.GetPod(ref.namespace_name, ref.name, deadline);
   if (!fetched.ok()) {
     return Fail("pod_lookup", absl::Status(fetched.status().code(),
                                            absl::StrCat("cannot read pod ", pod_key, ": ", fetched.status().message())));
@@ -110,58 +113,141 @@ absl::StatusOr<PodRecord> Binder::PodToBind(const k8s::PodRef& ref) {
   return fetched;
 }
 
-absl::Status Binder::Bind(const k8s::ExtenderBindingArgs& args) {
-  const auto start = std::chrono::steady_clock::now();
-  const k8s::PodRef ref{std::string(args.pod_namespace), std::string(args.pod_name), std::string(args.pod_uid)};
-  const std::string pod_key = absl::StrCat(ref.namespace_name, "/", ref.name);
+Binder::Pending::~Pending() { Abandon(); }
 
-  absl::StatusOr<PodRecord> pod = PodToBind(ref);
-  if (!pod.ok()) return pod.status();
+Binder::Pending& Binder::Pending::operator=(Pending&& other) noexcept {
+  if (this != &other) {
+    Abandon();
+    binder_ = std::exchange(other.binder_, nullptr);
+    ref_ = std::move(other.ref_);
+    node_ = std::move(other.node_);
+    deadline_ = other.deadline_;
+    start_ = other.start_;
+    result_ = std::move(other.result_);
+    pod_ = std::move(other.pod_);
+    assignment_ = std::move(other.assignment_);
+    annotations_ = std::move(other.annotations_);
+    reserved_fresh_ = std::exchange(other.reserved_fresh_, false);
+  }
+  return *this;
+}
 
-  absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(pod->annotations);
-  if (!request.ok()) return Fail("invalid_request", request.status());
+Binder::Pending::Pending(Pending&& other) noexcept { *this = std::move(other); }
 
+void Binder::Pending::Abandon() {
+  // Reserved here and never written: nobody will bind the pod on this
+  // ticket, so its GPUs go back now rather than at the TTL. (One taken over
+  // from an earlier bind of the same pod may have landed: it stays.)
+  if (binder_ != nullptr && reserved_fresh_) binder_->Release(ref_.uid);
+  reserved_fresh_ = false;
+  binder_ = nullptr;
+}
+
+void Binder::Release(const std::string& uid) {
+  if (model_.ReleaseReservation(uid)) model_.Publish();
+}
+
+Binder::Pending Binder::Begin(const k8s::ExtenderBindingArgs& args, absl::Time deadline) {
+  Pending p;
+  p.binder_ = this;
+  p.ref_ = {std::string(args.pod_namespace), std::string(args.pod_name), std::string(args.pod_uid)};
+  p.node_ = std::string(args.node);
+  p.deadline_ = deadline;
+  p.start_ = absl::Now();
+  if (p.start_ >= deadline) {
+    p.result_ = Fail("deadline", absl::DeadlineExceededError(absl::StrCat(
+                                     "the bind of pod ", p.pod_key(),
+                                     " reached its deadline (--bind-timeout) before it could start; Tessera is busy")));
+    return p;
+  }
+  // The pod as the watch last saw it; when the watch lags, Finish reads it
+  // from the API server and reserves then.
+  if (std::optional<PodRecord> pod = pods_.Find(p.ref_.uid)) {
+    p.pod_ = *std::move(pod);
+    ReserveFor(p);
+  }
+  return p;
+}
+
+void Binder::ReserveFor(Pending& p) {
+  PodRecord& pod = *p.pod_;
+  absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(pod.annotations);
+  if (!request.ok()) {
+    p.result_ = Fail("invalid_request", request.status());
+    return;
+  }
   // An unreadable CPU or memory request (the watch reports it) counts as
   // none: kube-scheduler has placed the pod by its own reading.
-  if (!pod->host_error.ok()) pod->host = HostRequest{};
-  auto release = [&] {
-    if (model_.ReleaseReservation(ref.uid)) model_.Publish();
-  };
-  std::optional<GpuAssignment> assignment;
-  k8s::PodApi::Annotations annotations;
-  if (request->has_value()) {
-    absl::StatusOr<GpuAssignment> reserved = Reserve(*pod, ProfileRequest(*request, pod->host), args.node);
-    if (!reserved.ok()) return Fail("no_fit", reserved.status());
-    assignment = std::move(*reserved);
-    // One write: the API server copies the Binding's annotations onto the
-    // pod together with spec.nodeName, under the uid precondition, so the
-    // kubelet never sees the pod bound without its GPUs on record.
-    annotations = {{std::string(k8s::kGpuAssignment), k8s::FormatGpuAssignment(*assignment)},
-                   {std::string(k8s::kVisibleDevices), k8s::FormatVisibleDevices(*assignment)}};
-  } else {
+  if (!pod.host_error.ok()) pod.host = HostRequest{};
+  if (!request->has_value()) {
     // Not a GPU pod: Tessera is this scheduler's binder, so it binds it all
     // the same, with no assignment. Its CPU and memory count from now, so
     // the next pods' scores see them before the watch does. No fit check:
     // kube-scheduler's own NodeResourcesFit has placed it.
-    ReserveHost(*pod, args.node);
+    p.reserved_fresh_ = ReserveHost(pod, p.node_);
+    return;
   }
-  absl::Status bound = api_.Bind(ref, args.node, annotations);
+  bool fresh = false;
+  absl::StatusOr<GpuAssignment> reserved = Reserve(pod, ProfileRequest(*request, pod.host), p.node_, &fresh);
+  if (!reserved.ok()) {
+    p.result_ = Fail("no_fit", reserved.status());
+    return;
+  }
+  p.reserved_fresh_ = fresh;
+  p.assignment_ = *std::move(reserved);
+  // One write: the API server copies the Binding's annotations onto the
+  // pod together with spec.nodeName, under the uid precondition, so the
+  // kubelet never sees the pod bound without its GPUs on record.
+  p.annotations_ = {{std::string(k8s::kGpuAssignment), k8s::FormatGpuAssignment(*p.assignment_)},
+                    {std::string(k8s::kVisibleDevices), k8s::FormatVisibleDevices(*p.assignment_)}};
+}
+
+absl::Status Binder::Finish(Pending p) {
+  if (p.result_.has_value()) return *p.result_;
+  const std::string pod_key = p.pod_key();
+  if (!p.pod_.has_value()) {
+    absl::StatusOr<PodRecord> pod = PodToBind(p.ref_, p.deadline_);
+    if (!pod.ok()) return pod.status();
+    p.pod_ = *std::move(pod);
+    ReserveFor(p);
+    if (p.result_.has_value()) return *p.result_;
+  }
+  if (absl::Now() >= p.deadline_) {
+    // It waited for a bind thread until kube-scheduler stopped listening.
+    return Fail("deadline", absl::DeadlineExceededError(absl::StrCat(
+                                "the bind of pod ", pod_key,
+                                " reached its deadline (--bind-timeout) before its Binding was sent; Tessera is busy")));
+  }  // ~Pending releases what it reserved
+  absl::Status bound = api_.Bind(p.ref_, p.node_, p.annotations_, p.deadline_);
   if (absl::IsFailedPrecondition(bound)) {
     // 409: maybe this very bind succeeded before and its answer was lost.
-    absl::StatusOr<PodRecord> now = api_.GetPod(ref.namespace_name, ref.name);
-    if (now.ok() && now->uid == ref.uid && now->node_name == args.node) bound = absl::OkStatus();
+    absl::StatusOr<PodRecord> now = api_.GetPod(p.ref_.namespace_name, p.ref_.name, p.deadline_);
+    if (now.ok() && now->uid == p.ref_.uid && now->node_name == p.node_) bound = absl::OkStatus();
+  }
+  if (absl::IsDeadlineExceeded(bound)) {
+    // The API server may have written the Binding after we stopped waiting:
+    // releasing the GPUs now could give them to another pod while this one
+    // holds them. The watch confirms the pod, or the TTL releases them.
+    p.reserved_fresh_ = false;
+    return Fail("binding_timeout",
+                absl::DeadlineExceededError(absl::StrCat(
+                    "cannot bind pod ", pod_key, " to node ", p.node_, ": ", bound.message(),
+                    "; its reservation stays until the watch shows whether the Binding landed")));
   }
   if (!bound.ok()) {
-    release();
-    return Fail("binding", absl::Status(bound.code(), absl::StrCat("cannot bind pod ", pod_key, " to node ",
-                                                                   Absl(args.node), ": ", bound.message())));
+    Release(p.ref_.uid);
+    p.reserved_fresh_ = false;
+    return Fail("binding", absl::Status(bound.code(), absl::StrCat("cannot bind pod ", pod_key, " to node ", p.node_,
+                                                                   ": ", bound.message())));
   }
+  p.reserved_fresh_ = false;  // bound: the watch confirms the reservation
   metrics_.Counter("tessera_binds_total", "Bind requests by result.", {{"result", "success"}}).Inc();
-  metrics_.Histogram("tessera_bind_duration_seconds", "Time to bind a pod, API server calls included.", {},
-                     DefaultLatencyBuckets())
-      .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  LogInfo(absl::StrCat("bound ", pod_key, " to ", Absl(args.node),
-                       assignment ? absl::StrCat(" with GPUs ", k8s::FormatVisibleDevices(*assignment)) : ""));
+  metrics_.Histogram("tessera_bind_duration_seconds",
+                     "Time to bind a pod from its arrival, the wait for a bind thread and API server calls included.",
+                     {}, DefaultLatencyBuckets())
+      .Observe(absl::ToDoubleSeconds(absl::Now() - p.start_));
+  LogInfo(absl::StrCat("bound ", pod_key, " to ", p.node_,
+                       p.assignment_ ? absl::StrCat(" with GPUs ", k8s::FormatVisibleDevices(*p.assignment_)) : ""));
   return absl::OkStatus();
 }
 

@@ -8,10 +8,23 @@
 // earlier binds finish, so the GPUs must count from the moment bind starts.
 // Check-and-reserve is one critical section over the current snapshot, so
 // of two pods racing for the last share of a GPU exactly one gets it.
+//
+// Threads: a bind is two steps. Begin() needs no API call: it finds the pod
+// as the watch saw it, chooses its GPUs and reserves them (check-and-reserve
+// under reserve_mu_, a few microseconds). It runs on the HTTP I/O thread the
+// bind arrived on, so the GPUs count before kube-scheduler's next filter,
+// sent right after this bind, is answered. Finish() writes the Binding and
+// blocks on the API server, so it runs on a bind thread (--bind-threads,
+// RequestDispatcher): many binds are in flight at once and no I/O thread
+// waits. Each bind has a deadline (--bind-timeout, below kube-scheduler's
+// extender httpTimeout) that bounds its wait for a bind thread and every API
+// call, so its answer arrives while kube-scheduler still listens. A pod the
+// watch has not delivered yet is read and reserved in Finish().
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -39,10 +52,55 @@ class Binder {
   Binder(ClusterModel& model, const PodDirectory& pods, k8s::PodApi& api,
          std::function<std::shared_ptr<const Profile>()> profile, MetricsRegistry& metrics, BinderOptions options = {});
 
-  /// Binds the pod to `args.node`. OK only when the assignment annotation
-  /// and the Binding were both written. An error's message is what
-  /// kube-scheduler records on the pod before it retries it.
-  absl::Status Bind(const k8s::ExtenderBindingArgs& args);
+  /// A bind between Begin() and Finish(): the pod's GPUs reserved (or the
+  /// bind's outcome already known), its Binding not yet written. Move-only.
+  /// Destroyed without Finish() (a full bind queue, a shutdown), it releases
+  /// the reservation it made.
+  class Pending {
+   public:
+    Pending() = default;
+    Pending(Pending&& other) noexcept;
+    Pending& operator=(Pending&& other) noexcept;
+    ~Pending();
+
+   private:
+    friend class Binder;
+    void Abandon();
+    [[nodiscard]] std::string pod_key() const { return ref_.namespace_name + "/" + ref_.name; }
+
+    Binder* binder_ = nullptr;
+    k8s::PodRef ref_;
+    std::string node_;
+    absl::Time deadline_ = absl::InfiniteFuture();
+    absl::Time start_;
+    std::optional<absl::Status> result_;  // the outcome, when Begin() already knows it
+    std::optional<PodRecord> pod_;        // as the watch saw it; empty: Finish() reads it
+    std::optional<GpuAssignment> assignment_;
+    k8s::PodApi::Annotations annotations_;
+    bool reserved_fresh_ = false;  // this bind made the reservation (not an earlier bind of the pod)
+  };
+
+  /// The first step of binding the pod to `args.node`, with no API call:
+  /// reserves its GPUs (see the file comment). Thread-safe; quick.
+  /// A bind that begins past `deadline` does nothing (Finish() answers
+  /// DeadlineExceeded).
+  Pending Begin(const k8s::ExtenderBindingArgs& args, absl::Time deadline = absl::InfiniteFuture());
+
+  /// The second step: writes the Binding carrying the assignment. Blocks on
+  /// the API server until `deadline` at most. OK only when the assignment and
+  /// the Binding were both written. An error's message is what kube-scheduler
+  /// records on the pod before it retries it. Thread-safe.
+  ///
+  /// A bind whose Binding would be sent past its deadline releases its GPUs
+  /// and sends nothing. A Binding that times out may still land, so its
+  /// reservation stays: the watch confirms it, a retry of the same pod takes
+  /// it over, or the TTL releases it.
+  absl::Status Finish(Pending pending);
+
+  /// Begin() and Finish() on the calling thread.
+  absl::Status Bind(const k8s::ExtenderBindingArgs& args, absl::Time deadline = absl::InfiniteFuture()) {
+    return Finish(Begin(args, deadline));
+  }
 
   /// Releases reservations the watch never confirmed within the TTL.
   /// \return how many were released.
@@ -50,12 +108,19 @@ class Binder {
 
  private:
   /// Chooses GPUs on the node and reserves them; the assignment reserved.
-  absl::StatusOr<GpuAssignment> Reserve(const PodRecord& pod, const PodGpuRequest& request, std::string_view node);
-  /// Reserves the host request of a pod that asks for no GPU.
-  void ReserveHost(const PodRecord& pod, std::string_view node);
+  /// `*fresh`: this call made the reservation (false: it kept the one an
+  /// earlier bind of the pod made on that node).
+  absl::StatusOr<GpuAssignment> Reserve(const PodRecord& pod, const PodGpuRequest& request, std::string_view node,
+                                        bool* fresh);
+  /// Reserves the host request of a pod that asks for no GPU; false when the
+  /// model does not know the node (nothing reserved).
+  bool ReserveHost(const PodRecord& pod, std::string_view node);
+  /// Reserves for `p.pod_`, or sets `p.result_` to why not.
+  void ReserveFor(Pending& p);
+  void Release(const std::string& uid);
   /// The pod to bind: as the watch last saw it, or as the API server has it
   /// when the watch lags; FailedPrecondition when its uid is not `ref`'s.
-  absl::StatusOr<PodRecord> PodToBind(const k8s::PodRef& ref);
+  absl::StatusOr<PodRecord> PodToBind(const k8s::PodRef& ref, absl::Time deadline);
   absl::Status Fail(std::string_view reason, absl::Status status);
 
   ClusterModel& model_;

@@ -26,8 +26,9 @@ constexpr std::string_view kMemoBypassed = "tessera_prioritize_memo_bypassed_tot
 constexpr std::string_view kMemoBypassedHelp =
     "Prioritize requests scored without the memo (a profile whose GPU choice is not memoisable, or the memo busy).";
 
-// One parser per io thread: its buffers grow to the largest request seen and
-// are reused, and a request is decoded and answered on one thread.
+// One parser per thread that answers requests (I/O, verb and bind threads):
+// its buffers grow to the largest request seen there and are reused, and a
+// request is decoded and answered on one thread.
 simdjson::dom::parser& ThreadParser() {
   thread_local simdjson::dom::parser parser;
   return parser;
@@ -152,19 +153,29 @@ absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) c
   return k8s::EncodeHostPriorityList(hosts, scores);
 }
 
-absl::StatusOr<std::string> ExtenderService::Bind(std::string_view body) const {
+ExtenderService::BindRest ExtenderService::StartBind(std::string_view body, absl::Time deadline) const {
   absl::StatusOr<k8s::ExtenderBindingArgs> args = k8s::DecodeBindingArgs(body, ThreadParser());
-  if (!args.ok()) return args.status();
+  if (!args.ok()) return [status = args.status()]() -> absl::StatusOr<std::string> { return status; };
   if (sources_.binder == nullptr) {
-    return absl::UnimplementedError(
-        "bind needs the API server: Tessera runs from a cluster file; leave bindVerb unset so kube-scheduler binds");
+    return []() -> absl::StatusOr<std::string> {
+      return absl::UnimplementedError(
+          "bind needs the API server: Tessera runs from a cluster file; leave bindVerb unset so kube-scheduler "
+          "binds");
+    };
   }
-  const absl::Status bound = sources_.synced && !sources_.synced() ? absl::UnavailableError(Absl(kNotSyncedError))
-                                                                  : sources_.binder->Bind(*args);
-  std::string out = "{\"Error\":";
-  k8s::AppendWireReason(out, bound.ok() ? std::string_view() : Std(bound.message()));
-  out += '}';
-  return out;
+  auto answer = [](const absl::Status& bound) -> absl::StatusOr<std::string> {
+    std::string out = "{\"Error\":";
+    k8s::AppendWireReason(out, bound.ok() ? std::string_view() : Std(bound.message()));
+    out += '}';
+    return out;
+  };
+  if (sources_.synced && !sources_.synced()) {
+    return [answer] { return answer(absl::UnavailableError(Absl(kNotSyncedError))); };
+  }
+  Binder* binder = sources_.binder;
+  return [answer, binder, pending = binder->Begin(*args, deadline)]() mutable {
+    return answer(binder->Finish(std::move(pending)));
+  };
 }
 
 absl::Status ExtenderService::Preempt(std::string_view body) const {

@@ -7,7 +7,9 @@
 #include <string>
 #include <string_view>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "scheduler/cache/cluster_snapshot.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/memo/score_memo.h"
@@ -55,7 +57,19 @@ class ExtenderService {
   /// kube-scheduler records before it retries the pod.
   /// \return InvalidArgument for a malformed body (HTTP 400); Unimplemented
   ///   (HTTP 501) when there is no binder.
-  absl::StatusOr<std::string> Bind(std::string_view body) const;
+  /// Blocks on the API server until `deadline` at most: call it from a bind
+  /// thread, never from an HTTP I/O thread (or use StartBind()).
+  absl::StatusOr<std::string> Bind(std::string_view body, absl::Time deadline = absl::InfiniteFuture()) const {
+    return StartBind(body, deadline)();
+  }
+
+  /// What is left of a bind after StartBind(): blocks on the API server.
+  using BindRest = absl::AnyInvocable<absl::StatusOr<std::string>()>;
+  /// `POST /bind` in two steps (Binder::Begin, Binder::Finish): decodes the
+  /// body and reserves the pod's GPUs now, on the calling thread, without
+  /// waiting on anything; the returned rest writes the Binding and answers
+  /// as Bind() does. Destroyed unrun, the rest releases the reservation.
+  BindRest StartBind(std::string_view body, absl::Time deadline = absl::InfiniteFuture()) const;
 
   /// `POST /preempt` is not served by this version: the body is validated
   /// (InvalidArgument, HTTP 400, if malformed), then Unimplemented (HTTP 501).

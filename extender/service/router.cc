@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "k8s/extender_results.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera {
@@ -62,7 +63,59 @@ Router::Router(RouterOptions options, const ExtenderService& service, MetricsReg
   if (!options_.url_prefix.empty() && options_.url_prefix.front() != '/') options_.url_prefix = absl::StrCat("/", options_.url_prefix);
 }
 
-HttpResponse Router::Handle(const HttpRequest& request) const {
+std::string_view Router::Verb(const HttpRequest& request) const {
+  const Route* route = FindRoute(request.target(), options_.url_prefix);
+  return route != nullptr ? route->verb : std::string_view();
+}
+
+HttpResponse Router::Refuse(const HttpRequest& request, std::string_view reason) const {
+  const std::string_view verb = Verb(request);
+  HttpResponse response;
+  if (verb == "filter" || verb == "bind") {
+    std::string body = "{\"Error\":";
+    k8s::AppendWireReason(body, reason);
+    body += '}';
+    response = Respond(request, http::status::ok, std::move(body));
+  } else {
+    response = JsonError(request, http::status::service_unavailable, reason);
+    response.set(http::field::retry_after, "1");
+  }
+  Count(verb.empty() ? "unknown" : verb, response, 0.0);
+  return response;
+}
+
+void Router::Count(std::string_view verb, const HttpResponse& response, double seconds) const {
+  metrics_.Counter("tessera_http_requests_total", "HTTP requests by verb and status code.",
+                   {{"verb", std::string(verb)}, {"code", std::to_string(response.result_int())}})
+      .Inc();
+  metrics_.Histogram("tessera_http_request_duration_seconds", "Time to answer a request, by verb.",
+                     {{"verb", std::string(verb)}}, DefaultLatencyBuckets())
+      .Observe(seconds);
+}
+
+HttpResponse Router::BindAnswer(const HttpRequest& request, absl::StatusOr<std::string> body) {
+  if (body.ok()) return Respond(request, http::status::ok, std::move(*body));
+  const http::status code =
+      absl::IsUnimplemented(body.status()) ? http::status::not_implemented : http::status::bad_request;
+  return JsonError(request, code, Std(body.status().message()));
+}
+
+Router::Rest Router::StartBind(const HttpRequest& request, absl::Time deadline) const {
+  const auto start = std::chrono::steady_clock::now();
+  if (request.method() != http::verb::post || Verb(request) != "bind") {
+    return [whole = Handle(request, deadline)]() mutable { return std::move(whole); };
+  }
+  // What the answer needs of the request, without its body.
+  HttpRequest head{request.method(), request.target(), request.version()};
+  head.keep_alive(request.keep_alive());
+  return [this, start, head = std::move(head), rest = service_.StartBind(request.body(), deadline)]() mutable {
+    HttpResponse response = BindAnswer(head, rest());
+    Count("bind", response, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return response;
+  };
+}
+
+HttpResponse Router::Handle(const HttpRequest& request, absl::Time deadline) const {
   const auto start = std::chrono::steady_clock::now();
   const Route* route = FindRoute(request.target(), options_.url_prefix);
   std::string_view verb = route != nullptr ? route->verb : "unknown";
@@ -80,19 +133,13 @@ HttpResponse Router::Handle(const HttpRequest& request) const {
       res.set(http::field::allow, http::to_string(route->method));
       return res;
     }
-    return Dispatch(request, route->verb);
+    return Dispatch(request, route->verb, deadline);
   }();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  metrics_.Counter("tessera_http_requests_total", "HTTP requests by verb and status code.",
-                   {{"verb", std::string(verb)}, {"code", std::to_string(response.result_int())}})
-      .Inc();
-  metrics_.Histogram("tessera_http_request_duration_seconds", "Time to answer a request, by verb.",
-                     {{"verb", std::string(verb)}}, DefaultLatencyBuckets())
-      .Observe(seconds);
+  Count(verb, response, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return response;
 }
 
-HttpResponse Router::Dispatch(const HttpRequest& request, std::string_view verb) const {
+HttpResponse Router::Dispatch(const HttpRequest& request, std::string_view verb, absl::Time deadline) const {
   if (verb == "filter" || verb == "prioritize") {
     absl::StatusOr<std::string> body =
         verb == "filter" ? service_.Filter(request.body()) : service_.Prioritize(request.body());
@@ -104,13 +151,7 @@ HttpResponse Router::Dispatch(const HttpRequest& request, std::string_view verb)
     }
     return Respond(request, http::status::ok, std::move(*body));
   }
-  if (verb == "bind") {
-    absl::StatusOr<std::string> body = service_.Bind(request.body());
-    if (body.ok()) return Respond(request, http::status::ok, std::move(*body));
-    const http::status code =
-        absl::IsUnimplemented(body.status()) ? http::status::not_implemented : http::status::bad_request;
-    return JsonError(request, code, Std(body.status().message()));
-  }
+  if (verb == "bind") return BindAnswer(request, service_.Bind(request.body(), deadline));
   if (verb == "preempt") {
     const absl::Status st = service_.Preempt(request.body());
     const http::status code =

@@ -1,9 +1,14 @@
 // Maps HTTP method and path to the extender verbs and the operational
-// endpoints. A pure function of the request (no socket), so tests call it directly.
+// endpoints. A pure function of the request (no socket), so tests call it
+// directly. Which thread runs it is RequestDispatcher's choice.
 #pragma once
 
 #include <functional>
 #include <string>
+#include <string_view>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/time/time.h"
 
 #include "scheduler/metrics/metrics.h"
 #include "extender/server/http_server.h"
@@ -35,10 +40,34 @@ class Router {
  public:
   Router(RouterOptions options, const ExtenderService& service, MetricsRegistry& metrics);
 
-  [[nodiscard]] HttpResponse Handle(const HttpRequest& request) const;
+  /// Answers `request` on the calling thread. A bind blocks on the API
+  /// server until `deadline` at most (ExtenderService::Bind).
+  [[nodiscard]] HttpResponse Handle(const HttpRequest& request, absl::Time deadline = absl::InfiniteFuture()) const;
+
+  /// What is left of a request after Start...(): runs on a thread that may
+  /// wait, and answers.
+  using Rest = absl::AnyInvocable<HttpResponse()>;
+  /// A bind in two steps (ExtenderService::StartBind): reserves the pod's
+  /// GPUs now, on the calling thread (an I/O thread, at once), and returns
+  /// the rest, which writes the Binding. A request that is not a proper bind
+  /// (wrong method) is answered whole, now. Destroyed unrun, the rest
+  /// releases the reservation.
+  [[nodiscard]] Rest StartBind(const HttpRequest& request, absl::Time deadline) const;
+
+  /// The verb `request` asks for ("filter", "bind", "healthz", ...), whatever
+  /// its method; "" when no route matches.
+  [[nodiscard]] std::string_view Verb(const HttpRequest& request) const;
+
+  /// The answer to a request Tessera cannot take now (`reason` says why),
+  /// counted like any other: for filter and bind an `{"Error": reason}` result
+  /// (200), which kube-scheduler records on the pod before it retries it; for
+  /// the rest 503 with Retry-After.
+  [[nodiscard]] HttpResponse Refuse(const HttpRequest& request, std::string_view reason) const;
 
  private:
-  HttpResponse Dispatch(const HttpRequest& request, std::string_view verb) const;
+  HttpResponse Dispatch(const HttpRequest& request, std::string_view verb, absl::Time deadline) const;
+  static HttpResponse BindAnswer(const HttpRequest& request, absl::StatusOr<std::string> body);
+  void Count(std::string_view verb, const HttpResponse& response, double seconds) const;
 
   RouterOptions options_;
   const ExtenderService& service_;

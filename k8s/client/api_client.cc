@@ -170,7 +170,7 @@ absl::StatusOr<std::string> ApiClient::AuthorizationHeader() {
 }
 
 absl::StatusOr<ApiResponse> ApiClient::Send(std::string_view method, std::string_view target, std::string_view body,
-                                            std::string_view content_type) {
+                                            std::string_view content_type, absl::Time deadline_cap) {
   const http::verb verb = http::string_to_verb(method);
   if (verb == http::verb::unknown) return absl::InvalidArgumentError(absl::StrCat("unknown HTTP method ", Absl(method)));
   absl::StatusOr<std::string> authorization = AuthorizationHeader();
@@ -186,7 +186,10 @@ absl::StatusOr<ApiResponse> ApiClient::Send(std::string_view method, std::string
   request.body() = std::string(body);
   request.prepare_payload();
 
-  const absl::Time deadline = absl::Now() + options_.request_timeout;
+  const absl::Time deadline = std::min(deadline_cap, absl::Now() + options_.request_timeout);
+  if (absl::Now() >= deadline) {
+    return absl::DeadlineExceededError(absl::StrCat(Absl(method), " ", Absl(target), ": no time left to send it"));
+  }
   for (int attempt = 0;; ++attempt) {
     std::unique_ptr<Connection> c = attempt == 0 ? TakeIdle() : nullptr;
     const bool reused = c != nullptr;

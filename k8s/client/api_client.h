@@ -56,8 +56,12 @@ class ApiClient {
   /// errors: Unavailable (connect, TLS, connection lost) or DeadlineExceeded.
   /// A request that failed on a reused keep-alive connection before any byte
   /// of the answer arrived is retried once on a fresh connection.
+  /// It ends by `deadline` or after ApiClientOptions::request_timeout,
+  /// whichever is sooner (DeadlineExceeded): a bind's deadline is shorter
+  /// than the client's, as kube-scheduler stops waiting for it sooner.
   absl::StatusOr<ApiResponse> Send(std::string_view method, std::string_view target, std::string_view body = {},
-                                   std::string_view content_type = {});
+                                   std::string_view content_type = {},
+                                   absl::Time deadline = absl::InfiniteFuture());
   absl::StatusOr<ApiResponse> Get(std::string_view target) { return Send("GET", target); }
 
   /// Opens `target` (a watch) and calls `on_line` for every newline-ended

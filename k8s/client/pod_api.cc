@@ -29,9 +29,10 @@ absl::Status ErrorOf(std::string_view what, const ApiResponse& r) {
 
 }  // namespace
 
-absl::StatusOr<PodRecord> KubePodApi::GetPod(std::string_view namespace_name, std::string_view name) {
+absl::StatusOr<PodRecord> KubePodApi::GetPod(std::string_view namespace_name, std::string_view name,
+                                             absl::Time deadline) {
   const std::string path = PodPath(namespace_name, name);
-  absl::StatusOr<ApiResponse> r = client_.Get(path);
+  absl::StatusOr<ApiResponse> r = client_.Send("GET", path, {}, {}, deadline);
   if (!r.ok()) return r.status();
   if (r->status != 200) return ErrorOf(absl::StrCat("GET ", path), *r);
   simdjson::dom::element root;
@@ -72,7 +73,8 @@ absl::Status KubePodApi::Annotate(const PodRef& pod, const Annotations& annotati
   return absl::OkStatus();
 }
 
-absl::Status KubePodApi::Bind(const PodRef& pod, std::string_view node, const Annotations& annotations) {
+absl::Status KubePodApi::Bind(const PodRef& pod, std::string_view node, const Annotations& annotations,
+                              absl::Time deadline) {
   std::string body = "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":";
   AppendJsonString(body, pod.name);
   body += ",\"namespace\":";
@@ -87,7 +89,7 @@ absl::Status KubePodApi::Bind(const PodRef& pod, std::string_view node, const An
   AppendJsonString(body, node);
   body += "}}";
   const std::string path = absl::StrCat(PodPath(pod.namespace_name, pod.name), "/binding");
-  absl::StatusOr<ApiResponse> r = client_.Send("POST", path, body, "application/json");
+  absl::StatusOr<ApiResponse> r = client_.Send("POST", path, body, "application/json", deadline);
   if (!r.ok()) return r.status();
   if (r->status != 201 && r->status != 200) return ErrorOf(absl::StrCat("POST ", path), *r);
   return absl::OkStatus();

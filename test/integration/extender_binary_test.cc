@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -174,6 +176,8 @@ TEST_F(ExtenderBinaryTest, AFlagOutOfRangeStopsTheStartWithExitTwoAndNamesTheFla
       {"a renew deadline past the lease term is refused",
        {"--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"},
        {"the lease duration must be longer than the renew deadline"}},
+      {"no bind thread is refused", {"--bind-threads=0"}, {"--bind_threads must be 1..256, got 0"}},
+      {"a zero bind timeout is refused", {"--bind-timeout=0"}, {"--bind_timeout must be 100ms..1h, got 0"}},
       {"every bad flag is named at once",
        {"--score-threads=-2", "--api-timeout=-1s"},
        {"--score_threads must be -1..64, got -2", "--api_timeout must be 100ms..1h, got -1s"}},
@@ -255,6 +259,57 @@ TEST_F(ExtenderBinaryTest, AgainstAnApiServerItIsReadyOnlyOnceSyncedAndBindsPods
 
   e.Signal(SIGTERM);
   EXPECT_EQ(e.Wait(), 0);
+}
+
+// Issue #18: binds wait on the API server on threads of their own, not on the
+// two HTTP threads. With sixteen Bindings held at the API server, all sixteen
+// are in flight at once and /healthz still answers within a probe's timeout;
+// SIGTERM then waits for them and they are answered before the exit.
+TEST_F(ExtenderBinaryTest, BindsWaitingOnTheApiServerLeaveTheProbesFastAndSigtermWaitsForThem) {
+  testing::FakeApiServer api;
+  ASSERT_TRUE(api.Start().ok());
+  nlohmann::json node = testing::FakeApiServer::MinimalNode("n1");
+  node["metadata"]["labels"] = {{"nvidia.com/gpu.count", "4"}, {"nvidia.com/gpu.product", "NVIDIA-L4"}};
+  ASSERT_TRUE(api.AddNode(node).ok());
+  constexpr int kBinds = 16;
+  std::vector<nlohmann::json> pods;
+  for (int i = 0; i < kBinds; ++i) {
+    nlohmann::json pod = testing::FakeApiServer::MinimalPod("ml", "p" + std::to_string(i));
+    pod["metadata"]["annotations"]["tessera.io/gpu-fraction"] = "0.25";
+    pods.push_back(*api.AddPod(pod));
+  }
+  absl::StatusOr<std::string> kubeconfig = api.WriteKubeconfig();
+  ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
+  Extender e({"--port=0", "--kubeconfig=" + *kubeconfig, "--policy-file=" + Path("policy.yaml"), "--scheduler-name="});
+  const uint16_t port = Port(e);
+  ASSERT_NE(port, 0) << e.AllOutput();
+  testing::HttpClient probe(port, std::chrono::seconds(2));
+  ASSERT_TRUE(testing::WaitFor([&] { return probe.Get("/readyz").status == 200; })) << e.AllOutput();
+
+  api.HoldNext({"POST", "/api/v1/namespaces/ml/pods/"}, kBinds);
+  std::vector<std::string> answers(kBinds);
+  std::vector<std::thread> binds;
+  for (int i = 0; i < kBinds; ++i) {
+    binds.emplace_back([&, i] {
+      testing::HttpClient client(port);
+      const nlohmann::json& pod = pods[static_cast<size_t>(i)];
+      answers[static_cast<size_t>(i)] =
+          client.Post("/bind", nlohmann::json{{"PodName", pod["metadata"]["name"]}, {"PodNamespace", "ml"},
+                                              {"PodUID", pod["metadata"]["uid"]}, {"Node", "n1"}}.dump())
+              .body;
+    });
+  }
+  const bool all_in_flight = testing::WaitFor([&] { return api.HeldRequests() == kBinds; });
+  EXPECT_TRUE(all_in_flight) << api.HeldRequests() << " of " << kBinds << " Bindings in flight at once";
+  const testing::HttpAnswer health = probe.Get("/healthz");
+  EXPECT_EQ(health.status, 200) << "/healthz did not answer within 2 s while binds were in flight";
+
+  e.Signal(SIGTERM);
+  EXPECT_EQ(e.Wait(std::chrono::milliseconds(500)), -1) << "exited with binds in flight";
+  api.ReleaseHeld();
+  for (std::thread& t : binds) t.join();
+  for (const std::string& a : answers) EXPECT_EQ(a, R"({"Error":""})");
+  EXPECT_EQ(e.Wait(), 0) << e.AllOutput();
 }
 
 }  // namespace

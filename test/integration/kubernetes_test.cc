@@ -1,5 +1,5 @@
-// Tessera end to end against a fake API server: kube-scheduler's requests
-// over HTTP to Tessera's server, Tessera's over HTTPS to the API server.
+// Tessera end to end against a fake API server (tessera_stack.h): filter,
+// prioritize and bind as kube-scheduler calls them; restarts; failures.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,126 +7,23 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "config/policy_loader.h"
 #include "k8s/annotations.h"
-#include "k8s/client/api_client.h"
-#include "k8s/client/pod_api.h"
 #include "k8s/gpu_assignment.h"
-#include "k8s/sync/cluster_watch.h"
-#include "policies/builtin_registry.h"
-#include "extender/server/http_server.h"
-#include "extender/service/binder.h"
-#include "extender/service/debug_state.h"
-#include "extender/service/extender_service.h"
-#include "extender/service/router.h"
+#include "test/integration/tessera_stack.h"
 #include "test/testing/fake_api_server.h"
 #include "test/testing/http_client.h"
-#include "test/testing/service_fixture.h"
 
 namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::BindArgs;
 using testing::FakeApiServer;
+using testing::FilterArgs;
+using testing::GpuNode;
+using testing::PendingPod;
+using testing::Tessera;
 using testing::WaitFor;
-
-nlohmann::json GpuNode(const std::string& name, int gpus) {
-  nlohmann::json node = FakeApiServer::MinimalNode(name);
-  node["metadata"]["labels"]["nvidia.com/gpu.count"] = std::to_string(gpus);
-  node["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB";
-  node["metadata"]["labels"]["nvidia.com/gpu.memory"] = "81920";
-  return node;
-}
-
-nlohmann::json PendingPod(const std::string& name, const std::string& fraction) {
-  nlohmann::json pod = FakeApiServer::MinimalPod("ml", name);
-  pod["metadata"]["annotations"][std::string(k8s::kGpuFraction)] = fraction;
-  return pod;
-}
-
-// ExtenderArgs as kube-scheduler sends them with nodeCacheCapable: true.
-std::string FilterArgs(const nlohmann::json& pod, const std::vector<std::string>& nodes) {
-  nlohmann::json args;
-  args["Pod"] = pod;
-  args["Nodes"] = nullptr;
-  args["NodeNames"] = nodes;
-  return args.dump();
-}
-
-std::string BindArgs(const nlohmann::json& pod, const std::string& node) {
-  return nlohmann::json{{"PodName", pod["metadata"]["name"]},
-                        {"PodNamespace", pod["metadata"]["namespace"]},
-                        {"PodUID", pod["metadata"]["uid"]},
-                        {"Node", node}}
-      .dump();
-}
-
-// One Tessera: API client, watch, binder, extender service and HTTP server.
-class Tessera {
- public:
-  explicit Tessera(FakeApiServer& api) : registry_(NewBuiltinRegistry()) {
-    k8s::ApiServerConfig config;
-    config.host = "127.0.0.1";
-    config.port = std::to_string(api.port());
-    config.ca_pem = api.certs().ca.cert_pem;
-    client_ = *k8s::ApiClient::Create(config);
-    profile_ = *LoadPolicyText(testing::kBinpackPolicy, "policy.yaml", registry_);
-    k8s::ClusterWatchOptions watch_options;
-    watch_options.min_backoff = absl::Milliseconds(20);
-    watch_ = std::make_unique<k8s::ClusterWatch>(*client_, model_, pods_, &metrics_, watch_options);
-    pod_api_ = std::make_unique<k8s::KubePodApi>(*client_);
-    binder_ = std::make_unique<Binder>(model_, pods_, *pod_api_, [this] { return profile_; }, metrics_);
-    service_ = std::make_unique<ExtenderService>(
-        ExtenderSources{.snapshot = [this] { return model_.Current(); },
-                        .profile = [this] { return profile_; },
-                        .binder = binder_.get(),
-                        .synced = [this] { return watch_->synced(); }},
-        metrics_);
-    RouterOptions router_options;
-    router_options.ready = [this] { return watch_->synced(); };
-    router_options.debug_state = [this] {
-      const auto snapshot = model_.Current();
-      return RenderDebugState({.snapshot = snapshot.get(),
-                               .watches = {{"pods", watch_->pod_status()}},
-                               .pod_problems = watch_->pod_problems(),
-                               .source = "test"});
-    };
-    router_ = std::make_unique<Router>(std::move(router_options), *service_, metrics_);
-    HttpServerOptions options;
-    options.port = 0;
-    options.threads = 8;
-    server_ = *HttpServer::Start(options, [this](const HttpRequest& r) { return router_->Handle(r); });
-    watch_->Start();
-  }
-  ~Tessera() {
-    server_->Drain();
-    server_->Wait();
-    watch_->Stop();
-  }
-
-  uint16_t port() const { return server_->port(); }
-  bool WaitForSync() { return watch_->WaitForSync(absl::Seconds(10)); }
-  ClusterModel& model() { return model_; }
-  int64_t Held(std::string_view node, int32_t gpu) const {
-    const auto s = model_.Current();
-    const auto i = s->FindNode(node);
-    return i ? s->View(*i).UsageOf(gpu).guaranteed.value() : -1;
-  }
-
- private:
-  PluginRegistry registry_;
-  std::shared_ptr<const Profile> profile_;
-  std::unique_ptr<k8s::ApiClient> client_;
-  MetricsRegistry metrics_;
-  ClusterModel model_;
-  PodDirectory pods_;
-  std::unique_ptr<k8s::ClusterWatch> watch_;
-  std::unique_ptr<k8s::KubePodApi> pod_api_;
-  std::unique_ptr<Binder> binder_;
-  std::unique_ptr<ExtenderService> service_;
-  std::unique_ptr<Router> router_;
-  std::unique_ptr<HttpServer> server_;
-};
 
 class KubernetesEndToEnd : public ::testing::Test {
  protected:

@@ -505,6 +505,12 @@ absl::StatusOr<json> ControlPlane::CreateGpuNode(const GpuNodeSpec& spec) {
   return json::parse(patched->body);
 }
 
+absl::Status ControlPlane::LabelNode(const std::string& name, const std::string& key, const std::string& value) {
+  const json patch = {{"metadata", {{"labels", {{key, value}}}}}};
+  return Expect(Call("PATCH", "/api/v1/nodes/" + name, patch.dump(), "application/merge-patch+json"),
+                "label node " + name, {200});
+}
+
 absl::Status ControlPlane::DeleteNode(const std::string& name) {
   return Expect(Call("DELETE", "/api/v1/nodes/" + name), "delete node " + name, {200, 404});
 }

@@ -142,6 +142,8 @@ class ControlPlane {
 
   absl::Status CreateNamespace(const std::string& name);
   absl::StatusOr<nlohmann::json> CreateGpuNode(const GpuNodeSpec& spec);
+  /// Sets the label `key` = `value` on the node (a NodeUpdate for kube-scheduler).
+  absl::Status LabelNode(const std::string& name, const std::string& key, const std::string& value);
   absl::Status DeleteNode(const std::string& name);
   absl::StatusOr<nlohmann::json> CreatePod(const PodSpec& spec);
   absl::StatusOr<nlohmann::json> GetPod(const std::string& ns, const std::string& name);

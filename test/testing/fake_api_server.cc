@@ -285,6 +285,7 @@ struct FakeApiServer::Impl {
     SslStream stream;
     net::steady_timer timer;  // delays and watch waits; cancelled to wake the session
     bool closed = false;
+    bool held = false;  // waiting for ReleaseHeld()
   };
 
   // One open watch stream's controls. Touched only on the io thread.
@@ -316,6 +317,10 @@ struct FakeApiServer::Impl {
   struct DelayRule {
     RequestMatch match;
     std::chrono::milliseconds delay{0};
+    int remaining = 0;
+  };
+  struct HoldRule {
+    RequestMatch match;
     int remaining = 0;
   };
 
@@ -399,6 +404,7 @@ struct FakeApiServer::Impl {
     // Every coroutine now ends (its socket or timer was closed), so run() returns.
     thread.join();
     wake_pending = false;
+    held.clear();
     connections.clear();
     watches.clear();
     acceptor.reset();
@@ -491,6 +497,18 @@ struct FakeApiServer::Impl {
       co_await conn->timer.async_wait(net::redirect_error(net::use_awaitable, ec));
       if (conn->closed) co_return false;
     }
+    if (TakeHold(rec)) {
+      conn->held = true;
+      held.push_back(conn);
+      ++held_count;
+      while (conn->held && !conn->closed) {
+        error_code ec;
+        conn->timer.expires_at(net::steady_timer::time_point::max());
+        co_await conn->timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+      }
+      --held_count;
+      if (conn->closed) co_return false;
+    }
 
     std::optional<Response> early = Precheck(rec);
     if (!early.has_value() && rec.watch) {
@@ -537,6 +555,16 @@ struct FakeApiServer::Impl {
       return delay;
     }
     return std::nullopt;
+  }
+
+  bool TakeHold(const RecordedRequest& rec) {
+    std::lock_guard lock(mu);
+    for (auto it = hold_rules.begin(); it != hold_rules.end(); ++it) {
+      if (!Matches(it->match, rec)) continue;
+      if (--it->remaining <= 0) hold_rules.erase(it);
+      return true;
+    }
+    return false;
   }
 
   static RecordedRequest Record(const Request& req, std::string client_cn) {
@@ -1108,6 +1136,8 @@ struct FakeApiServer::Impl {
   std::vector<std::weak_ptr<Connection>> connections;
   std::vector<std::shared_ptr<WatchStream>> watches;
   std::array<std::vector<std::string>, kResourceCount> pending_malformed;
+  std::vector<std::shared_ptr<Connection>> held;  // requests HoldNext holds
+  std::atomic<int> held_count{0};
 
   std::array<std::atomic<int>, kResourceCount> watch_connections{};
   std::array<std::atomic<int>, kResourceCount> open_watches{};
@@ -1125,6 +1155,7 @@ struct FakeApiServer::Impl {
   size_t log_base = 0;  // index of log.front() among all requests ever logged
   std::list<FailRule> fail_rules;
   std::list<DelayRule> delay_rules;
+  std::list<HoldRule> hold_rules;
 };
 
 // ============================================================================
@@ -1326,6 +1357,27 @@ void FakeApiServer::FailNext(const RequestMatch& match, int http_status, int cou
 void FakeApiServer::DelayNext(const RequestMatch& match, std::chrono::milliseconds delay, int count) {
   std::lock_guard lock(impl_->mu);
   impl_->delay_rules.push_back({.match = match, .delay = delay, .remaining = count});
+}
+
+void FakeApiServer::HoldNext(const RequestMatch& match, int count) {
+  std::lock_guard lock(impl_->mu);
+  impl_->hold_rules.push_back({.match = match, .remaining = count});
+}
+
+int FakeApiServer::HeldRequests() const { return impl_->held_count.load(); }
+
+void FakeApiServer::ReleaseHeld() {
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->hold_rules.clear();
+  }
+  impl_->RunOnIoIfRunning([this] {
+    for (const std::shared_ptr<Impl::Connection>& c : impl_->held) {
+      c->held = false;
+      c->timer.cancel();
+    }
+    impl_->held.clear();
+  });
 }
 
 void FakeApiServer::ConflictNextPatch(int count) {

@@ -255,6 +255,15 @@ class FakeApiServer {
   /// The next `count` requests matching `match` are handled after `delay`
   /// (the request takes effect after the delay even when the client gave up).
   void DelayNext(const RequestMatch& match, std::chrono::milliseconds delay, int count = 1);
+  /// The next `count` requests matching `match` are held before they are
+  /// handled, until ReleaseHeld(): a latch, so a test sees how many requests
+  /// a client has in flight at once (HeldRequests()) without timing anything.
+  /// Held requests take effect when released, even when the client gave up.
+  void HoldNext(const RequestMatch& match, int count = 1);
+  /// Requests being held now.
+  [[nodiscard]] int HeldRequests() const;
+  /// Lets every held request go on, and drops the hold rules not yet used up.
+  void ReleaseHeld();
   /// The next `count` PATCHes of pods answer 409 Conflict ("the object has
   /// been modified") without applying.
   void ConflictNextPatch(int count = 1);

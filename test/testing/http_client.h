@@ -1,6 +1,7 @@
 // A blocking HTTP/1.1 client over a real socket, for integration tests.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include <boost/asio/connect.hpp>
@@ -17,10 +18,13 @@ struct HttpAnswer {
   std::string allow;
 };
 
-/// One keep-alive connection to 127.0.0.1:port.
+/// One keep-alive connection to 127.0.0.1:port. Each exchange is bounded by
+/// `timeout`: past it the connection is closed and the answer has status 0,
+/// so a server that does not answer fails a test instead of hanging it.
 class HttpClient {
  public:
-  explicit HttpClient(uint16_t port) : socket_(io_) {
+  explicit HttpClient(uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(60))
+      : socket_(io_), timeout_(timeout) {
     boost::system::error_code ec;
     socket_.connect({boost::asio::ip::make_address("127.0.0.1"), port}, ec);
     connected_ = !ec;
@@ -39,12 +43,32 @@ class HttpClient {
     req.keep_alive(true);
     req.body() = body;
     req.prepare_payload();
-    boost::system::error_code ec;
-    http::write(socket_, req, ec);
-    if (ec) return answer;
     http::response_parser<http::string_body> parser;
     parser.body_limit(size_t{1} << 30);
-    http::read(socket_, buffer_, parser, ec);
+    boost::system::error_code ec;
+    bool done = false;
+    http::async_write(socket_, req, [&](boost::system::error_code wrote, size_t) {
+      if (wrote) {
+        ec = wrote;
+        done = true;
+        return;
+      }
+      http::async_read(socket_, buffer_, parser, [&](boost::system::error_code read, size_t) {
+        ec = read;
+        done = true;
+      });
+    });
+    io_.restart();
+    io_.run_for(timeout_);
+    if (!done) {
+      // Too late: close, and let the aborted operations finish before their
+      // captures go out of scope.
+      socket_.close(ec);
+      io_.restart();
+      io_.run();
+      connected_ = false;
+      return answer;
+    }
     if (ec) return answer;
     const auto& res = parser.get();
     answer.status = res.result_int();
@@ -63,6 +87,7 @@ class HttpClient {
   boost::asio::io_context io_;
   boost::asio::ip::tcp::socket socket_;
   boost::beast::flat_buffer buffer_;
+  std::chrono::milliseconds timeout_;
   bool connected_ = false;
 };
 

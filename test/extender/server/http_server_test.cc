@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -554,6 +556,180 @@ TEST(HttpServerTest, StartReportsBindAndOptionErrorsAsStatus) {
   no_connections.max_connections = 0;
   EXPECT_EQ(HttpServer::Start(no_connections, Echo).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(HttpServer::Start(TestOptions(), nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// --- an AsyncHttpHandler: answers that come later, from other threads ---------------------------
+
+// Holds the responders of "/slow" requests until Release(), as a worker pool
+// holds binds waiting on the API server; answers everything else at once.
+class HeldAnswers {
+ public:
+  AsyncHttpHandler Handler() {
+    return [this](HttpRequest req, HttpResponder respond) {
+      if (req.target() == "/throw") throw std::runtime_error("boom");
+      if (req.target() != "/slow") return respond(Echo(req));
+      std::lock_guard<std::mutex> lock(mu_);
+      held_.push_back({std::move(req), std::move(respond)});
+      changed_.notify_all();
+    };
+  }
+  // True once `n` requests are held (false after kIoTimeout).
+  bool WaitHeld(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return changed_.wait_for(lock, kIoTimeout, [&] { return held_.size() >= n; });
+  }
+  // Answers every held request with its echo, from a thread that is not an
+  // io thread, as a pool's thread would.
+  void Release() {
+    std::vector<std::pair<HttpRequest, HttpResponder>> held;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held.swap(held_);
+    }
+    std::thread([&] {
+      for (auto& [req, respond] : held) respond(Echo(req));
+    }).join();
+  }
+  // Forgets the held requests without answering them.
+  void Drop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::vector<std::pair<HttpRequest, HttpResponder>> held_;
+};
+
+std::unique_ptr<HttpServer> MustStartAsync(HttpServerOptions options, AsyncHttpHandler handler) {
+  auto server = HttpServer::StartAsync(std::move(options), std::move(handler));
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? *std::move(server) : nullptr;
+}
+
+HttpRequest Get(std::string target) {
+  HttpRequest req{http::verb::get, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  return req;
+}
+
+TEST(HttpServerAsyncTest, WhileMoreSlowRequestsWaitThanThereAreIoThreadsHealthzAndOthersAreAnswered) {
+  HeldAnswers held;
+  auto server = MustStartAsync(TestOptions(), held.Handler());  // 2 io threads
+  ASSERT_NE(server, nullptr);
+  constexpr int kSlow = 8;
+  std::vector<std::unique_ptr<Client>> slow;
+  for (int i = 0; i < kSlow; ++i) {
+    slow.push_back(std::make_unique<Client>(server->port()));
+    ASSERT_FALSE(slow.back()->Write(Post("/slow", "slow " + std::to_string(i))));
+  }
+  ASSERT_TRUE(held.WaitHeld(kSlow));
+
+  // Every io thread is free: answered within the client's deadline, before
+  // any slow request is.
+  Client probe(server->port());
+  const HttpResponse health = probe.RoundTrip(Get("/healthz"));
+  EXPECT_EQ(health.result(), http::status::ok);
+  EXPECT_EQ(probe.RoundTrip(Post("/filter", "fast")).body(), "fast");
+
+  held.Release();
+  for (int i = 0; i < kSlow; ++i) {
+    HttpResponse res;
+    ASSERT_FALSE(slow[static_cast<size_t>(i)]->Read(res));
+    EXPECT_EQ(res.body(), "slow " + std::to_string(i));
+    EXPECT_EQ(res[http::field::content_length], std::to_string(res.body().size())) << "filled in by the server";
+    EXPECT_TRUE(res.keep_alive());
+  }
+  // The connection goes on after a late answer.
+  EXPECT_EQ(slow[0]->RoundTrip(Post("/filter", "again")).body(), "again");
+}
+
+TEST(HttpServerAsyncTest, AnAnswerForAClientThatHasGoneIsDroppedAndTheServerServesOn) {
+  HeldAnswers held;
+  auto server = MustStartAsync(TestOptions(), held.Handler());
+  ASSERT_NE(server, nullptr);
+  {
+    Client gone(server->port());
+    ASSERT_FALSE(gone.Write(Post("/slow", "nobody reads this")));
+    ASSERT_TRUE(held.WaitHeld(1));
+  }  // closed before its answer
+  held.Release();
+  Client next(server->port());
+  EXPECT_EQ(next.RoundTrip(Post("/filter", "still here")).body(), "still here");
+}
+
+TEST(HttpServerAsyncTest, DrainWaitsForAnswersStillToComeAndSendsThemWithConnectionClose) {
+  HeldAnswers held;
+  auto server = MustStartAsync(TestOptions(), held.Handler());
+  ASSERT_NE(server, nullptr);
+  Client busy(server->port());
+  ASSERT_FALSE(busy.Write(Post("/slow", "in flight")));
+  ASSERT_TRUE(held.WaitHeld(1));
+
+  server->Drain();
+  auto waited = std::async(std::launch::async, [&] { server->Wait(); });
+  // The answer is still owed: the server does not stop under it.
+  EXPECT_EQ(waited.wait_for(milliseconds(300)), std::future_status::timeout);
+
+  held.Release();
+  HttpResponse res;
+  ASSERT_FALSE(busy.Read(res));
+  EXPECT_EQ(res.result(), http::status::ok);
+  EXPECT_EQ(res.body(), "in flight");
+  EXPECT_FALSE(res.keep_alive());
+  EXPECT_EQ(waited.wait_for(kIoTimeout), std::future_status::ready);
+}
+
+TEST(HttpServerAsyncTest, PastTheDrainTimeoutAnAnswerStillOwedIsCutAndALateAnswerDoesNothing) {
+  HttpServerOptions options = TestOptions();
+  options.drain_timeout = milliseconds(100);
+  HeldAnswers held;
+  auto server = MustStartAsync(options, held.Handler());
+  ASSERT_NE(server, nullptr);
+  Client busy(server->port());
+  ASSERT_FALSE(busy.Write(Post("/slow", "never answered")));
+  ASSERT_TRUE(held.WaitHeld(1));
+
+  server->Drain();
+  auto waited = std::async(std::launch::async, [&] { server->Wait(); });
+  EXPECT_EQ(waited.wait_for(kIoTimeout), std::future_status::ready);
+  server.reset();
+  std::string received;
+  EXPECT_TRUE(busy.ClosedWithin(kIoTimeout, &received));
+  EXPECT_EQ(received, "") << "closed unanswered";
+  held.Release();  // the server is gone: answering must touch nothing of it
+}
+
+TEST(HttpServerAsyncTest, AResponderDestroyedUnansweredAnswers500) {
+  HeldAnswers held;
+  auto server = MustStartAsync(TestOptions(), held.Handler());
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  ASSERT_FALSE(client.Write(Post("/slow", "lost")));
+  ASSERT_TRUE(held.WaitHeld(1));
+  held.Drop();
+  HttpResponse res;
+  ASSERT_FALSE(client.Read(res));
+  EXPECT_EQ(res.result(), http::status::internal_server_error);
+  EXPECT_EQ(res.body(), R"({"Error":"internal error: the request was dropped unanswered"})");
+  EXPECT_EQ(client.RoundTrip(Post("/filter", "next")).body(), "next");
+}
+
+TEST(HttpServerAsyncTest, AThrowingHandlerGets500AndASecondAnswerIsIgnored) {
+  auto server = MustStartAsync(TestOptions(), [](HttpRequest req, HttpResponder respond) {
+    if (req.target() == "/throw") throw std::runtime_error("boom");
+    respond(Echo(req));
+    respond(Echo(Post("/twice", "second answer")));  // ignored
+  });
+  ASSERT_NE(server, nullptr);
+  Client client(server->port());
+  const HttpResponse thrown = client.RoundTrip(Post("/throw", "x"));
+  EXPECT_EQ(thrown.result(), http::status::internal_server_error);
+  EXPECT_EQ(thrown.body(), R"({"Error":"internal error: boom"})");
+  // One answer per request: the next one on the connection gets its own.
+  EXPECT_EQ(client.RoundTrip(Post("/filter", "first")).body(), "first");
+  EXPECT_EQ(client.RoundTrip(Post("/filter", "third")).body(), "third");
 }
 
 TEST(JsonErrorResponseTest, EscapesTheReason) {

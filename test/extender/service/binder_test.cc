@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "config/policy_loader.h"
 #include "k8s/annotations.h"
 #include "k8s/gpu_assignment.h"
@@ -44,9 +45,15 @@ class FakePodApi final : public k8s::PodApi {
     return calls_;
   }
   void FailBind(absl::Status s) { absl::MutexLock l(&mu_); bind_error_ = std::move(s); }
-
-  absl::StatusOr<PodRecord> GetPod(std::string_view ns, std::string_view name) override {
+  // The deadline of each GetPod and Bind call, in order.
+  std::vector<absl::Time> deadlines() {
     absl::MutexLock lock(&mu_);
+    return deadlines_;
+  }
+
+  absl::StatusOr<PodRecord> GetPod(std::string_view ns, std::string_view name, absl::Time deadline) override {
+    absl::MutexLock lock(&mu_);
+    deadlines_.push_back(deadline);
     calls_.push_back(absl::StrCat("get ", Absl(ns), "/", Absl(name)));
     auto it = pods_.find(absl::StrCat(Absl(ns), "/", Absl(name)));
     if (it == pods_.end()) return absl::NotFoundError("pods \"x\" not found");
@@ -63,8 +70,10 @@ class FakePodApi final : public k8s::PodApi {
     for (const auto& [k, v] : annotations) it->second.annotations[k] = v;
     return absl::OkStatus();
   }
-  absl::Status Bind(const k8s::PodRef& pod, std::string_view node, const Annotations& annotations) override {
+  absl::Status Bind(const k8s::PodRef& pod, std::string_view node, const Annotations& annotations,
+                    absl::Time deadline) override {
     absl::MutexLock lock(&mu_);
+    deadlines_.push_back(deadline);
     const std::string key = absl::StrCat(pod.namespace_name, "/", pod.name);
     calls_.push_back(absl::StrCat("bind ", key, " ", Absl(node), annotations.empty() ? "" : " with annotations"));
     if (!bind_error_.ok()) return bind_error_;
@@ -82,6 +91,7 @@ class FakePodApi final : public k8s::PodApi {
   absl::Mutex mu_;
   std::map<std::string, PodRecord> pods_;
   std::vector<std::string> calls_;
+  std::vector<absl::Time> deadlines_;
   absl::Status bind_error_;
 };
 
@@ -346,6 +356,91 @@ TEST_F(BinderTest, ANodeTesseraDoesNotKnowIsRefused) {
   const PodRecord pod = PendingPod("p");
   Known(pod);
   EXPECT_THAT(binder_->Bind(Args(pod, "nowhere")).message(), HasSubstr("node nowhere has no GPUs Tessera knows of"));
+}
+
+TEST_F(BinderTest, TheDeadlineBoundsEveryApiCallOfTheBind) {
+  const PodRecord pod = PendingPod("fresh", "0.5");
+  api_.Add(pod);  // not in the directory: read from the API server first
+  const absl::Time deadline = absl::Now() + absl::Seconds(3);
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1"), deadline).ok());
+  EXPECT_THAT(api_.calls(), ElementsAre("get ml/fresh", "bind ml/fresh n1 with annotations"));
+  EXPECT_THAT(api_.deadlines(), ElementsAre(deadline, deadline));
+}
+
+TEST_F(BinderTest, ABindThatStartsPastItsDeadlineReservesNothingAndCallsNothing) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  const absl::Status st = binder_->Bind(Args(pod, "n1"), absl::Now() - absl::Milliseconds(1));
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_THAT(st.message(), HasSubstr("reached its deadline (--bind-timeout) before it could start"));
+  EXPECT_TRUE(api_.calls().empty());
+  EXPECT_EQ(Held("n1", 0), 0);
+  EXPECT_EQ(model_.reservation_count(), 0u);
+}
+
+TEST_F(BinderTest, ABindingThatTimedOutKeepsItsSharesAndTheRetryOnTheSameNodeTakesThemOver) {
+  const PodRecord pod = PendingPod("p", "0.25");
+  Known(pod);
+  api_.FailBind(absl::DeadlineExceededError("POST .../binding: timed out"));
+  const absl::Status st = binder_->Bind(Args(pod, "n1"));
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_THAT(st.message(), HasSubstr("its reservation stays until the watch shows whether the Binding landed"));
+  // The Binding may have landed: its share stays counted.
+  EXPECT_EQ(Held("n1", 0), 250);
+  EXPECT_EQ(model_.reservation_count(), 1u);
+  // kube-scheduler retries the pod on the same node: the same share, once.
+  api_.FailBind(absl::OkStatus());
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
+  EXPECT_EQ(Held("n1", 0), 250);
+  EXPECT_EQ(model_.reservation_count(), 1u);
+}
+
+TEST_F(BinderTest, BeginReservesTheGpusWithNoApiCallAndFinishWritesTheBinding) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  Binder::Pending pending = binder_->Begin(Args(pod, "n1"));
+  // Counted from the bind's arrival, before any API call (the I/O thread's part).
+  EXPECT_EQ(Held("n1", 0), 500);
+  EXPECT_TRUE(api_.calls().empty());
+  ASSERT_TRUE(binder_->Finish(std::move(pending)).ok());
+  EXPECT_THAT(api_.calls(), ElementsAre("bind ml/p n1 with annotations"));
+  EXPECT_EQ(Held("n1", 0), 500);
+}
+
+TEST_F(BinderTest, ABindDroppedBetweenItsStepsReleasesItsGpus) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  {
+    Binder::Pending pending = binder_->Begin(Args(pod, "n1"));
+    Binder::Pending moved = std::move(pending);  // moving does not release
+    EXPECT_EQ(Held("n1", 0), 500);
+  }  // a full bind queue, or a shutdown, drops it
+  EXPECT_EQ(Held("n1", 0), 0);
+  EXPECT_EQ(model_.reservation_count(), 0u);
+  EXPECT_TRUE(api_.calls().empty());
+}
+
+TEST_F(BinderTest, ABindWhoseBindingWouldLeavePastItsDeadlineReleasesItsGpusAndSendsNothing) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(200);
+  Binder::Pending pending = binder_->Begin(Args(pod, "n1"), deadline);
+  EXPECT_EQ(Held("n1", 0), 500);
+  absl::SleepFor(deadline - absl::Now() + absl::Milliseconds(1));  // it waited for a bind thread past its deadline
+  const absl::Status st = binder_->Finish(std::move(pending));
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_THAT(st.message(), HasSubstr("before its Binding was sent"));
+  EXPECT_TRUE(api_.calls().empty());
+  EXPECT_EQ(Held("n1", 0), 0);
+}
+
+TEST_F(BinderTest, APodTheWatchHasNotDeliveredIsReservedWhenFinishReadsIt) {
+  const PodRecord pod = PendingPod("fresh", "0.5");
+  api_.Add(pod);  // not in the directory
+  Binder::Pending pending = binder_->Begin(Args(pod, "n1"));
+  EXPECT_EQ(Held("n1", 0), 0) << "nothing known to reserve yet";
+  ASSERT_TRUE(binder_->Finish(std::move(pending)).ok());
+  EXPECT_EQ(Held("n1", 0), 500);
 }
 
 TEST_F(BinderTest, UnconfirmedReservationsExpireAfterTheTtl) {

@@ -131,8 +131,8 @@ TEST(KubePodApi, MapsApiServerAnswersToErrorsBindUnderstands) {
   const nlohmann::json pod = *server.AddPod(FakeApiServer::MinimalPod("ml", "p"));
   const PodRef ref{"ml", "p", pod["metadata"]["uid"]};
 
-  EXPECT_TRUE(absl::IsNotFound(api.GetPod("ml", "missing").status()));
-  absl::StatusOr<PodRecord> read = api.GetPod("ml", "p");
+  EXPECT_TRUE(absl::IsNotFound(api.GetPod("ml", "missing", absl::InfiniteFuture()).status()));
+  absl::StatusOr<PodRecord> read = api.GetPod("ml", "p", absl::InfiniteFuture());
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(read->uid, ref.uid);
 
@@ -143,12 +143,13 @@ TEST(KubePodApi, MapsApiServerAnswersToErrorsBindUnderstands) {
 
   // The Binding's uid is a precondition too, and its annotations land on the
   // pod in the same write.
-  EXPECT_TRUE(absl::IsFailedPrecondition(api.Bind({"ml", "p", "another-uid"}, "n1", {{"tessera.io/z", "1"}})));
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      api.Bind({"ml", "p", "another-uid"}, "n1", {{"tessera.io/z", "1"}}, absl::InfiniteFuture())));
   EXPECT_FALSE((*server.Pod("ml", "p"))["metadata"]["annotations"].contains("tessera.io/z"));
-  ASSERT_TRUE(api.Bind(ref, "n1", {{"tessera.io/z", "bound \"with\" it"}}).ok());
+  ASSERT_TRUE(api.Bind(ref, "n1", {{"tessera.io/z", "bound \"with\" it"}}, absl::InfiniteFuture()).ok());
   EXPECT_EQ((*server.Pod("ml", "p"))["spec"]["nodeName"], "n1");
   EXPECT_EQ((*server.Pod("ml", "p"))["metadata"]["annotations"]["tessera.io/z"], "bound \"with\" it");
-  EXPECT_TRUE(absl::IsFailedPrecondition(api.Bind(ref, "n2", {})));  // already bound
+  EXPECT_TRUE(absl::IsFailedPrecondition(api.Bind(ref, "n2", {}, absl::InfiniteFuture())));  // already bound
 }
 
 }  // namespace

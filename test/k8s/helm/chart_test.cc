@@ -190,14 +190,16 @@ TEST(ChartDeployment, DefaultPolicyConfigMapHoldsTheShippedPolicy) {
 
 TEST(ChartDeployment, PassesTesseraItsFlagsFromValues) {
   const YAML::Node tessera = Container(Rendered(R"(
-tessera: {port: 9000, threads: 4, reservationTTL: 90s, apiTimeout: 10s, policyPollInterval: 5s,
-          extraArgs: [--max-body-bytes=67108864]}
+tessera: {port: 9000, threads: 4, reservationTTL: 90s, apiTimeout: 10s, bindThreads: 32, bindTimeout: 3s,
+          policyPollInterval: 5s, extraArgs: [--max-body-bytes=67108864]}
 )").One("Deployment"),
                                        "tessera");
   EXPECT_EQ(FlagValue(tessera, "--port"), "9000");
   EXPECT_EQ(FlagValue(tessera, "--threads"), "4");
   EXPECT_EQ(FlagValue(tessera, "--reservation-ttl"), "90s");
   EXPECT_EQ(FlagValue(tessera, "--api-timeout"), "10s");
+  EXPECT_EQ(FlagValue(tessera, "--bind-threads"), "32");
+  EXPECT_EQ(FlagValue(tessera, "--bind-timeout"), "3s");
   EXPECT_EQ(FlagValue(tessera, "--policy-poll-interval"), "5s");
   EXPECT_EQ(FlagValue(tessera, "--max-body-bytes"), "67108864");
   EXPECT_EQ(tessera["ports"][0]["containerPort"].as<int>(), 9000);
