@@ -25,6 +25,12 @@ absl::Status Prefixed(std::string_view prefix, const absl::Status& status) {
 // first sync (which starts the nudge) is checked.
 constexpr absl::Duration kChoreInterval = absl::Seconds(1);
 
+// The server counts what it refuses itself in the program's registry.
+ProgramOptions WithServerMetrics(ProgramOptions options, MetricsRegistry* metrics) {
+  options.server.metrics = metrics;
+  return options;
+}
+
 }  // namespace
 
 struct Program::Nudge {
@@ -47,7 +53,7 @@ struct Program::Nudge {
 };
 
 Program::Program(const ProgramOptions& options, const PluginRegistry& registry)
-    : options_(options),
+    : options_(WithServerMetrics(options, &metrics_)),
       registry_(registry),
       score_pool_(options.score_threads == -1 ? WorkerPool::DefaultThreads() : options.score_threads) {}
 
