@@ -21,6 +21,12 @@
 //                           dropped and before the thread exits (buffers an
 //                           io thread keeps between requests)
 // plus the absolute peak_MiB and body_MiB. Time per iteration is a by-product.
+//
+// BM_FilterUnknownNamesPeakMemory is the other extreme: the most node names a
+// request may carry (100 000, short), none known, for a pod that asks for a
+// GPU, so that every name gets its own reason. Its answer is several times its
+// small body, bounded by the node cap: part of kPerRequestBytes
+// (extender/service/request_memory.h), not of the per-byte factor.
 #include <malloc.h>
 
 #include <algorithm>
@@ -192,6 +198,46 @@ void RequestPeakMemory(benchmark::State& state, const std::string& verb) {
   state.counters["retained_per_body_byte"] = static_cast<double>(retained) / body;
 }
 
+// `names` node names, for the recorded pod asking for half a GPU.
+std::string UnknownNamesBody(int64_t names) {
+  const std::string path = TESSERA_DATA_DIR "/kube-scheduler-v1.26/filter-request-fullnodes.json";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::ordered_json pod = nlohmann::ordered_json::parse(text.str(), nullptr, false)["Pod"];
+  pod["metadata"]["annotations"]["tessera.io/gpu-fraction"] = "0.5";
+  std::string out = absl::StrCat(R"({"Pod":)", pod.dump(), R"(,"Nodes":null,"NodeNames":[)");
+  for (int64_t i = 0; i < names; ++i) absl::StrAppend(&out, i > 0 ? "," : "", "\"n", i, "\"");
+  out += "]}";
+  return out;
+}
+
+void BM_FilterUnknownNamesPeakMemory(benchmark::State& state) {
+  const Router& router = *GetService().router;
+  HttpRequest request{boost::beast::http::verb::post, "/filter", 11};
+  request.body() = UnknownNamesBody(state.range(0));
+  request.prepare_payload();
+  const double body = static_cast<double>(request.body().size());
+  int64_t peak = 0;
+  size_t answer = 0;
+  for (auto _ : state) {
+    std::thread([&] {
+      const int64_t before = g_allocated.load();
+      g_peak.store(before);
+      {
+        HttpResponse response = router.Handle(request);
+        answer = response.body().size();
+        benchmark::DoNotOptimize(response);
+      }
+      peak = g_peak.load() - before + static_cast<int64_t>(body);
+    }).join();
+  }
+  state.counters["body_MiB"] = body / static_cast<double>(kMiB);
+  state.counters["answer_MiB"] = static_cast<double>(answer) / static_cast<double>(kMiB);
+  state.counters["peak_MiB"] = static_cast<double>(peak) / static_cast<double>(kMiB);
+  state.counters["peak_per_body_byte"] = static_cast<double>(peak) / body;
+}
+
 void BM_FilterPeakMemory(benchmark::State& state) { RequestPeakMemory(state, "filter"); }
 void BM_PrioritizePeakMemory(benchmark::State& state) { RequestPeakMemory(state, "prioritize"); }
 
@@ -199,6 +245,7 @@ void BM_PrioritizePeakMemory(benchmark::State& state) { RequestPeakMemory(state,
 // counters do not vary between them.
 BENCHMARK(BM_FilterPeakMemory)->Arg(1)->Arg(8)->Arg(32)->Arg(128)->Iterations(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PrioritizePeakMemory)->Arg(1)->Arg(8)->Arg(32)->Arg(128)->Iterations(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FilterUnknownNamesPeakMemory)->Arg(100'000)->Iterations(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tessera

@@ -283,7 +283,10 @@ class ExtenderArgsReader {
   }
 
  private:
-  absl::Status Malformed() const { return absl::InvalidArgumentError(absl::StrCat("malformed JSON: ", scanner_.error())); }
+  absl::Status Malformed() const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed JSON: ", syntax_error_.empty() ? scanner_.error() : syntax_error_));
+  }
 
   // Keeps the first semantic error.
   void Note(absl::Status status) {
@@ -335,6 +338,15 @@ class ExtenderArgsReader {
              return scanner_.Value().has_value();
            }) &&
            scanner_.ExpectEnd();
+  }
+
+  // Whether Nodes.items[i], found by JsonScanner::Container, is well-formed
+  // JSON (false records why, as the syntax error).
+  bool Valid(std::string_view text, size_t i) {
+    internal::JsonScanner check(text);
+    if (check.Value() && check.ExpectEnd()) return true;
+    syntax_error_ = absl::StrCat(check.error(), " of Nodes.items[", i, "]");
+    return false;
   }
 
   // Parses one object's text alone; nullopt after noting why not.
@@ -400,9 +412,15 @@ class ExtenderArgsReader {
     }
     const bool had_error = !error_.ok();
     const size_t count = Array([&](size_t i) {
-      std::optional<std::string_view> text = scanner_.Value();
+      // An object is parsed next, which checks it: the scanner only finds
+      // its end (at depth 3: the body, Nodes, items).
+      std::optional<std::string_view> text =
+          scanner_.Peek() == '{' ? scanner_.Container(/*depth=*/3) : scanner_.Value();
       if (!text) return false;
-      if (i < kMaxNodesPerRequest && error_.ok()) ReadNode(*text, i);
+      const bool parsed = i < kMaxNodesPerRequest && error_.ok() && ReadNode(*text, i);
+      // One not parsed is checked here, so that malformed JSON anywhere is
+      // reported as such.
+      if (!parsed && text->front() == '{' && !Valid(*text, i)) return false;
       return true;
     });
     if (count == kSyntaxError) return false;
@@ -412,14 +430,19 @@ class ExtenderArgsReader {
     return true;
   }
 
-  void ReadNode(std::string_view text, size_t i) {
+  // Parses and decodes Nodes.items[i]; false when it was too large to parse.
+  bool ReadNode(std::string_view text, size_t i) {
     const std::string path = absl::StrCat("Nodes.items[", i, "]");
+    if (text.size() > kMaxObjectBytes) {
+      Note(TooLarge(path, text.size()));
+      return false;
+    }
     std::optional<element> e = ParseAlone(text, path);
-    if (!e) return;
+    if (!e) return true;  // malformed: noted
     absl::StatusOr<WireNode> node = DecodeNode(*e, path);
     if (!node.ok()) {
       Note(node.status());
-      return;
+      return true;
     }
     node->name = Keep(node->name);
     NodeInventoryFields& inv = node->inventory;
@@ -430,6 +453,7 @@ class ExtenderArgsReader {
     }
     node->json = text;
     args_.nodes->push_back(*std::move(node));
+    return true;
   }
 
   bool ReadNodeNames() {
@@ -487,6 +511,7 @@ class ExtenderArgsReader {
   ExtenderArgs args_;
   bool pod_found_ = false;
   absl::Status error_;
+  std::string syntax_error_;  // one found in a node's text (else the scanner's)
   std::string key_storage_;
 };
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/model/absl_compat.h"
@@ -223,6 +224,57 @@ std::optional<std::string_view> JsonScanner::Value() {
   const size_t start = pos_;
   if (!SkipValue(0)) return std::nullopt;
   return text_.substr(start, pos_ - start);
+}
+
+std::optional<std::string_view> JsonScanner::Container(int depth) {
+  const char first = Peek();
+  if (first != '{' && first != '[') {
+    Fail("expected an object or an array");
+    return std::nullopt;
+  }
+  const size_t start = pos_;
+  const char* const data = text_.data();
+  const size_t size = text_.size();
+  int open = 0;
+  for (size_t p = pos_; p < size; ++p) {
+    switch (data[p]) {
+      case '{':
+      case '[':
+        if (depth + ++open > kMaxDepth) {
+          pos_ = p;
+          Fail(absl::StrCat("nesting deeper than ", kMaxDepth, " levels"));
+          return std::nullopt;
+        }
+        break;
+      case '}':
+      case ']':
+        if (--open == 0) {
+          pos_ = p + 1;
+          return text_.substr(start, pos_ - start);
+        }
+        break;
+      case '"':
+        // To the closing quote: the next one after an even run of backslashes.
+        for (;;) {
+          const void* quote = std::memchr(data + p + 1, '"', size - p - 1);
+          if (quote == nullptr) {
+            pos_ = size;
+            Fail("unterminated string");
+            return std::nullopt;
+          }
+          p = static_cast<size_t>(static_cast<const char*>(quote) - data);
+          size_t backslashes = 0;
+          while (data[p - 1 - backslashes] == '\\') ++backslashes;
+          if (backslashes % 2 == 0) break;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  pos_ = size;
+  Fail("an unclosed object or array");
+  return std::nullopt;
 }
 
 std::optional<std::string_view> UnescapeJsonString(std::string_view raw, std::string& storage) {

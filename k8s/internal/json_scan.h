@@ -40,6 +40,11 @@ class JsonScanner {
   /// numbers within int64, uint64 or a finite double, at most kMaxDepth
   /// levels): its text, from its first to its last byte.
   std::optional<std::string_view> Value();
+  /// The next object or array, found by following only its strings and
+  /// brackets, for a caller that parses it next (which checks the rest):
+  /// about twice as fast as Value() on Node objects, which are mostly strings.
+  /// Nesting is bounded as in Value(), `depth` levels already being open.
+  std::optional<std::string_view> Container(int depth);
   /// True when only whitespace is left; otherwise records an error.
   bool ExpectEnd();
 

@@ -87,6 +87,26 @@ TEST(JsonScannerTest, AcceptsExactlyWhatSimdjsonAccepts) {
   }
 }
 
+TEST(JsonScannerTest, ContainerFindsTheEndOfAnObjectByItsStringsAndBrackets) {
+  const std::string text = R"( {"a":"}\"{","b":[1,{"c":"\\"}]} ,"rest")";
+  JsonScanner s(text);
+  EXPECT_EQ(s.Container(0), R"({"a":"}\"{","b":[1,{"c":"\\"}]})");
+  EXPECT_TRUE(s.Consume(','));
+
+  JsonScanner deep("[[[1]]]");
+  EXPECT_EQ(deep.Container(JsonScanner::kMaxDepth - 3), "[[[1]]]");
+  JsonScanner too_deep("[[[1]]]");
+  EXPECT_FALSE(too_deep.Container(JsonScanner::kMaxDepth - 2).has_value());
+  EXPECT_THAT(too_deep.error(), HasSubstr("nesting deeper than 1024 levels"));
+
+  for (const char* broken : {R"({"a":"x)", R"({"a":[1,2)", "1"}) {
+    SCOPED_TRACE(broken);
+    JsonScanner b(broken);
+    EXPECT_FALSE(b.Container(0).has_value());
+    EXPECT_FALSE(b.error().empty());
+  }
+}
+
 TEST(JsonScannerTest, AnErrorSaysWhatWasExpectedAndWhere) {
   JsonScanner s(R"({"a":1 "b":2})");
   EXPECT_FALSE(s.Value().has_value());
