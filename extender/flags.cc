@@ -57,7 +57,15 @@ ABSL_FLAG(absl::Duration, bind_timeout, absl::Seconds(4),
           "Time a bind may take from its arrival, the wait for a bind thread and its API calls included. Keep it "
           "below kube-scheduler's extender httpTimeout (5s unless set), so the answer comes while it still waits.");
 ABSL_FLAG(std::string, url_prefix, "", "Path prefix of kube-scheduler's urlPrefix (e.g. /scheduler).");
-ABSL_FLAG(int64_t, max_body_bytes, int64_t{256} << 20, "Largest request body accepted (413 beyond).");
+ABSL_FLAG(int64_t, max_body_bytes, static_cast<int64_t>(tessera::HttpServerOptions{}.body_limit),
+          "Largest request body accepted (413 beyond). The default and --max-body-bytes-in-flight's fit the chart's "
+          "2 GiB memory limit (extender/service/request_memory.h): raise them together with the container's limit.");
+ABSL_FLAG(int64_t, max_body_bytes_in_flight, static_cast<int64_t>(tessera::HttpServerOptions{}.max_body_bytes_in_flight),
+          "Request bytes in flight on all connections together: each request reserves its Content-Length from its "
+          "header until its answer is written; one that does not fit gets 503 with Retry-After. Requests hold up to "
+          "3 times this at once (request_memory.h). At least --max-body-bytes.");
+ABSL_FLAG(int, max_connections, static_cast<int>(tessera::HttpServerOptions{}.max_connections),
+          "Connections open at once (1..65536); one more is closed when accepted.");
 ABSL_FLAG(int, max_header_bytes, 16 << 10, "Largest request header accepted (431 beyond).");
 ABSL_FLAG(absl::Duration, read_timeout, absl::Seconds(30), "Time to receive a whole request.");
 ABSL_FLAG(absl::Duration, idle_timeout, absl::Seconds(120), "Time a keep-alive connection may sit idle.");
@@ -76,6 +84,10 @@ constexpr int kMaxScoreThreads = 64;
 // past this many concurrent Bindings the API server is what limits.
 constexpr int kMaxBindThreads = 256;
 constexpr int64_t kMaxBodyBytes = int64_t{1} << 30;
+// A budget past this is no budget on any machine Tessera runs on.
+constexpr int64_t kMaxBodyBytesInFlight = int64_t{64} << 30;
+// Past this, file descriptors run out first (and each connection holds buffers).
+constexpr int kMaxConnections = 65536;
 constexpr int kMaxHeaderBytes = 1 << 20;
 const absl::Duration kMaxTimeout = absl::Hours(1);
 
@@ -152,6 +164,8 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   const int score_threads = absl::GetFlag(FLAGS_score_threads);
   const int64_t body = absl::GetFlag(FLAGS_max_body_bytes);
   const int header = absl::GetFlag(FLAGS_max_header_bytes);
+  const int64_t in_flight = absl::GetFlag(FLAGS_max_body_bytes_in_flight);
+  const int connections = absl::GetFlag(FLAGS_max_connections);
   const absl::Duration read_timeout = absl::GetFlag(FLAGS_read_timeout);
   const absl::Duration idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
   const absl::Duration drain_timeout = absl::GetFlag(FLAGS_drain_timeout);
@@ -165,6 +179,10 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   check.Int("score_threads", score_threads, -1, kMaxScoreThreads);
   check.Int<int64_t>("max_body_bytes", body, 1024, kMaxBodyBytes);
   check.Int("max_header_bytes", header, 1024, kMaxHeaderBytes);
+  // At least one body of the largest size must fit.
+  check.Int<int64_t>("max_body_bytes_in_flight", in_flight, std::clamp<int64_t>(body, 1024, kMaxBodyBytes),
+                     kMaxBodyBytesInFlight);
+  check.Int("max_connections", connections, 1, kMaxConnections);
   check.Duration("read_timeout", read_timeout, absl::Milliseconds(100), kMaxTimeout);
   check.Duration("idle_timeout", idle_timeout, absl::Milliseconds(100), kMaxTimeout);
   check.Duration("drain_timeout", drain_timeout, absl::ZeroDuration(), kMaxTimeout);
@@ -185,6 +203,8 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   o.server.threads = threads;
   o.server.body_limit = static_cast<size_t>(body);
   o.server.header_limit = static_cast<uint32_t>(header);
+  o.server.max_body_bytes_in_flight = static_cast<size_t>(in_flight);
+  o.server.max_connections = static_cast<size_t>(connections);
   o.server.read_timeout = Millis(read_timeout);
   o.server.idle_timeout = Millis(idle_timeout);
   o.server.drain_timeout = Millis(drain_timeout);

@@ -30,6 +30,12 @@ constexpr absl::Duration kChoreInterval = absl::Seconds(1);
 // refused "busy" (kube-scheduler then retries the pod).
 constexpr size_t kQueuedPerThread = 16;
 
+// The server counts what it refuses itself in the program's registry.
+ProgramOptions WithServerMetrics(ProgramOptions options, MetricsRegistry* metrics) {
+  options.server.metrics = metrics;
+  return options;
+}
+
 }  // namespace
 
 struct Program::Nudge {
@@ -52,7 +58,7 @@ struct Program::Nudge {
 };
 
 Program::Program(const ProgramOptions& options, const PluginRegistry& registry)
-    : options_(options),
+    : options_(WithServerMetrics(options, &metrics_)),
       registry_(registry),
       score_pool_(options.score_threads == -1 ? WorkerPool::DefaultThreads() : options.score_threads) {}
 

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "k8s/annotations.h"
+#include "k8s/internal/json_scan.h"
 #include "k8s/pod_host_request.h"
 #include "scheduler/model/absl_compat.h"
 
@@ -108,7 +109,6 @@ absl::StatusOr<WireNode> DecodeNode(element e, const std::string& path) {
   object node;
   if (e.get(node) != simdjson::SUCCESS) return WrongType(path, "an object", e);
   WireNode out;
-  out.object = e;
   absl::StatusOr<std::optional<object>> meta = OptionalObject(node, "metadata", path + ".metadata");
   if (!meta.ok()) return meta.status();
   if (!*meta) return absl::InvalidArgumentError(absl::StrCat(path, ".metadata is missing"));
@@ -155,11 +155,22 @@ absl::StatusOr<WireNode> DecodeNode(element e, const std::string& path) {
   return out;
 }
 
+absl::Status TooManyNodes(std::string_view field, size_t count) {
+  return absl::ResourceExhaustedError(absl::StrCat(Absl(field), " has ", count, " entries; Tessera answers at most ",
+                                                   kMaxNodesPerRequest, " nodes a request"));
+}
+
+absl::Status TooLarge(std::string_view path, size_t bytes) {
+  return absl::ResourceExhaustedError(absl::StrCat(Absl(path), " is ", bytes, " bytes; Tessera reads objects of at most ",
+                                                   kMaxObjectBytes, " bytes (the API server stores none that large)"));
+}
+
 // Parses `body` as a JSON object; `type` names the expected wire type in errors.
 absl::StatusOr<object> ParseObject(std::string_view body, simdjson::dom::parser& parser, std::string_view type) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrFormat("request body is empty; expected %s JSON", type));
   }
+  if (body.size() > kMaxObjectBytes) return TooLarge(type, body.size());
   element root;
   if (auto err = parser.parse(body.data(), body.size(), /*realloc_if_needed=*/true).get(root); err) {
     return absl::InvalidArgumentError(absl::StrCat("malformed JSON: ", simdjson::error_message(err)));
@@ -219,13 +230,290 @@ absl::StatusOr<std::vector<NodeVictims>> DecodeVictims(element e, std::string_vi
   return out;
 }
 
-// simdjson counts an array's elements up to 0xFFFFFF and says 0xFFFFFF beyond:
-// enough to tell "too many", not always how many.
-absl::Status TooManyNodes(std::string_view field, size_t count) {
-  const std::string how_many = count >= 0xFFFFFF ? std::string("over 16 million") : absl::StrCat(count);
-  return absl::ResourceExhaustedError(absl::StrCat(Absl(field), " has ", how_many, " entries; Tessera answers at most ",
-                                                   kMaxNodesPerRequest, " nodes a request"));
+// The JSON type of the value whose text begins with `c`.
+std::string_view TypeOfText(char c) {
+  switch (c) {
+    case '{': return "object";
+    case '[': return "array";
+    case '"': return "string";
+    case 't':
+    case 'f': return "boolean";
+    case 'n': return "null";
+    default: return "number";
+  }
 }
+
+absl::Status WrongTypeOfText(std::string_view path, std::string_view want, char first) {
+  return absl::InvalidArgumentError(absl::StrFormat("%s must be %s, got %s", path, want, TypeOfText(first)));
+}
+
+// Reads ExtenderArgs in one pass over the body (see the header): the scanner
+// checks the syntax of every byte; the Pod and each Node are parsed alone.
+// A semantic error (a wrong type, a missing field) is kept and the scan goes
+// on, so that malformed JSON anywhere is reported as such, as a whole-body
+// parse would.
+class ExtenderArgsReader {
+ public:
+  ExtenderArgsReader(std::string_view body, simdjson::dom::parser& parser)
+      : body_(body), scanner_(body), parser_(parser) {}
+
+  absl::StatusOr<ExtenderArgs> Read() {
+    if (body_.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+      return absl::InvalidArgumentError("request body is empty; expected ExtenderArgs JSON");
+    }
+    if (!simdjson::validate_utf8(body_.data(), body_.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("malformed JSON: ", simdjson::error_message(simdjson::UTF8_ERROR)));
+    }
+    const char first = scanner_.Peek();
+    if (first != '{') {
+      if (!scanner_.Value() || !scanner_.ExpectEnd()) return Malformed();
+      return WrongTypeOfText("ExtenderArgs", "a JSON object", first);
+    }
+    if (!Members()) return Malformed();
+    if (!error_.ok()) return error_;
+    if (!pod_found_) return absl::InvalidArgumentError("ExtenderArgs.Pod is missing");
+    if (!args_.nodes && !args_.node_names) {
+      return absl::InvalidArgumentError("ExtenderArgs has neither Nodes nor NodeNames");
+    }
+    if (args_.nodes && args_.node_names) {
+      // kube-scheduler sends one form; answering both would be ambiguous.
+      return absl::InvalidArgumentError("ExtenderArgs has both Nodes and NodeNames; expected one of them");
+    }
+    return std::move(args_);
+  }
+
+ private:
+  absl::Status Malformed() const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed JSON: ", syntax_error_.empty() ? scanner_.error() : syntax_error_));
+  }
+
+  // Keeps the first semantic error.
+  void Note(absl::Status status) {
+    if (error_.ok()) error_ = std::move(status);
+  }
+
+  std::string_view Keep(std::string_view s) { return args_.text.emplace_back(s); }
+  std::optional<std::string_view> Keep(std::optional<std::string_view> s) {
+    if (!s) return s;
+    return Keep(*s);
+  }
+
+  // A member name, escapes decoded (nullopt after a syntax error).
+  std::optional<std::string_view> Key() {
+    std::optional<std::string_view> raw = scanner_.String();
+    if (!raw) return std::nullopt;
+    std::optional<std::string_view> key = internal::UnescapeJsonString(*raw, key_storage_);
+    return key ? key : std::optional<std::string_view>("");  // an unpaired surrogate matches no field
+  }
+
+  // Walks `{ "member": value, ... }`, calling read(name) at each member with
+  // the scanner at its value; read returns false on a syntax error.
+  template <typename ReadMember>
+  bool Object(ReadMember read) {
+    if (!scanner_.Expect('{', "'{'")) return false;
+    if (scanner_.Consume('}')) return true;
+    do {
+      std::optional<std::string_view> key = Key();
+      if (!key || !scanner_.Expect(':', "':'") || !read(*key)) return false;
+    } while (scanner_.Consume(','));
+    return scanner_.Expect('}', "',' or '}'");
+  }
+
+  bool Members() {
+    bool pod = false, nodes = false, names = false;  // the first of duplicate members counts, as with a DOM lookup
+    return Object([&](std::string_view key) {
+             if (key == "Pod" && !pod) {
+               pod = true;
+               return ReadPod();
+             }
+             if (key == "Nodes" && !nodes) {
+               nodes = true;
+               return ReadNodes();
+             }
+             if (key == "NodeNames" && !names) {
+               names = true;
+               return ReadNodeNames();
+             }
+             return scanner_.Value().has_value();
+           }) &&
+           scanner_.ExpectEnd();
+  }
+
+  // Whether Nodes.items[i], found by JsonScanner::Container, is well-formed
+  // JSON (false records why, as the syntax error).
+  bool Valid(std::string_view text, size_t i) {
+    internal::JsonScanner check(text);
+    if (check.Value() && check.ExpectEnd()) return true;
+    syntax_error_ = absl::StrCat(check.error(), " of Nodes.items[", i, "]");
+    return false;
+  }
+
+  // Parses one object's text alone; nullopt after noting why not.
+  std::optional<element> ParseAlone(std::string_view text, std::string_view path) {
+    if (text.size() > kMaxObjectBytes) {
+      Note(TooLarge(path, text.size()));
+      return std::nullopt;
+    }
+    element e;
+    if (auto err = parser_.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(e); err) {
+      Note(absl::InvalidArgumentError(absl::StrCat("malformed JSON: ", simdjson::error_message(err), " in ", Absl(path))));
+      return std::nullopt;
+    }
+    return e;
+  }
+
+  bool ReadPod() {
+    const char first = scanner_.Peek();
+    std::optional<std::string_view> text = scanner_.Value();
+    if (!text) return false;
+    if (first == 'n' || !error_.ok()) return true;  // null: missing
+    std::optional<element> e = ParseAlone(*text, "ExtenderArgs.Pod");
+    if (!e) return true;
+    absl::StatusOr<WirePod> pod = DecodePod(*e);
+    if (!pod.ok()) {
+      Note(pod.status());
+      return true;
+    }
+    pod->name = Keep(pod->name);
+    pod->namespace_name = Keep(pod->namespace_name);
+    pod->uid = Keep(pod->uid);
+    args_.pod = *std::move(pod);
+    pod_found_ = true;
+    return true;
+  }
+
+  bool ReadNodes() {
+    const char first = scanner_.Peek();
+    if (first == 'n') return scanner_.Value().has_value();  // null: absent
+    if (first != '{') {
+      if (!scanner_.Value()) return false;
+      Note(WrongTypeOfText("ExtenderArgs.Nodes", "a NodeList object", first));
+      return true;
+    }
+    args_.nodes.emplace();
+    bool items = false;
+    return Object([&](std::string_view key) {
+      if (key == "items" && !items) {
+        items = true;
+        return ReadItems();
+      }
+      return scanner_.Value().has_value();
+    });
+  }
+
+  bool ReadItems() {
+    const char first = scanner_.Peek();
+    if (first == 'n') return scanner_.Value().has_value();
+    if (first != '[') {
+      if (!scanner_.Value()) return false;
+      Note(WrongTypeOfText("Nodes.items", "an array", first));
+      return true;
+    }
+    const bool had_error = !error_.ok();
+    const size_t count = Array([&](size_t i) {
+      // An object is parsed next, which checks it: the scanner only finds
+      // its end (at depth 3: the body, Nodes, items).
+      std::optional<std::string_view> text =
+          scanner_.Peek() == '{' ? scanner_.Container(/*depth=*/3) : scanner_.Value();
+      if (!text) return false;
+      const bool parsed = i < kMaxNodesPerRequest && error_.ok() && ReadNode(*text, i);
+      // One not parsed is checked here, so that malformed JSON anywhere is
+      // reported as such.
+      if (!parsed && text->front() == '{' && !Valid(*text, i)) return false;
+      return true;
+    });
+    if (count == kSyntaxError) return false;
+    // Too many nodes outranks what was wrong with one of them, as when the
+    // array's size was checked first.
+    if (count > kMaxNodesPerRequest && !had_error) error_ = TooManyNodes("Nodes.items", count);
+    return true;
+  }
+
+  // Parses and decodes Nodes.items[i]; false when it was too large to parse.
+  bool ReadNode(std::string_view text, size_t i) {
+    const std::string path = absl::StrCat("Nodes.items[", i, "]");
+    if (text.size() > kMaxObjectBytes) {
+      Note(TooLarge(path, text.size()));
+      return false;
+    }
+    std::optional<element> e = ParseAlone(text, path);
+    if (!e) return true;  // malformed: noted
+    absl::StatusOr<WireNode> node = DecodeNode(*e, path);
+    if (!node.ok()) {
+      Note(node.status());
+      return true;
+    }
+    node->name = Keep(node->name);
+    NodeInventoryFields& inv = node->inventory;
+    for (std::optional<std::string_view>* field : {&inv.inventory_annotation, &inv.topology_annotation, &inv.gfd_count,
+                                                   &inv.gfd_product, &inv.gfd_memory, &inv.allocatable_gpus,
+                                                   &node->allocatable_cpu, &node->allocatable_memory}) {
+      *field = Keep(*field);
+    }
+    node->json = text;
+    args_.nodes->push_back(*std::move(node));
+    return true;
+  }
+
+  bool ReadNodeNames() {
+    const char first = scanner_.Peek();
+    if (first == 'n') return scanner_.Value().has_value();
+    if (first != '[') {
+      if (!scanner_.Value()) return false;
+      Note(WrongTypeOfText("ExtenderArgs.NodeNames", "an array of strings", first));
+      return true;
+    }
+    args_.node_names.emplace();
+    const bool had_error = !error_.ok();
+    std::string unescaped;
+    const size_t count = Array([&](size_t i) {
+      const char type = scanner_.Peek();
+      if (type != '"') {
+        if (!scanner_.Value()) return false;
+        Note(WrongTypeOfText(absl::StrCat("NodeNames[", i, "]"), "a string", type));
+        return true;
+      }
+      std::optional<std::string_view> raw = scanner_.String();
+      if (!raw) return false;
+      if (i >= kMaxNodesPerRequest || !error_.ok()) return true;
+      std::optional<std::string_view> name = internal::UnescapeJsonString(*raw, unescaped);
+      if (!name) {
+        Note(absl::InvalidArgumentError(absl::StrCat("malformed JSON: an invalid escape in NodeNames[", i, "]")));
+        return true;
+      }
+      args_.node_names->push_back(name->data() == raw->data() ? *name : Keep(*name));
+      return true;
+    });
+    if (count == kSyntaxError) return false;
+    if (count > kMaxNodesPerRequest && !had_error) error_ = TooManyNodes("ExtenderArgs.NodeNames", count);
+    return true;
+  }
+
+  static constexpr size_t kSyntaxError = ~size_t{0};
+
+  // Walks `[ value, ... ]`, calling read(index) with the scanner at each
+  // element. \return the element count, or kSyntaxError.
+  template <typename ReadElement>
+  size_t Array(ReadElement read) {
+    if (!scanner_.Expect('[', "'['")) return kSyntaxError;
+    if (scanner_.Consume(']')) return 0;
+    size_t i = 0;
+    do {
+      if (!read(i++)) return kSyntaxError;
+    } while (scanner_.Consume(','));
+    return scanner_.Expect(']', "',' or ']'") ? i : kSyntaxError;
+  }
+
+  const std::string_view body_;
+  internal::JsonScanner scanner_;
+  simdjson::dom::parser& parser_;
+  ExtenderArgs args_;
+  bool pod_found_ = false;
+  absl::Status error_;
+  std::string syntax_error_;  // one found in a node's text (else the scanner's)
+  std::string key_storage_;
+};
 
 }  // namespace
 
@@ -277,57 +565,7 @@ absl::StatusOr<ExtenderPreemptionArgs> DecodePreemptionArgs(std::string_view bod
 }
 
 absl::StatusOr<ExtenderArgs> DecodeExtenderArgs(std::string_view body, simdjson::dom::parser& parser) {
-  absl::StatusOr<object> parsed = ParseObject(body, parser, "ExtenderArgs");
-  if (!parsed.ok()) return parsed.status();
-  object args = *parsed;
-
-  ExtenderArgs out;
-  std::optional<element> pod = Member(args, "Pod");
-  if (!pod) return absl::InvalidArgumentError("ExtenderArgs.Pod is missing");
-  absl::StatusOr<WirePod> decoded_pod = DecodePod(*pod);
-  if (!decoded_pod.ok()) return decoded_pod.status();
-  out.pod = std::move(*decoded_pod);
-
-  if (std::optional<element> nodes = Member(args, "Nodes")) {
-    object list;
-    if (nodes->get(list) != simdjson::SUCCESS) return WrongType("ExtenderArgs.Nodes", "a NodeList object", *nodes);
-    std::optional<element> items = Member(list, "items");
-    simdjson::dom::array array;
-    out.nodes.emplace();
-    if (items) {
-      if (items->get(array) != simdjson::SUCCESS) return WrongType("Nodes.items", "an array", *items);
-      if (array.size() > kMaxNodesPerRequest) return TooManyNodes("Nodes.items", array.size());
-      out.nodes->reserve(array.size());
-      size_t i = 0;
-      for (element item : array) {
-        absl::StatusOr<WireNode> node = DecodeNode(item, absl::StrCat("Nodes.items[", i++, "]"));
-        if (!node.ok()) return node.status();
-        out.nodes->push_back(std::move(*node));
-      }
-    }
-  }
-  if (std::optional<element> names = Member(args, "NodeNames")) {
-    simdjson::dom::array array;
-    if (names->get(array) != simdjson::SUCCESS) return WrongType("ExtenderArgs.NodeNames", "an array of strings", *names);
-    if (array.size() > kMaxNodesPerRequest) return TooManyNodes("ExtenderArgs.NodeNames", array.size());
-    out.node_names.emplace();
-    out.node_names->reserve(array.size());
-    size_t i = 0;
-    for (element item : array) {
-      std::string_view name;
-      if (item.get(name) != simdjson::SUCCESS) return WrongType(absl::StrCat("NodeNames[", i, "]"), "a string", item);
-      out.node_names->push_back(name);
-      ++i;
-    }
-  }
-  if (!out.nodes && !out.node_names) {
-    return absl::InvalidArgumentError("ExtenderArgs has neither Nodes nor NodeNames");
-  }
-  if (out.nodes && out.node_names) {
-    // kube-scheduler sends one form; answering both would be ambiguous.
-    return absl::InvalidArgumentError("ExtenderArgs has both Nodes and NodeNames; expected one of them");
-  }
-  return out;
+  return ExtenderArgsReader(body, parser).Read();
 }
 
 }  // namespace tessera::k8s

@@ -1,11 +1,17 @@
 // Decoding kube-scheduler's ExtenderArgs (filter and prioritize requests).
 //
-// Full NodeLists are megabytes, so this reads them with simdjson's DOM and
-// keeps views of only the fields Tessera needs; nothing else is copied. The
-// decoded args point into the parser's document: they are valid until the
-// parser parses again.
+// Full NodeLists are megabytes, and simdjson's DOM costs ~15 bytes per byte of
+// the text it holds, so a filter or prioritize body is never parsed whole:
+// JsonScanner (k8s/internal/json_scan.h) walks it once, checking its syntax,
+// and the Pod and each Node object are parsed alone with simdjson (each at
+// most kMaxObjectBytes). The fields Tessera reads are copied out of each
+// object's parse into ExtenderArgs::text; node names and the Node objects'
+// text point into the body. So decoding holds the body plus a small fraction
+// of it (benchmarks/request_memory_benchmark.cc measures it), whatever the
+// body's size. The decoded args are valid while the body is.
 #pragma once
 
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,18 +42,31 @@ struct WirePod {
 struct WireNode {
   std::string_view name;
   NodeInventoryFields inventory;
-  simdjson::dom::element object;  ///< The Node as sent, for the `Nodes` answer.
+  /// The Node object's text as sent, echoed in the filter answer's `Nodes`
+  /// (empty when decoded from a DOM element: DecodeNodeObject).
+  std::string_view json;
   std::optional<std::string_view> allocatable_cpu{};     ///< status.allocatable["cpu"]
   std::optional<std::string_view> allocatable_memory{};  ///< status.allocatable["memory"]
 };
 
 /// `ExtenderArgs {Pod, Nodes, NodeNames}`; exactly one node form is set.
+/// Move-only: the views point into the body and into `text`, whose strings
+/// stay in place when the deque moves (a copy would point into the original).
 struct ExtenderArgs {
+  ExtenderArgs() = default;
+  ExtenderArgs(ExtenderArgs&&) = default;
+  ExtenderArgs& operator=(ExtenderArgs&&) = default;
+  ExtenderArgs(const ExtenderArgs&) = delete;
+  ExtenderArgs& operator=(const ExtenderArgs&) = delete;
+
   WirePod pod;
   /// nodeCacheCapable=false: full Node objects (`Nodes.items`).
   std::optional<std::vector<WireNode>> nodes;
   /// nodeCacheCapable=true: names only.
   std::optional<std::vector<std::string_view>> node_names;
+  /// The decoded strings that are not a piece of the body (the fields read
+  /// from each object's own parse, names written with escapes).
+  std::deque<std::string> text;
 };
 
 /// `ExtenderBindingArgs {PodName, PodNamespace, PodUID, Node}`.
@@ -77,11 +96,20 @@ struct ExtenderPreemptionArgs {
 /// an attack, and its answer (a reason per node) would be larger still.
 inline constexpr size_t kMaxNodesPerRequest = 100'000;
 
+/// The largest Pod or Node object (and bind or preempt body) decoded: the
+/// API server refuses request bodies over 3 MB and etcd stores at most
+/// 1.5 MiB an object, so no real object comes near it. An object is parsed
+/// alone into simdjson's DOM (~15 bytes per byte), so this bounds a request's
+/// parse to ~60 MiB besides its body.
+inline constexpr size_t kMaxObjectBytes = size_t{4} << 20;
+
 /// Decodes `body`. Errors are InvalidArgument with a reason that names the
 /// field, e.g. "ExtenderArgs.Pod is missing" or
 /// "Nodes.items[2].metadata.name must be a string, got number";
-/// ResourceExhausted for more than kMaxNodesPerRequest nodes.
-/// \param parser reused between calls (its buffers grow to the largest body).
+/// ResourceExhausted for more than kMaxNodesPerRequest nodes or an object
+/// over kMaxObjectBytes.
+/// \param parser reused between calls: its buffers grow to the largest
+///   object parsed (at most kMaxObjectBytes), not to the body.
 absl::StatusOr<ExtenderArgs> DecodeExtenderArgs(std::string_view body, simdjson::dom::parser& parser);
 
 /// Decodes one v1.Pod or v1.Node object (from the wire or the API server);
@@ -89,10 +117,13 @@ absl::StatusOr<ExtenderArgs> DecodeExtenderArgs(std::string_view body, simdjson:
 absl::StatusOr<WirePod> DecodePodObject(simdjson::dom::element pod, std::string_view path);
 absl::StatusOr<WireNode> DecodeNodeObject(simdjson::dom::element node, std::string_view path);
 
-/// Decodes a bind request; every field is required and must be a non-empty string.
+/// Decodes a bind request; every field is required and must be a non-empty
+/// string. ResourceExhausted for a body over kMaxObjectBytes. The decoded args
+/// point into the parser's document.
 absl::StatusOr<ExtenderBindingArgs> DecodeBindingArgs(std::string_view body, simdjson::dom::parser& parser);
 
-/// Decodes a preempt request, in either victims form.
+/// Decodes a preempt request, in either victims form. ResourceExhausted for a
+/// body over kMaxObjectBytes. The decoded args point into the parser's document.
 absl::StatusOr<ExtenderPreemptionArgs> DecodePreemptionArgs(std::string_view body, simdjson::dom::parser& parser);
 
 }  // namespace tessera::k8s

@@ -57,7 +57,9 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& res
   // Reserve what the names and reasons need (escaping aside) so that a
   // 5000-node answer is written without regrowing.
   size_t size = 128;
-  for (uint32_t k : result.passed) size += (args.nodes ? (*args.nodes)[k].name : (*args.node_names)[k]).size() + 3;
+  for (uint32_t k : result.passed) {
+    size += args.nodes ? (*args.nodes)[k].name.size() + (*args.nodes)[k].json.size() + 4 : (*args.node_names)[k].size() + 3;
+  }
   for (const auto* list : {&result.failed, &result.unresolvable}) {
     for (const NodeFailure& f : *list) size += f.node.size() + std::min(f.reason.size(), kMaxWireReasonBytes) + 6;
   }
@@ -68,7 +70,7 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& res
     out += "{\"metadata\":{},\"items\":[";
     for (size_t i = 0; i < result.passed.size(); ++i) {
       if (i > 0) out.push_back(',');
-      out += simdjson::to_string((*args.nodes)[result.passed[i]].object);
+      out += (*args.nodes)[result.passed[i]].json;
     }
     out += "]}";
   } else {

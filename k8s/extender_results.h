@@ -41,7 +41,7 @@ struct FilterResult {
 /// `{"Nodes":…,"NodeNames":[…],"FailedNodes":{…},"FailedAndUnresolvableNodes":{…},"Error":""}`.
 /// Reasons and the Error are written with AppendWireReason.
 /// With full Nodes in the request, `Nodes` echoes the passing Node objects (as
-/// sent, minified) and `NodeNames` lists them too; with NodeNames, `Nodes` is
+/// sent, byte for byte) and `NodeNames` lists them too; with NodeNames, `Nodes` is
 /// null. `NodeNames` is always a list, never null: null would mean "no node fits"
 /// only by accident.
 std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& result);

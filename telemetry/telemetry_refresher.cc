@@ -55,10 +55,11 @@ double UnixSeconds(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEp
 
 }  // namespace
 
-TelemetryRefresher::TelemetryRefresher(ClusterModel& model, MetricsRegistry& metrics, Mode mode)
+TelemetryRefresher::TelemetryRefresher(ClusterModel& model, MetricsRegistry& metrics, Mode mode, const Clock& clock)
     : model_(model),
       metrics_(metrics),
       mode_(mode),
+      clock_(clock),
       refresh_ok_(metrics.Counter("tessera_telemetry_refreshes_total", "Telemetry refresh rounds by result.",
                                   {{"result", "success"}})),
       refresh_failed_(metrics.Counter("tessera_telemetry_refreshes_total", "Telemetry refresh rounds by result.",
@@ -145,7 +146,7 @@ void TelemetryRefresher::Loop() {
       Round().IgnoreError();  // logged and counted inside
     }
     config_mu_.Lock();
-    config_mu_.AwaitWithTimeout(absl::Condition(this, &TelemetryRefresher::ShouldWake), interval);
+    clock_.AwaitWithTimeout(config_mu_, absl::Condition(this, &TelemetryRefresher::ShouldWake), interval);
   }
   config_mu_.Unlock();
 }
@@ -175,7 +176,7 @@ void TelemetryRefresher::CountQueries(const PrometheusRound& round) {
 }
 
 absl::Status TelemetryRefresher::Round() {
-  const absl::Time started = absl::Now();
+  const absl::Time started = clock_.Now();
   std::shared_ptr<PrometheusSource> source;
   {
     absl::MutexLock lock(&config_mu_);
@@ -189,7 +190,7 @@ absl::Status TelemetryRefresher::Round() {
     CountQueries(round);
     status = LogQueryOutcomes(round);
   }
-  const absl::Time now = absl::Now();
+  const absl::Time now = clock_.Now();
   const Published published = Apply(round, now);
   prometheus_nodes_.Set(static_cast<double>(published.from_prometheus));
   annotation_nodes_.Set(static_cast<double>(published.from_annotation));
@@ -202,7 +203,7 @@ absl::Status TelemetryRefresher::Round() {
       refresh_failed_.Inc();
     }
   }
-  refresh_seconds_.Observe(absl::ToDoubleSeconds(absl::Now() - started));
+  refresh_seconds_.Observe(absl::ToDoubleSeconds(clock_.Now() - started));
   return status;
 }
 
@@ -268,7 +269,7 @@ void TelemetryRefresher::OnNodeAnnotation(const std::string& node, std::optional
     if (!settings_.has_value() || !settings_->node_annotations) return;
     stale_after = settings_->stale_after;
   }
-  const absl::Time now = absl::Now();
+  const absl::Time now = clock_.Now();
   TelemetryPtr parsed;
   std::string error;
   if (annotation.has_value()) {

@@ -38,6 +38,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "scheduler/cache/cluster_model.h"
+#include "scheduler/common/clock.h"
 #include "scheduler/metrics/metrics.h"
 #include "scheduler/model/telemetry.h"
 #include "telemetry/gpu_samples.h"
@@ -51,8 +52,11 @@ class TelemetryRefresher {
   /// kManual runs rounds only at RefreshNow() (tests, tools).
   enum class Mode { kBackground, kManual };
 
-  /// \param model and \param metrics must outlive the refresher.
-  TelemetryRefresher(ClusterModel& model, MetricsRegistry& metrics, Mode mode = Mode::kBackground);
+  /// \param model, \param metrics and \param clock must outlive the
+  /// refresher. The clock gives the time that measurements age by and that
+  /// the background thread waits on between rounds (tests drive it).
+  TelemetryRefresher(ClusterModel& model, MetricsRegistry& metrics, Mode mode = Mode::kBackground,
+                     const Clock& clock = Clock::Real());
   /// Stops the background thread (cancelling a query in flight).
   ~TelemetryRefresher();
   TelemetryRefresher(const TelemetryRefresher&) = delete;
@@ -106,6 +110,7 @@ class TelemetryRefresher {
   ClusterModel& model_;
   MetricsRegistry& metrics_;
   const Mode mode_;
+  const Clock& clock_;
 
   // Rounds run one at a time (the thread's and RefreshNow's).
   absl::Mutex round_mu_;

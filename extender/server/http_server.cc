@@ -151,6 +151,28 @@ struct ServerCore {
   }
   void ReleaseBody(uint64_t bytes) { body_bytes_in_flight.fetch_sub(bytes); }
 
+  // What the server refused itself, in options.metrics (when given).
+  void CountRefusedConnection() {
+    if (options.metrics != nullptr) {
+      options.metrics->Counter("tessera_http_connections_refused_total",
+                               "Connections closed when accepted, past --max-connections.")
+          .Inc();
+    }
+  }
+  void CountRejection(http::status status) {
+    if (options.metrics == nullptr) return;
+    std::string_view reason = "malformed";
+    if (status == http::status::service_unavailable) reason = "body_budget";
+    if (status == http::status::payload_too_large) reason = "body_too_large";
+    if (status == http::status::request_header_fields_too_large) reason = "header_too_large";
+    options.metrics
+        ->Counter("tessera_http_rejections_total",
+                  "Requests the HTTP server answered itself, before any handler: body_budget (503, "
+                  "--max-body-bytes-in-flight), body_too_large (413), header_too_large (431), malformed (400).",
+                  {{"reason", std::string(reason)}})
+        .Inc();
+  }
+
   const HttpServerOptions options;
   const AsyncHttpHandler handler;
 
@@ -234,8 +256,9 @@ class Session : public std::enable_shared_from_this<Session> {
     } catch (...) {
       res = InternalError("unknown exception");
     }
-    // The request is handled; what stays in flight is the answer.
-    ReleaseBody();
+    // The request is handled; its answer stays in flight, under the body's
+    // reservation until written (Write releases it): the budget bounds what
+    // requests hold until their answers are out.
     Write(std::move(res), /*linger=*/false);
   }
 
@@ -277,7 +300,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (!server_.ReserveBody(body)) {
         HttpResponse busy = JsonErrorResponse(
             http::status::service_unavailable,
-            absl::StrFormat("server busy: request bodies being received would exceed %d bytes; retry",
+            absl::StrFormat("server busy: request bodies in flight would exceed %d bytes; retry",
                             std::max(server_.options.max_body_bytes_in_flight, server_.options.body_limit)));
         busy.set(http::field::retry_after, "1");
         return Reject(std::move(busy));
@@ -346,6 +369,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Answers an error the server detected itself, then closes the connection:
   // the rest of the stream cannot be trusted to be at a message boundary.
   void Reject(HttpResponse res) {
+    server_.CountRejection(res.result());
     res.keep_alive(false);
     Write(std::move(res), /*linger=*/true);
   }
@@ -360,6 +384,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (ec) return self->Close();
       const bool keep_alive = self->response_.keep_alive();
       self->response_ = {};  // free a possibly large body while idle
+      self->ReleaseBody();   // the request is done: its share of the budget is free again
       if (linger) return self->LingerClose();
       if (!keep_alive) return self->Close();
       self->AwaitRequest();
@@ -483,6 +508,7 @@ void ServerCore::OnAccept(error_code ec, tcp::socket socket) {
   if (full) {
     // Closed at once rather than left in the backlog: the client sees the
     // refusal now, not at its own timeout.
+    CountRefusedConnection();  // first, so that whoever sees the close sees the count
     error_code ignored;
     socket.close(ignored);
   } else {

@@ -20,10 +20,11 @@
 //   Oversized or malformed requests get a JSON {"Error": ...} answer with
 //   413 / 431 / 400, then that connection closes.
 // * The server as a whole is bounded too: at most max_connections open (one
-//   more is closed as soon as it is accepted), and request bodies being
-//   received hold at most max_body_bytes_in_flight between them (a request
-//   whose body would pass it gets 503 with Retry-After), so many clients
-//   each under the body limit cannot add up to more memory than that.
+//   more is closed as soon as it is accepted), and requests in flight (from
+//   their header until their answer is written) hold at most
+//   max_body_bytes_in_flight of body between them (a request whose body
+//   would pass it gets 503 with Retry-After), so many clients each under the
+//   body limit cannot add up to more memory than that allows.
 // * A connection is "idle" while it waits for the first byte of its next
 //   request (under idle_timeout) and "active" from then until its response is
 //   written (reading and writing under read_timeout; waiting for a handler's
@@ -48,6 +49,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "absl/status/statusor.h"
+#include "scheduler/metrics/metrics.h"
 
 namespace tessera {
 
@@ -102,19 +104,22 @@ struct HttpServerOptions {
   /// Number of io threads running handlers (at least 1).
   int threads = 2;
   /// Largest accepted request body; larger ones get 413. Full-node-object
-  /// filter requests from big clusters reach tens of MB.
-  size_t body_limit = size_t{256} << 20;
+  /// filter requests from big clusters reach tens of MB. This default and
+  /// max_body_bytes_in_flight's are derived from the chart's memory limit in
+  /// extender/service/request_memory.h.
+  size_t body_limit = size_t{128} << 20;
   /// Largest accepted request line plus header fields; larger ones get 431.
   uint32_t header_limit = 16 << 10;
   /// Most connections open at once; one more is closed when accepted.
   /// kube-scheduler keeps a few keep-alive connections per extender.
   size_t max_connections = 512;
-  /// Most request-body bytes being received at once, over all connections:
-  /// each request reserves its Content-Length (a chunked one, body_limit)
-  /// when its header is read and frees it once handled. A request that does
-  /// not fit gets 503 with Retry-After: 1. Never less than body_limit (the
-  /// largest single request always fits on an idle server).
-  size_t max_body_bytes_in_flight = size_t{1} << 30;
+  /// Most request-body bytes in flight at once, over all connections: each
+  /// request reserves its Content-Length (a chunked one, body_limit) when its
+  /// header is read and frees it once its answer is written, so what handling
+  /// and answering it hold (a few times the body) is covered too. A request
+  /// that does not fit gets 503 with Retry-After: 1. Never less than
+  /// body_limit (the largest single request always fits on an idle server).
+  size_t max_body_bytes_in_flight = size_t{384} << 20;
   /// Time to receive a whole request once its first byte arrived (also bounds
   /// writing the response). On expiry the connection is closed unanswered.
   std::chrono::milliseconds read_timeout{30000};
@@ -122,6 +127,12 @@ struct HttpServerOptions {
   std::chrono::milliseconds idle_timeout{120000};
   /// How long Drain() waits for requests in flight before force-closing.
   std::chrono::milliseconds drain_timeout{25000};
+  /// Where the server counts what it refuses itself (may be null; must
+  /// outlive the server): tessera_http_connections_refused_total (past
+  /// max_connections) and tessera_http_rejections_total{reason} with reason
+  /// body_budget (503), body_too_large (413), header_too_large (431),
+  /// malformed (400).
+  MetricsRegistry* metrics = nullptr;
 };
 
 /// The HTTP server: a listener and its io threads. Not copyable or movable;

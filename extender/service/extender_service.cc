@@ -26,13 +26,29 @@ constexpr std::string_view kMemoBypassed = "tessera_prioritize_memo_bypassed_tot
 constexpr std::string_view kMemoBypassedHelp =
     "Prioritize requests scored without the memo (a profile whose GPU choice is not memoisable, or the memo busy).";
 
-// One parser per thread that answers requests (I/O, verb and bind threads):
-// its buffers grow to the largest request seen there and are reused, and a
-// request is decoded and answered on one thread.
+// One parser per thread that answers requests (I/O and verb threads),
+// reused: a request is decoded and answered on one thread. Its buffers grow
+// to the largest object it parsed (~15 bytes a byte of JSON; a filter body is
+// parsed an object at a time, at most k8s::kMaxObjectBytes each). Past
+// kKeptParserCapacity they are let go when the request is answered, so an
+// idle thread holds ~15 MiB of them at most.
+constexpr size_t kKeptParserCapacity = size_t{1} << 20;
+
 simdjson::dom::parser& ThreadParser() {
   thread_local simdjson::dom::parser parser;
   return parser;
 }
+
+// Declared first in a verb, so that it outlives what the verb decoded.
+class ThreadParserLease {
+ public:
+  ThreadParserLease() = default;
+  ThreadParserLease(const ThreadParserLease&) = delete;
+  ThreadParserLease& operator=(const ThreadParserLease&) = delete;
+  ~ThreadParserLease() {
+    if (ThreadParser().capacity() > kKeptParserCapacity) ThreadParser() = simdjson::dom::parser();
+  }
+};
 
 size_t NodeCount(const k8s::ExtenderArgs& args) {
   return args.nodes ? args.nodes->size() : args.node_names->size();
@@ -53,6 +69,7 @@ ExtenderService::ExtenderService(ExtenderSources sources, MetricsRegistry& metri
       score_memo_(sources_.score_pool) {}
 
 absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const {
+  const ThreadParserLease lease;
   absl::StatusOr<k8s::ExtenderArgs> args = k8s::DecodeExtenderArgs(body, ThreadParser());
   if (!args.ok()) return args.status();
   const size_t n = NodeCount(*args);
@@ -122,6 +139,7 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
 }
 
 absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) const {
+  const ThreadParserLease lease;
   absl::StatusOr<k8s::ExtenderArgs> args = k8s::DecodeExtenderArgs(body, ThreadParser());
   if (!args.ok()) return args.status();
   const size_t n = NodeCount(*args);
@@ -154,6 +172,7 @@ absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) c
 }
 
 ExtenderService::BindRest ExtenderService::StartBind(std::string_view body, absl::Time deadline) const {
+  const ThreadParserLease lease;
   absl::StatusOr<k8s::ExtenderBindingArgs> args = k8s::DecodeBindingArgs(body, ThreadParser());
   if (!args.ok()) return [status = args.status()]() -> absl::StatusOr<std::string> { return status; };
   if (sources_.binder == nullptr) {
@@ -179,6 +198,7 @@ ExtenderService::BindRest ExtenderService::StartBind(std::string_view body, absl
 }
 
 absl::Status ExtenderService::Preempt(std::string_view body) const {
+  const ThreadParserLease lease;
   absl::StatusOr<k8s::ExtenderPreemptionArgs> args = k8s::DecodePreemptionArgs(body, ThreadParser());
   if (!args.ok()) return args.status();
   return absl::UnimplementedError(

@@ -178,6 +178,10 @@ TEST_F(ExtenderBinaryTest, AFlagOutOfRangeStopsTheStartWithExitTwoAndNamesTheFla
        {"the lease duration must be longer than the renew deadline"}},
       {"no bind thread is refused", {"--bind-threads=0"}, {"--bind_threads must be 1..256, got 0"}},
       {"a zero bind timeout is refused", {"--bind-timeout=0"}, {"--bind_timeout must be 100ms..1h, got 0"}},
+      {"a body budget smaller than one body is refused",
+       {"--max-body-bytes=1048576", "--max-body-bytes-in-flight=1000"},
+       {"--max_body_bytes_in_flight must be 1048576..68719476736, got 1000"}},
+      {"no connection at all is refused", {"--max-connections=0"}, {"--max_connections must be 1..65536, got 0"}},
       {"every bad flag is named at once",
        {"--score-threads=-2", "--api-timeout=-1s"},
        {"--score_threads must be -1..64, got -2", "--api_timeout must be 100ms..1h, got -1s"}},
@@ -190,6 +194,30 @@ TEST_F(ExtenderBinaryTest, AFlagOutOfRangeStopsTheStartWithExitTwoAndNamesTheFla
     EXPECT_EQ(e.Wait(), 2);
     for (const std::string& m : c.messages) EXPECT_THAT(e.AllOutput(), HasSubstr(m));
   }
+}
+
+TEST_F(ExtenderBinaryTest, TheServersCapsAreFlagsAndWhatTheyRefuseIsCounted) {
+  std::vector<std::string> args = Args();
+  args.insert(args.end(), {"--max-connections=1", "--max-body-bytes=1024"});
+  Extender e(args);
+  const uint16_t port = Port(e);
+  ASSERT_NE(port, 0) << e.AllOutput();
+  {
+    testing::HttpClient first(port);
+    ASSERT_EQ(first.Get("/healthz").status, 200);
+    testing::HttpClient second(port);
+    EXPECT_EQ(second.Get("/healthz").status, 0) << "a second connection is closed when accepted";
+    EXPECT_EQ(first.Post("/filter", std::string(1025, ' ')).status, 413);
+  }
+  // Refused until the server has seen the first connection go.
+  testing::HttpAnswer metrics;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (metrics.status != 200 && std::chrono::steady_clock::now() < deadline) {
+    metrics = testing::HttpClient(port).Get("/metrics");
+  }
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_THAT(metrics.body, ::testing::ContainsRegex("\ntessera_http_connections_refused_total [1-9]"));
+  EXPECT_THAT(metrics.body, HasSubstr("\ntessera_http_rejections_total{reason=\"body_too_large\"} 1\n"));
 }
 
 TEST_F(ExtenderBinaryTest, AnInvalidReloadKeepsThePolicyInForceAndSigtermExitsZero) {

@@ -9,6 +9,7 @@
 
 #include "extender/server/http_server.h"
 #include "extender/service/router.h"
+#include "test/testing/data_files.h"
 #include "test/testing/http_client.h"
 #include "test/testing/service_fixture.h"
 
@@ -130,6 +131,37 @@ TEST_F(ExtenderServerTest, BadInputGetsAJsonReasonAndTheServerKeepsServing) {
     HttpClient next(port());
     EXPECT_EQ(next.Post("/filter", valid).status, 200);
   }
+}
+
+TEST_F(ExtenderServerTest, AFullNodeBodyAtTheLimitIsServedAndOneByteMoreGets413) {
+  // The recorded request's Node objects, repeated under new names to just
+  // under the 1 MiB limit, then padded with spaces (JSON allows them) to it.
+  const json recorded = json::parse(testing::ReadFile(testing::FixturePath("filter-request-fullnodes.json")));
+  const json& nodes = recorded["Nodes"]["items"];
+  const size_t limit = size_t{1} << 20;
+  std::string body = R"({"Pod":)" + recorded["Pod"].dump() + R"(,"Nodes":{"metadata":{},"items":[)";
+  json first;
+  for (size_t i = 0; body.size() < limit - 8192; ++i) {
+    json node = nodes[i % nodes.size()];
+    node["metadata"]["name"] = "node-" + std::to_string(i);
+    if (i == 0) first = node;
+    body += (i > 0 ? "," : "") + node.dump();
+  }
+  body += R"(]},"NodeNames":null})";
+  const json request = json::parse(body);
+  body.resize(limit, ' ');
+
+  HttpClient client(port());
+  const HttpAnswer served = client.Post("/filter", body);
+  ASSERT_EQ(served.status, 200) << served.body.substr(0, 300);
+  const json answer = json::parse(served.body);
+  EXPECT_EQ(answer["Nodes"]["items"].size(), request["Nodes"]["items"].size()) << "every node passes, echoed";
+  EXPECT_EQ(answer["Nodes"]["items"][0], first);
+
+  body.push_back(' ');
+  const HttpAnswer refused = HttpClient(port()).Post("/filter", body);
+  EXPECT_EQ(refused.status, 413);
+  EXPECT_THAT(refused.body, HasSubstr("limit"));
 }
 
 TEST_F(ExtenderServerTest, ThirtyTwoConcurrentClientsGetTheSameAnswersAsOne) {

@@ -4,12 +4,12 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -51,14 +51,16 @@ inline std::string DcgmExposition(const std::vector<DcgmGpu>& gpus) {
 
 /// An HTTP server on 127.0.0.1 (any port) answering every request with what
 /// the test last set for its path (404 for unknown paths). Stop() makes it
-/// unreachable, as a crashed exporter or Prometheus would be.
+/// unreachable, as a crashed exporter or Prometheus would be; an answer set
+/// to `hold` makes it silent: it comes only at ReleaseHeld() (or Stop()), so
+/// a client's timeout surely passes first, whatever the machine's load.
 class FakeEndpoint {
  public:
   struct Answer {
     int status = 200;
     std::string content_type = "application/json";
     std::string body;
-    std::chrono::milliseconds delay{0};
+    bool hold = false;
   };
 
   FakeEndpoint() {
@@ -83,7 +85,17 @@ class FakeEndpoint {
   /// Answers the API's /api/v1/query whose query parameter is `promql` (decoded).
   void SetQuery(const std::string& promql, Answer answer) { Set(absl::StrCat("/api/v1/query?", promql), answer); }
 
+  /// Sends the answers held so far (and those asked for later).
+  void ReleaseHeld() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      released_ = true;
+    }
+    released_changed_.notify_all();
+  }
+
   void Stop() {
+    ReleaseHeld();
     if (server_ == nullptr) return;
     server_->Drain();
     server_->Wait();
@@ -142,7 +154,10 @@ class FakeEndpoint {
         answer = it->second;
       }
     }
-    if (answer.delay.count() > 0) std::this_thread::sleep_for(answer.delay);
+    if (answer.hold) {
+      std::unique_lock<std::mutex> lock(mu_);
+      released_changed_.wait(lock, [&] { return released_; });
+    }
     HttpResponse response{static_cast<boost::beast::http::status>(answer.status), 11};
     response.set(boost::beast::http::field::content_type, answer.content_type);
     response.body() = std::move(answer.body);
@@ -152,6 +167,8 @@ class FakeEndpoint {
   std::unique_ptr<HttpServer> server_;
   uint16_t port_ = 0;
   mutable std::mutex mu_;
+  std::condition_variable released_changed_;
+  bool released_ = false;  // guarded by mu_
   std::map<std::string, Answer> answers_;
   std::map<std::string, int> counts_;
 };

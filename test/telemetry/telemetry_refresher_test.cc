@@ -1,6 +1,11 @@
 // The refresher against a fake Prometheus API that answers what each test
 // wants, including what a real one rarely does: HTTP errors, garbage, NaN,
 // silence. Every failure must be counted and survived.
+//
+// Time is a FakeClock: measurements age and the background thread's interval
+// passes when a test advances it, never by sleeping. Queries get a timeout
+// far beyond what a loaded machine needs; the one test of a timeout has an
+// answer that never comes before it.
 #include "telemetry/telemetry_refresher.h"
 
 #include <string>
@@ -9,27 +14,29 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "absl/time/clock.h"
 #include "test/telemetry/fake_endpoints.h"
+#include "test/testing/fake_clock.h"
 
 namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::FakeClock;
 using testing::FakeEndpoint;
 using testing::SeriesValue;
 using testing::VectorAnswer;
 
-double NowSeconds() { return absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()); }
+double UnixSeconds(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
 
-// A Prometheus section with short timeouts and the default queries.
+// A Prometheus section with the default queries, whose timeout no answer
+// that comes reaches.
 TelemetrySettings Settings(const std::string& url) {
   TelemetrySettings t;
   t.refresh_interval = absl::Hours(1);
   t.stale_after = absl::Hours(1);
   PrometheusSettings p;
   p.url = url;
-  p.timeout = absl::Milliseconds(300);
+  p.timeout = absl::Seconds(30);
   t.prometheus = p;
   return t;
 }
@@ -53,7 +60,7 @@ class RefresherTest : public ::testing::Test {
 
   // Answers every default query for node-a's two GPUs, sampled now.
   void AnswerAll(const std::string& util0, const std::string& util1 = "10") {
-    const double now = NowSeconds();
+    const double now = UnixSeconds(clock_.Now());
     const PrometheusQueries q;
     prometheus_.SetQuery(Sent(q.utilization), {.body = VectorAnswer({{"node-a", "GPU-a0", "0", util0},
                                                                {"node-a", "GPU-a1", "1", util1}},
@@ -79,6 +86,7 @@ class RefresherTest : public ::testing::Test {
     return std::stod(text.substr(at + series.size() + 2));
   }
 
+  FakeClock clock_;
   ClusterModel model_;
   MetricsRegistry metrics_;
   FakeEndpoint prometheus_;
@@ -86,7 +94,7 @@ class RefresherTest : public ::testing::Test {
 };
 
 TEST_F(RefresherTest, AGoodRoundPublishesTelemetryIntoTheModel) {
-  TelemetryRefresher refresher(model_, metrics_, TelemetryRefresher::Mode::kManual);
+  TelemetryRefresher refresher(model_, metrics_, TelemetryRefresher::Mode::kManual, clock_);
   AnswerAll("97");
   ASSERT_TRUE(refresher.Configure(Settings(prometheus_.url())).ok());
   ASSERT_TRUE(refresher.RefreshNow().ok());
@@ -102,7 +110,7 @@ TEST_F(RefresherTest, AGoodRoundPublishesTelemetryIntoTheModel) {
 }
 
 TEST_F(RefresherTest, FailuresAreCountedAndTheLastGoodValuesStay) {
-  TelemetryRefresher refresher(model_, metrics_, TelemetryRefresher::Mode::kManual);
+  TelemetryRefresher refresher(model_, metrics_, TelemetryRefresher::Mode::kManual, clock_);
   AnswerAll("97");
   ASSERT_TRUE(refresher.Configure(Settings(prometheus_.url())).ok());
   ASSERT_TRUE(refresher.RefreshNow().ok());
@@ -118,7 +126,6 @@ TEST_F(RefresherTest, FailuresAreCountedAndTheLastGoodValuesStay) {
       {{.status = 400, .body = R"({"status":"error","errorType":"bad_data","error":"1:15: parse error"})"},
        "prometheus_error", "Prometheus answered an error (bad_data): 1:15: parse error"},
       {{.status = 200, .body = "{\"status\":\"success\",\"data\":"}, "malformed", "malformed Prometheus answer"},
-      {{.status = 200, .body = "{}", .delay = std::chrono::milliseconds(800)}, "unreachable", "within 300ms"},
   };
   for (const Case& c : cases) {
     prometheus_.SetQuery(util, c.answer);
@@ -131,7 +138,7 @@ TEST_F(RefresherTest, FailuresAreCountedAndTheLastGoodValuesStay) {
     ASSERT_NE(t, nullptr) << c.result;
     EXPECT_EQ(t->gpus[0].utilization, PerMille(970)) << c.result;
   }
-  EXPECT_EQ(Count(R"(tessera_telemetry_refreshes_total{result="failure"})"), 4);
+  EXPECT_EQ(Count(R"(tessera_telemetry_refreshes_total{result="failure"})"), 3);
 
   // And it recovers.
   AnswerAll("12");
@@ -139,8 +146,25 @@ TEST_F(RefresherTest, FailuresAreCountedAndTheLastGoodValuesStay) {
   EXPECT_EQ(Telemetry()->gpus[0].utilization, PerMille(120));
 }
 
+TEST_F(RefresherTest, ASilentPrometheusTimesOutAndIsCountedAsUnreachable) {
+  TelemetryRefresher refresher(model_, metrics_, TelemetryRefresher::Mode::kManual, clock_);
+  AnswerAll("97");
+  TelemetrySettings settings = Settings(prometheus_.url());
+  settings.prometheus->timeout = absl::Milliseconds(50);
+  ASSERT_TRUE(refresher.Configure(settings).ok());
+  ASSERT_TRUE(refresher.RefreshNow().ok());
+  prometheus_.SetQuery(Sent(PrometheusQueries{}.utilization), {.body = "{}", .hold = true});
+  const absl::Status status = refresher.RefreshNow();
+  prometheus_.ReleaseHeld();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_THAT(status.message(), HasSubstr("within 50ms"));
+  EXPECT_EQ(Count(R"(tessera_telemetry_queries_total{query="utilization",result="unreachable"})"), 1);
+  ASSERT_NE(Telemetry(), nullptr);
+  EXPECT_EQ(Telemetry()->gpus[0].utilization, PerMille(970));  // the last good values stay
+}
+
 TEST_F(RefresherTest, PrometheusUnreachableIsCountedAndSurvived) {
-  TelemetryRefresher refresher(model_, metrics_, TelemetryRefresher::Mode::kManual);
+  TelemetryRefresher refresher(model_, metrics_, TelemetryRefresher::Mode::kManual, clock_);
   prometheus_.Stop();
   ASSERT_TRUE(refresher.Configure(Settings(prometheus_.url())).ok());
   const absl::Status status = refresher.RefreshNow();
@@ -151,7 +175,7 @@ TEST_F(RefresherTest, PrometheusUnreachableIsCountedAndSurvived) {
 }
 
 TEST_F(RefresherTest, NanValuesAreDroppedAndCountedNotTrusted) {
-  TelemetryRefresher refresher(model_, metrics_, TelemetryRefresher::Mode::kManual);
+  TelemetryRefresher refresher(model_, metrics_, TelemetryRefresher::Mode::kManual, clock_);
   AnswerAll("NaN", "55");
   ASSERT_TRUE(refresher.Configure(Settings(prometheus_.url())).ok());
   ASSERT_TRUE(refresher.RefreshNow().ok());
@@ -163,7 +187,7 @@ TEST_F(RefresherTest, NanValuesAreDroppedAndCountedNotTrusted) {
 }
 
 TEST_F(RefresherTest, StaleMeasurementsLeaveTheModel) {
-  TelemetryRefresher refresher(model_, metrics_, TelemetryRefresher::Mode::kManual);
+  TelemetryRefresher refresher(model_, metrics_, TelemetryRefresher::Mode::kManual, clock_);
   AnswerAll("50");
   TelemetrySettings settings = Settings(prometheus_.url());
   settings.stale_after = absl::Seconds(1);
@@ -172,34 +196,42 @@ TEST_F(RefresherTest, StaleMeasurementsLeaveTheModel) {
   ASSERT_TRUE(refresher.RefreshNow().ok());
   ASSERT_NE(Telemetry(), nullptr);
   // The exporter's series went stale: Prometheus no longer lists the GPUs.
-  const double now = NowSeconds();
+  clock_.Advance(absl::Milliseconds(900));
+  const double now = UnixSeconds(clock_.Now());
   prometheus_.SetQuery(Sent(PrometheusQueries{}.utilization), {.body = VectorAnswer({}, now)});
   prometheus_.SetQuery(Sent(PrometheusQueries{}.sample_time), {.body = VectorAnswer({}, now)});
-  absl::SleepFor(absl::Milliseconds(1100));
+  ASSERT_TRUE(refresher.RefreshNow().ok());
+  ASSERT_NE(Telemetry(), nullptr) << "0.9 s old: still fresh";
+  clock_.Advance(absl::Milliseconds(200));
   ASSERT_TRUE(refresher.RefreshNow().ok());
   EXPECT_EQ(Telemetry(), nullptr);
   EXPECT_EQ(Count("tessera_telemetry_gpus"), 0);
 }
 
 TEST_F(RefresherTest, TheBackgroundThreadRefreshesOnItsInterval) {
-  TelemetryRefresher refresher(model_, metrics_);
+  TelemetryRefresher refresher(model_, metrics_, TelemetryRefresher::Mode::kBackground, clock_);
   AnswerAll("30");
   TelemetrySettings settings = Settings(prometheus_.url());
-  settings.refresh_interval = absl::Seconds(1);
+  settings.refresh_interval = absl::Seconds(10);
   ASSERT_TRUE(refresher.Configure(settings).ok());
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (Telemetry() == nullptr && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  // The first round runs at once; then the thread waits for the interval.
+  ASSERT_TRUE(clock_.WaitForWaiters(1));
   ASSERT_NE(Telemetry(), nullptr);
+  EXPECT_EQ(Telemetry()->gpus[0].utilization, PerMille(300));
   AnswerAll("70");
-  while (Telemetry()->gpus[0].utilization != PerMille(700) && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(20));
-  }
+  clock_.Advance(absl::Seconds(9));
+  // Not yet: a round would have to finish before the thread waits again, and
+  // the model would already show it.
+  EXPECT_EQ(Telemetry()->gpus[0].utilization, PerMille(300));
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(clock_.WaitForWaiters(2));
   EXPECT_EQ(Telemetry()->gpus[0].utilization, PerMille(700));
+  EXPECT_EQ(prometheus_.requests(absl::StrCat("/api/v1/query?", Sent(PrometheusQueries{}.utilization))), 2);
 }
 
 TEST_F(RefresherTest, AnnotationsFeedTheModelAndTheNewerSourceWins) {
-  TelemetryRefresher refresher(model_, metrics_, TelemetryRefresher::Mode::kManual);
-  const std::string annotation = absl::StrCat(R"({"timestamp":")", absl::FormatTime(absl::RFC3339_sec, absl::Now(),
+  TelemetryRefresher refresher(model_, metrics_, TelemetryRefresher::Mode::kManual, clock_);
+  const std::string annotation = absl::StrCat(R"({"timestamp":")", absl::FormatTime(absl::RFC3339_sec, clock_.Now(),
                                                                                      absl::UTCTimeZone()),
                                               R"(","gpus":[{"index":0,"utilization":42}]})");
   refresher.OnNodeAnnotation("node-a", annotation);  // not configured yet: ignored
@@ -221,7 +253,7 @@ TEST_F(RefresherTest, AnnotationsFeedTheModelAndTheNewerSourceWins) {
 
   // With Prometheus as well, the fresher of the two is in force.
   refresher.OnNodeAnnotation("node-a", annotation);
-  absl::SleepFor(absl::Milliseconds(1100));  // annotations have 1 s resolution
+  clock_.Advance(absl::Seconds(2));  // annotations have 1 s resolution
   AnswerAll("90");
   ASSERT_TRUE(refresher.Configure(Settings(prometheus_.url())).ok());
   ASSERT_TRUE(refresher.RefreshNow().ok());

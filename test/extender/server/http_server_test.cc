@@ -521,7 +521,7 @@ TEST(HttpServerTest, BodiesPastTheServerWideBudgetGet503UntilTheBudgetFrees) {
   const HttpResponse refused = busy.RoundTrip(Post("/busy", std::string(300, 'b')));
   EXPECT_EQ(refused.result(), http::status::service_unavailable);
   EXPECT_EQ(refused[http::field::retry_after], "1");
-  EXPECT_THAT(refused.body(), HasSubstr("server busy: request bodies being received would exceed 1000 bytes"));
+  EXPECT_THAT(refused.body(), HasSubstr("server busy: request bodies in flight would exceed 1000 bytes"));
   EXPECT_TRUE(busy.ClosedWithin(kIoTimeout));
   // What fits is served meanwhile.
   Client small(server->port());
@@ -531,9 +531,81 @@ TEST(HttpServerTest, BodiesPastTheServerWideBudgetGet503UntilTheBudgetFrees) {
   HttpResponse done;
   ASSERT_FALSE(slow.Read(done));
   EXPECT_EQ(done.body(), std::string(800, 'a'));
-  // Handled, its share is free again.
-  Client after(server->port());
-  EXPECT_EQ(after.RoundTrip(Post("/after", std::string(900, 'd'))).result(), http::status::ok);
+  // Answered, its share is free again: once the server has seen its write
+  // complete, which may be just after the client read it.
+  const auto deadline = Clock::now() + kIoTimeout;
+  http::status after = http::status::service_unavailable;
+  while (after == http::status::service_unavailable && Clock::now() < deadline) {
+    Client next(server->port());
+    after = next.RoundTrip(Post("/after", std::string(900, 'd'))).result();
+  }
+  EXPECT_EQ(after, http::status::ok);
+}
+
+TEST(HttpServerTest, AnAnswerKeepsItsRequestsShareOfTheBudgetUntilItIsWritten) {
+  MetricsRegistry metrics;
+  HttpServerOptions options = TestOptions();
+  options.body_limit = 1000;
+  options.max_body_bytes_in_flight = 1000;
+  options.metrics = &metrics;
+  // "/big" answers 64 MiB, more than the sockets' buffers take: its write
+  // stays pending while its client does not read.
+  std::promise<void> handled;
+  auto server = MustStart(options, [&](const HttpRequest& req) {
+    HttpResponse res = Echo(req);
+    if (req.target() == "/big") {
+      res.body() = std::string(size_t{64} << 20, 'x');
+      handled.set_value();
+    }
+    return res;
+  });
+  ASSERT_NE(server, nullptr);
+  Client reader(server->port(), milliseconds(30000));
+  ASSERT_FALSE(reader.Write(Post("/big", std::string(800, 'a'))));
+  ASSERT_EQ(handled.get_future().wait_for(kIoTimeout), std::future_status::ready);
+
+  // Its 800 bytes stay reserved while its answer is being written.
+  Client busy(server->port());
+  EXPECT_EQ(busy.RoundTrip(Post("/busy", std::string(300, 'b'))).result(), http::status::service_unavailable);
+  EXPECT_THAT(metrics.Render(), HasSubstr("tessera_http_rejections_total{reason=\"body_budget\"} 1\n"));
+
+  HttpResponse big;
+  ASSERT_FALSE(reader.Read(big));
+  EXPECT_EQ(big.body().size(), size_t{64} << 20);
+  const auto deadline = Clock::now() + kIoTimeout;
+  http::status after = http::status::service_unavailable;
+  while (after == http::status::service_unavailable && Clock::now() < deadline) {
+    Client next(server->port());
+    after = next.RoundTrip(Post("/after", std::string(300, 'd'))).result();
+  }
+  EXPECT_EQ(after, http::status::ok);
+}
+
+TEST(HttpServerTest, RefusedConnectionsAndRequestsAreCounted) {
+  MetricsRegistry metrics;
+  HttpServerOptions options = TestOptions();
+  options.max_connections = 1;
+  options.body_limit = 1000;
+  options.metrics = &metrics;
+  auto server = MustStart(options);
+  ASSERT_NE(server, nullptr);
+  {
+    Client first(server->port());
+    EXPECT_EQ(first.RoundTrip(Post("/a", "1")).body(), "1");
+    Client second(server->port());
+    EXPECT_TRUE(second.ClosedWithin(kIoTimeout));
+  }
+  const auto deadline = Clock::now() + kIoTimeout;
+  http::status too_large = http::status::ok;
+  while (too_large != http::status::payload_too_large && Clock::now() < deadline) {
+    Client next(server->port());  // refused until the server has seen the first one go
+    HttpResponse res;
+    if (!next.Write(Post("/big", std::string(1001, 'x'))) && !next.Read(res)) too_large = res.result();
+  }
+  EXPECT_EQ(too_large, http::status::payload_too_large);
+  const std::string text = metrics.Render();
+  EXPECT_THAT(text, HasSubstr("tessera_http_rejections_total{reason=\"body_too_large\"} 1\n"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("tessera_http_connections_refused_total [1-9]"));
 }
 
 TEST(HttpServerTest, StartReportsBindAndOptionErrorsAsStatus) {

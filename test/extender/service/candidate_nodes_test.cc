@@ -41,24 +41,24 @@ TEST(CandidateNodesTest, EveryFormJoinsTheGpusItReadsWithWhatTheSnapshotSaysPods
 
   struct Case {
     std::string name;
-    k8s::ExtenderArgs args;
+    const k8s::ExtenderArgs* args;  // move-only: the views point into its text
     std::vector<std::vector<GpuState>> states;  // per node named
   };
   k8s::ExtenderArgs names;
   names.node_names = std::vector<std::string_view>{"n1", "unknown"};
   k8s::ExtenderArgs objects;
   objects.nodes = std::vector<k8s::WireNode>{
-      k8s::WireNode{.name = "n1", .inventory = {.inventory_annotation = kTwoGpus}, .object = {}},
-      k8s::WireNode{.name = "unknown", .inventory = {.inventory_annotation = kTwoGpus}, .object = {}}};
+      k8s::WireNode{.name = "n1", .inventory = {.inventory_annotation = kTwoGpus}, .json = {}},
+      k8s::WireNode{.name = "unknown", .inventory = {.inventory_annotation = kTwoGpus}, .json = {}}};
   const std::vector<Case> cases = {
-      {"names: the snapshot's own views, nothing for a node it does not know", names, {{idle, held}, {}}},
+      {"names: the snapshot's own views, nothing for a node it does not know", &names, {{idle, held}, {}}},
       {"Node objects: their inventory, with the snapshot's usage where it knows the node",
-       objects,
+       &objects,
        {{idle, held}, {idle, held_unknown}}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    const CandidateNodes candidates(c.args, *snapshot);
+    const CandidateNodes candidates(*c.args, *snapshot);
     ASSERT_EQ(candidates.views().size(), c.states.size());
     for (size_t i = 0; i < c.states.size(); ++i) {
       EXPECT_EQ(States(candidates.views()[i]), c.states[i]) << "node " << i;

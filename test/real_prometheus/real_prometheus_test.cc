@@ -1,11 +1,17 @@
 // Load-aware scheduling end to end with a real Prometheus: the test serves a
 // fake DCGM exporter whose values it controls, Prometheus (Debian's package,
-// started here on loopback) scrapes it every second, the refresher queries
+// started here on loopback) scrapes it every 200 ms, the refresher queries
 // Prometheus into the cluster model, and the policy loaded from a policy file
 // text scores and filters from the model's snapshot.
 //
 // Prometheus is stopped by PrometheusProcess's destructor, also when a test
 // fails; a missing binary fails the test with the install hint.
+//
+// Prometheus 2.42 applies a new scrape target only at its scrape manager's
+// 5-second reload tick, so each start costs 5 s before the first sample. The
+// binary therefore starts its exporter and Prometheus once, for all its tests
+// (ctest runs it as one test, RealPrometheusTests), plus a second Prometheus
+// at the same time for the one test that kills it.
 #include <array>
 #include <functional>
 #include <memory>
@@ -44,25 +50,48 @@ plugins:
     args: {rejectBusyGpus: true, busyThresholdPercent: 90, podWarmupSeconds: 0}
 telemetry:
   refreshInterval: 1s
-  staleAfter: 4s
+  staleAfter: 2s
   prometheus:
     url: http://127.0.0.1:PORT
-    timeout: 2s
+    timeout: 5s
     queries:
       utilization: DCGM_FI_DEV_GPU_UTIL
-      sustainedUtilization: max_over_time(DCGM_FI_DEV_GPU_UTIL[3s])
-    windows: {utilization: now, sustainedUtilization: 3s max}
+      sustainedUtilization: max_over_time(DCGM_FI_DEV_GPU_UTIL[1s])
+    windows: {utilization: now, sustainedUtilization: 1s max}
 )";
+
+// Scrapes every 200 ms, a 1 s window and a 2 s TTL: a test waits for a
+// change about a second, for staleness two (they were 1 s, 3 s and 4 s: 6 to
+// 10 s a test). The TTL stays well above the scrape interval, because
+// load-aware judges freshness by the real clock when it scores.
 
 constexpr absl::Duration kPatience = absl::Seconds(30);
 
+// What the whole binary shares: one exporter, scraped by two Prometheus
+// servers (the second, `doomed`, is the one a test kills).
+struct SharedPrometheus {
+  FakeEndpoint exporter;
+  absl::StatusOr<std::unique_ptr<PrometheusProcess>> prometheus = absl::UnknownError("not started");
+  absl::StatusOr<std::unique_ptr<PrometheusProcess>> doomed = absl::UnknownError("not started");
+};
+
 class RealPrometheusTest : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() {
+    shared_ = new SharedPrometheus();
+    shared_->prometheus = PrometheusProcess::Start({.target_port = shared_->exporter.port()});
+    shared_->doomed = PrometheusProcess::Start({.target_port = shared_->exporter.port()});
+  }
+  static void TearDownTestSuite() {
+    delete shared_;
+    shared_ = nullptr;
+  }
+
   void SetUp() override {
-    SetLoad(5, 5);
-    absl::StatusOr<std::unique_ptr<PrometheusProcess>> p = PrometheusProcess::Start({.target_port = exporter_.port()});
-    ASSERT_TRUE(p.ok()) << p.status();
-    prometheus_ = *std::move(p);
+    ASSERT_TRUE(shared_->prometheus.ok()) << shared_->prometheus.status();
+    ASSERT_TRUE(shared_->doomed.ok()) << shared_->doomed.status();
+    prometheus_ = shared_->prometheus->get();
+    SetLoad(5, 5);  // the exporter as every test starts: answering, cool
 
     for (const std::string node : {"node-a", "node-b"}) {
       NodeInventory inventory;
@@ -77,17 +106,22 @@ class RealPrometheusTest : public ::testing::Test {
     }
     model_.Publish();
 
-    const std::string text = absl::StrReplaceAll(Absl(kPolicy), {{"PORT", std::to_string(prometheus_->port())}});
-    absl::StatusOr<LoadedPolicy> policy = LoadPolicyDocument(text, "load-aware-test.yaml", registry_);
-    ASSERT_TRUE(policy.ok()) << policy.status();
-    policy_ = *std::move(policy);
-    ASSERT_TRUE(policy_.telemetry.has_value());
-    ASSERT_TRUE(refresher_.Configure(policy_.telemetry).ok());
+    UsePrometheus(*prometheus_);
 
     LoadAwareArgs args;
     args.reject_busy_gpus = true;
     args.pod_warmup = absl::ZeroDuration();
     load_aware_ = std::make_unique<LoadAwarePlugin>(args);
+  }
+
+  // Loads the policy with the Prometheus at `p` and points the refresher at it.
+  void UsePrometheus(const PrometheusProcess& p) {
+    const std::string text = absl::StrReplaceAll(Absl(kPolicy), {{"PORT", std::to_string(p.port())}});
+    absl::StatusOr<LoadedPolicy> policy = LoadPolicyDocument(text, "load-aware-test.yaml", registry_);
+    ASSERT_TRUE(policy.ok()) << policy.status();
+    policy_ = *std::move(policy);
+    ASSERT_TRUE(policy_.telemetry.has_value());
+    ASSERT_TRUE(refresher_.Configure(policy_.telemetry).ok());
   }
 
   // Both GPUs of node-a at `a` percent, of node-b at `b`.
@@ -100,8 +134,8 @@ class RealPrometheusTest : public ::testing::Test {
       gpus.push_back({"node-a", i, absl::StrCat("GPU-node-a-", i), a[static_cast<size_t>(i)], 1024, 80896});
       gpus.push_back({"node-b", i, absl::StrCat("GPU-node-b-", i), b, 1024, 80896});
     }
-    exporter_.Set("/metrics", {.content_type = "text/plain; version=0.0.4",
-                               .body = testing::DcgmExposition(gpus)});
+    shared_->exporter.Set("/metrics", {.content_type = "text/plain; version=0.0.4",
+                                       .body = testing::DcgmExposition(gpus)});
   }
 
   [[nodiscard]] NodeView View(const std::string& node) {
@@ -121,7 +155,7 @@ class RealPrometheusTest : public ::testing::Test {
     while (absl::Now() < deadline) {
       refresher_.RefreshNow().IgnoreError();  // Prometheus may still be warming up
       if (done()) return true;
-      absl::SleepFor(absl::Milliseconds(200));
+      absl::SleepFor(absl::Milliseconds(50));  // polling another process: no event to wait on
     }
     return false;
   }
@@ -150,9 +184,9 @@ class RealPrometheusTest : public ::testing::Test {
     return policy_.profile->Score(pod, views, nullptr);
   }
 
+  static SharedPrometheus* shared_;
   const PluginRegistry registry_ = NewBuiltinRegistry();
-  FakeEndpoint exporter_;
-  std::unique_ptr<PrometheusProcess> prometheus_;
+  PrometheusProcess* prometheus_ = nullptr;  // the one the refresher queries
   ClusterModel model_;
   MetricsRegistry metrics_;
   TelemetryRefresher refresher_{model_, metrics_, TelemetryRefresher::Mode::kManual};
@@ -161,6 +195,8 @@ class RealPrometheusTest : public ::testing::Test {
   std::shared_ptr<const ClusterSnapshot> snapshot_;
 };
 
+SharedPrometheus* RealPrometheusTest::shared_ = nullptr;
+
 TEST_F(RealPrometheusTest, ScoresAndFilterReasonsFollowTheExportersValues) {
   const PodGpuRequest pod = testing::Pod().Fraction(250);
   SetLoad(95, 5);
@@ -168,7 +204,7 @@ TEST_F(RealPrometheusTest, ScoresAndFilterReasonsFollowTheExportersValues) {
       << prometheus_->Log();
   const FilterVerdict hot = policy_.profile->Filter(pod, View("node-a"));
   EXPECT_FALSE(hot.ok());
-  EXPECT_THAT(hot.message, HasSubstr("GPU 0 at 95 percent utilisation (3s max) above the 90 percent threshold"));
+  EXPECT_THAT(hot.message, HasSubstr("GPU 0 at 95 percent utilisation (1s max) above the 90 percent threshold"));
   EXPECT_TRUE(policy_.profile->Filter(pod, View("node-b")).ok());
   EXPECT_LT(LoadAwareScore("node-a", pod), LoadAwareScore("node-b", pod));
   std::vector<int64_t> wire = WireScores(pod);
@@ -177,7 +213,7 @@ TEST_F(RealPrometheusTest, ScoresAndFilterReasonsFollowTheExportersValues) {
   SetLoad(5, 95);
   ASSERT_TRUE(RefreshUntil([&] { return Measured("node-a", 50, 50) && Measured("node-b", 950, 950); }));
   EXPECT_TRUE(policy_.profile->Filter(pod, View("node-a")).ok());
-  EXPECT_THAT(policy_.profile->Filter(pod, View("node-b")).message, HasSubstr("at 95 percent utilisation (3s max)"));
+  EXPECT_THAT(policy_.profile->Filter(pod, View("node-b")).message, HasSubstr("at 95 percent utilisation (1s max)"));
   EXPECT_GT(LoadAwareScore("node-a", pod), LoadAwareScore("node-b", pod));
   wire = WireScores(pod);
   EXPECT_GT(wire[0], wire[1]);
@@ -198,7 +234,7 @@ TEST_F(RealPrometheusTest, APodGetsTheCoolGpuOfANodeWhoseOtherGpuIsBusy) {
   EXPECT_EQ(policy_.profile->ChooseGpus(one, View("node-a")), gpu1);
   const FilterVerdict both = policy_.profile->Filter(two, View("node-a"));
   EXPECT_FALSE(both.ok());
-  EXPECT_EQ(both.message, "GPU 0 at 95 percent utilisation (3s max) above the 90 percent threshold");
+  EXPECT_EQ(both.message, "GPU 0 at 95 percent utilisation (1s max) above the 90 percent threshold");
 
   // The load moves: so does the pod.
   SetGpuLoads({5, 95}, 5);
@@ -235,13 +271,14 @@ TEST_F(RealPrometheusTest, EstimatesForJustBoundPodsApplyUntilNewSamplesArrive) 
   EXPECT_EQ(LoadAwareScore("node-a", pod), before);
 }
 
-TEST_F(RealPrometheusTest, DataGoesStaleWhenTheExporterStops) {
+TEST_F(RealPrometheusTest, DataGoesStaleWhenTheExporterFails) {
   const PodGpuRequest pod = testing::Pod().Fraction(250);
   SetLoad(95, 5);
   ASSERT_TRUE(RefreshUntil([&] { return Measured("node-a", 950, 950); })) << prometheus_->Log();
   ASSERT_FALSE(policy_.profile->Filter(pod, View("node-a")).ok());
 
-  exporter_.Stop();
+  // Scrapes fail (the next test's SetUp brings the exporter back).
+  shared_->exporter.Set("/metrics", {.status = 503, .content_type = "text/plain", .body = "exporter down"});
   ASSERT_TRUE(RefreshUntil([&] { return View("node-a").telemetry == nullptr; }));
   EXPECT_TRUE(policy_.profile->Filter(pod, View("node-a")).ok());
   EXPECT_EQ(LoadAwareScore("node-a", pod), load_aware_->args().neutral_score);
@@ -249,6 +286,8 @@ TEST_F(RealPrometheusTest, DataGoesStaleWhenTheExporterStops) {
 }
 
 TEST_F(RealPrometheusTest, PrometheusDownGivesNeutralScoresAndIsCounted) {
+  prometheus_ = shared_->doomed->get();
+  UsePrometheus(*prometheus_);
   const PodGpuRequest pod = testing::Pod().Fraction(250);
   SetLoad(95, 5);
   ASSERT_TRUE(RefreshUntil([&] { return Measured("node-a", 950, 950); })) << prometheus_->Log();
