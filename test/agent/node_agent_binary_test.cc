@@ -27,9 +27,19 @@ using tessera::testing::WaitFor;
 const std::string kAgent = TESSERA_NODE_AGENT_BINARY;
 const std::string kFakeNvml = FAKE_NVML_LIBRARY;
 
+// The child's fake-NVML settings: `set` over all of them cleared (other tests
+// of this process set them with setenv, and a child inherits the environment).
+std::map<std::string, std::string> Env(std::map<std::string, std::string> set) {
+  for (const char* name : {"FAKE_NVML_MACHINE", "FAKE_NVML_UNHEALTHY", "FAKE_NVML_MIG", "FAKE_NVML_CONTROL",
+                           "FAKE_NVML_INIT_ERROR", "TESSERA_NVML_LIBRARY"}) {
+    set.emplace(name, "");
+  }
+  return set;
+}
+
 TEST(NodeAgentBinary, PrintShowsTheAnnotationsTesseraParses) {
   ChildProcess agent(kAgent, {"--print", "--nvml-library=" + kFakeNvml},
-                     {{"FAKE_NVML_MACHINE", "dgx-a100"}, {"FAKE_NVML_UNHEALTHY", "4"}});
+                     Env({{"FAKE_NVML_MACHINE", "dgx-a100"}, {"FAKE_NVML_UNHEALTHY", "4"}}));
   ASSERT_EQ(agent.Wait(), 0) << agent.Stderr();
   const json printed = json::parse(agent.Stdout());
   const std::string inventory = printed.at("tessera.io/gpu-inventory");
@@ -44,7 +54,7 @@ TEST(NodeAgentBinary, PrintShowsTheAnnotationsTesseraParses) {
 }
 
 TEST(NodeAgentBinary, TheLibraryPathMayComeFromTheEnvironment) {
-  ChildProcess agent(kAgent, {"--print"}, {{"FAKE_NVML_MACHINE", "pcie-8"}, {"TESSERA_NVML_LIBRARY", kFakeNvml}});
+  ChildProcess agent(kAgent, {"--print"}, Env({{"FAKE_NVML_MACHINE", "pcie-8"}, {"TESSERA_NVML_LIBRARY", kFakeNvml}}));
   ASSERT_EQ(agent.Wait(), 0) << agent.Stderr();
   EXPECT_THAT(agent.Stdout(), HasSubstr("NVIDIA-L40S"));
 }
@@ -73,7 +83,7 @@ TEST(NodeAgentBinary, StartupProblemsExitWithACodeAndAClearMessage) {
   };
   for (const StartupCase& c : cases) {
     SCOPED_TRACE(c.name);
-    ChildProcess agent(kAgent, c.args, c.env);
+    ChildProcess agent(kAgent, c.args, Env(c.env));
     EXPECT_EQ(agent.Wait(), c.exit_code);
     EXPECT_THAT(agent.Stderr(), HasSubstr(c.message));
   }
@@ -97,7 +107,7 @@ class NodeAgentLoopTest : public ::testing::Test {
         kAgent,
         std::vector<std::string>{"--node-name=gpu-1", "--kubeconfig=" + kubeconfig_, "--interval=" + interval,
                                  "--nvml-library=" + kFakeNvml},
-        std::map<std::string, std::string>{{"FAKE_NVML_MACHINE", "dgx1-v100"}, {"FAKE_NVML_CONTROL", control_}});
+        Env({{"FAKE_NVML_MACHINE", "dgx1-v100"}, {"FAKE_NVML_CONTROL", control_}}));
   }
   // The node's inventory as Tessera parses it; empty when there is none yet.
   std::vector<GpuDevice> Inventory() {

@@ -145,8 +145,8 @@ struct State {
 };
 
 State& S() {
-  static State* state = new State;  // never destroyed: the agent may call during exit
-  return *state;
+  static State state;  // destroyed when the library is unloaded (dlclose), after nvmlShutdown
+  return state;
 }
 
 std::set<int> IndexList(const char* env) {
@@ -223,7 +223,7 @@ extern "C" {
 
 __attribute__((visibility("default"))) nvmlReturn_t nvmlInit_v2() {
   FAKE_LOCK;
-  if (const char* err = std::getenv("FAKE_NVML_INIT_ERROR")) return std::atoi(err);
+  if (const char* err = std::getenv("FAKE_NVML_INIT_ERROR"); err != nullptr && *err != '\0') return std::atoi(err);
   const char* name = std::getenv("FAKE_NVML_MACHINE");
   const std::string machine = name != nullptr ? name : "";
   if (machine == "dgx1-v100") {
