@@ -34,34 +34,37 @@ absl::Status NodeAgent::PublishOnce() {
   absl::StatusOr<NodeGpus> gpus = ProbeGpus(nvml_, broken_, last_.get());
   if (!gpus.ok()) return absl::Status(gpus.status().code(), absl::StrCat("probe: ", gpus.status().message()));
   for (const std::string& note : gpus->notes) LogWarning(note);
-  absl::StatusOr<bool> patched = publisher_.Publish(AnnotationsOf(*gpus));
+  // What a GPU lost later was, whether or not this publication goes through.
+  last_ = std::make_unique<NodeGpus>(*std::move(gpus));
+  absl::StatusOr<bool> patched = publisher_.Publish(AnnotationsOf(*last_));
   if (!patched.ok()) return patched.status();
   if (*patched) {
     std::vector<std::string> unhealthy;
-    for (const ProbedGpu& g : gpus->gpus) {
+    for (const ProbedGpu& g : last_->gpus) {
       if (!g.device.healthy) unhealthy.push_back(absl::StrCat("GPU ", g.device.index, ": ", g.unhealthy_reason));
     }
-    LogInfo(absl::StrCat("node ", publisher_.node_name(), ": published ", gpus->gpus.size(), " GPUs",
+    LogInfo(absl::StrCat("node ", publisher_.node_name(), ": published ", last_->gpus.size(), " GPUs",
                          unhealthy.empty() ? "" : "; unhealthy: ", absl::StrJoin(unhealthy, "; ")));
   }
-  last_ = std::make_unique<NodeGpus>(*std::move(gpus));
   return absl::OkStatus();
 }
 
 bool NodeAgent::WaitForXid(absl::Time deadline, const absl::Notification& stop) {
   constexpr absl::Duration kStopCheck = absl::Milliseconds(250);
+  bool watching = xids_ != nullptr;
   while (!stop.HasBeenNotified()) {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) return false;
-    if (xids_ == nullptr) {
+    if (!watching) {
       stop.WaitForNotificationWithTimeout(left);
       continue;
     }
     absl::StatusOr<std::optional<BrokenGpu>> event = xids_->Wait(std::min(left, kStopCheck));
     if (!event.ok()) {
-      // A failing wait must not spin: fall back to the plain timer.
-      LogWarning(absl::StrCat("XID errors are no longer watched: ", event.status().message()));
-      xids_.reset();
+      // A failing wait must not spin: the plain timer until the next period,
+      // which tries again (and the probe sees a GPU that fell off the bus).
+      LogWarning(absl::StrCat("waiting for XID errors: ", event.status().message()));
+      watching = false;
       continue;
     }
     if (!event->has_value() || broken_.count((*event)->uuid) > 0) continue;
