@@ -1,6 +1,9 @@
 # syntax=docker/dockerfile:1
 # The tessera-extender image: built and tested on Debian 12, run on Debian 12
-# slim with only the shared libraries the binary links. From the repository root:
+# slim with only the shared libraries the binaries link. It carries the node
+# agent too (/usr/local/bin/tessera-node-agent, run by the chart's DaemonSet
+# with its own command); the agent loads the driver's libnvidia-ml.so.1 at run
+# time, so nothing NVIDIA is in the image. From the repository root:
 #
 #   docker build -t tessera-extender:0.1.0 .
 #   docker build --build-arg SKIP_TESTS=1 -t tessera-extender:0.1.0 .
@@ -18,16 +21,16 @@ WORKDIR /src/tessera
 COPY . .
 RUN if [ "$SKIP_TESTS" = 1 ]; then \
       cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCHMARKS=OFF && \
-      cmake --build build -j"$(nproc)" --target tessera-extender; \
+      cmake --build build -j"$(nproc)" --target tessera-extender tessera-node-agent; \
     else \
       cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_BENCHMARKS=OFF && \
       cmake --build build -j"$(nproc)" && \
       ctest --test-dir build --output-on-failure -j"$(nproc)"; \
     fi && \
-    strip build/tessera-extender
+    strip build/tessera-extender build/tessera-node-agent
 
 FROM debian:bookworm-slim
-# What `ldd tessera-extender` lists, by Debian 12 package: abseil, yaml-cpp,
+# What `ldd tessera-extender` (and tessera-node-agent, a subset) lists, by Debian 12 package: abseil, yaml-cpp,
 # simdjson, OpenSSL (libssl and libcrypto), the C++ runtime. ca-certificates
 # for API servers reached through a kubeconfig that names no CA.
 RUN apt-get update && \
@@ -35,6 +38,7 @@ RUN apt-get update && \
       libabsl20220623 libyaml-cpp0.7 libsimdjson14 libssl3 libstdc++6 libgcc-s1 ca-certificates && \
     rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/tessera/build/tessera-extender /usr/local/bin/tessera-extender
+COPY --from=build /src/tessera/build/tessera-node-agent /usr/local/bin/tessera-node-agent
 COPY config/examples/default-policy.yaml /etc/tessera/policy.yaml
 # Numeric, so Kubernetes' runAsNonRoot can check it; no home, no shell needed.
 USER 65532:65532

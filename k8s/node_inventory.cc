@@ -91,6 +91,13 @@ void ParseInventoryItem(size_t item, simdjson::dom::element element, std::array<
       } else {
         gpu.numa = static_cast<int32_t>(*v);
       }
+    } else if (key == "healthy") {
+      bool healthy = true;
+      if (field.value.get_bool().get(healthy) != simdjson::SUCCESS) {
+        fail("\"healthy\" must be true or false");
+      } else {
+        gpu.healthy = healthy;
+      }
     }
   }
   if (!has_index) fail("\"index\" is required");

@@ -28,7 +28,8 @@ struct NodeInventoryFields {
 ///
 ///  - Annotation: a JSON list of `{"index":0,"uuid":"GPU-..","model":"NVIDIA-A100-SXM4-80GB",
 ///    "memoryMiB":81920,"numa":0}`; index (0..255, unique), model (non-empty)
-///    and memoryMiB (positive) are required, uuid and numa (>= -1) optional,
+///    and memoryMiB (positive) are required, uuid, numa (>= -1) and healthy
+///    (a boolean, default true: false keeps every pod off the GPU) optional,
 ///    other keys ignored. Output sorted by index. Errors name the 0-based
 ///    item: `annotation tessera.io/gpu-inventory: item 2: "memoryMiB" must be
 ///    a positive integer`; all items' problems are reported together.

@@ -14,6 +14,7 @@ namespace {
 // How one GPU relates to the pod.
 enum class GpuFit {
   kModelRefused,   // never: not an accepted model
+  kUnhealthy,      // never (until the node's agent says otherwise): the GPU is broken
   kMemoryUnknown,  // never: pod reserves memory, the card's size is unknown
   kTooSmall,       // never: not enough memory even when idle
   kFull,           // not now: others hold too much
@@ -45,6 +46,7 @@ bool ModelAccepted(const PodGpuRequest& r, const GpuDevice& gpu) {
 // the inventory) is read for its model, and only when the pod names models.
 GpuFit FitWhenIdle(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice& device, const GpuState& gpu) {
   if (!ModelAccepted(r, device)) return GpuFit::kModelRefused;
+  if (!gpu.healthy) return GpuFit::kUnhealthy;
   if (r.memory.value() > 0) {
     if (!gpu.memory_known()) return GpuFit::kMemoryUnknown;
     const MemoryMiB usable = UsableMemory(args, gpu.memory);
@@ -130,6 +132,20 @@ const GpuDevice* FindGpu(absl::Span<const GpuDevice> gpus, int32_t index) {
 
 MilliGpu GuaranteedOf(const PodGpuRequest& r) { return r.whole_gpu ? kOneGpu : r.guaranteed; }
 
+// "node has 8 GPUs, 1 unhealthy (GPU 3), pod needs 8 healthy ...": the
+// rejection when broken GPUs are what the pod lacks.
+std::string WhyUnhealthy(const PodGpuRequest& r, absl::Span<const GpuDevice> gpus, absl::Span<const GpuFit> fits,
+                         int accepted, int unhealthy) {
+  std::vector<int32_t> broken;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (fits[i] == GpuFit::kUnhealthy && broken.size() < kMaxListedGpus) broken.push_back(gpus[i].index);
+  }
+  const bool by_model = !r.models.empty() || !r.excluded_models.empty();
+  return absl::StrCat("node has ", accepted, by_model ? " GPUs of an accepted model, " : " GPUs, ", unhealthy,
+                      " unhealthy (GPU ", absl::StrJoin(broken, ", "), unhealthy > static_cast<int>(broken.size()) ? ", ..." : "",
+                      "; its tessera.io/gpu-inventory says why), pod needs ", r.count, " healthy");
+}
+
 // A GPU the pod fits on now, with what the GPU choice orders GPUs by.
 struct Candidate {
   int32_t index;
@@ -213,7 +229,7 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
   const absl::Span<const GpuDevice> gpus = node.gpus;
   if (gpus.empty()) return FilterVerdict::Never("no_gpus", "node has no GPUs");
 
-  int accepted = 0, large_enough = 0, fits_now = 0, memory_unknown = 0;
+  int accepted = 0, unhealthy = 0, large_enough = 0, fits_now = 0, memory_unknown = 0;
   // Remember each GPU's fit: the rejection message below needs the full ones
   // without evaluating them again.
   absl::InlinedVector<GpuFit, 16> fits;
@@ -223,6 +239,7 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
     fits.push_back(fit);
     switch (fit) {
       case GpuFit::kModelRefused: break;
+      case GpuFit::kUnhealthy: ++accepted; ++unhealthy; break;
       case GpuFit::kMemoryUnknown: ++accepted; ++memory_unknown; break;
       case GpuFit::kTooSmall: ++accepted; break;
       case GpuFit::kFull: ++accepted; ++large_enough; break;
@@ -239,6 +256,9 @@ FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& nod
         "gpu_model_mismatch",
         absl::StrCat("node has ", accepted, " GPUs of an accepted model (", DescribeModels(r), "), pod needs ",
                      r.count, "; node has ", DescribeInventory(gpus)));
+  }
+  if (accepted - unhealthy < r.count) {
+    return FilterVerdict::Never("gpu_unhealthy", WhyUnhealthy(r, gpus, fits, accepted, unhealthy));
   }
   if (large_enough < r.count) {
     if (memory_unknown > 0) {

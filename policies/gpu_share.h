@@ -9,7 +9,8 @@
 //     comes from the snapshot (NodeView joins them).
 //
 // Algorithm, per node
-//   1. Classify every GPU: model refused; too small for the pod even when idle
+//   1. Classify every GPU: model refused; unhealthy (the node's agent found
+//      it broken: no pod goes there); too small for the pod even when idle
 //      (memory); fits now; or full now (with the first reason why).
 //   2. Filter: fewer than `count` GPUs that could ever fit -> never
 //      (FailedAndUnresolvableNodes); fewer than `count` that fit now -> not now.

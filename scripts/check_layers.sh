@@ -30,6 +30,9 @@ declare -A allowed=(
                       scheduler/cache k8s k8s/admission k8s/client k8s/sync telemetry config extender/server"
   [extender]="scheduler/common scheduler/metrics scheduler/model scheduler/framework scheduler/memo
               scheduler/cache policies k8s k8s/admission k8s/client k8s/sync telemetry config extender/server extender/service"
+  # Beside the extender: the node agent publishes what k8s/ parses.
+  [agent/nvml]="scheduler/common scheduler/model"
+  [agent]="scheduler/common scheduler/model k8s k8s/client k8s/internal agent/nvml"
   [sim]="scheduler/common scheduler/model scheduler/framework policies config"
   # On top, beside the tests: a fuzz target may reach any decoder.
   [fuzz]="scheduler/common scheduler/metrics scheduler/model scheduler/framework scheduler/memo scheduler/cache
@@ -67,7 +70,7 @@ while IFS= read -r file; do
     echo "$file:$line: $from may not include $inc ($to is not below it)"
     violations=$((violations + 1))
   done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
-done < <(find scheduler policies k8s telemetry config extender sim fuzz -name '*.h' -o -name '*.cc' | sort)
+done < <(find scheduler policies k8s telemetry config extender agent sim fuzz -name '*.h' -o -name '*.cc' | sort)
 
 if [ "$violations" -ne 0 ]; then
   echo "check_layers: $violations include(s) break the floor plan (ARCHITECTURE.md)"

@@ -29,6 +29,10 @@ struct GpuDevice {
   std::string model;        ///< Product name, e.g. "NVIDIA-A100-SXM4-80GB"; empty if unknown.
   MemoryMiB memory{0};      ///< Total memory; 0 when unknown.
   int32_t numa = -1;        ///< NUMA node, -1 when unknown.
+  /// False when the node's agent found the GPU broken (a critical XID, a
+  /// failed row remapping, ...): no pod is placed on it until it is healthy
+  /// again. Sources that know nothing of health say healthy.
+  bool healthy = true;
 
   [[nodiscard]] bool memory_known() const { return memory.value() > 0; }
   bool operator==(const GpuDevice&) const = default;
@@ -95,12 +99,14 @@ struct GpuUsage {
 /// memory more than it computes.
 struct GpuState {
   int32_t index = 0;    ///< GpuDevice::index.
+  bool healthy = true;  ///< GpuDevice::healthy (in the index's padding: no extra byte).
   MemoryMiB memory{0};  ///< GpuDevice::memory: total; 0 when unknown.
   GpuUsage usage;       ///< What pods hold on it.
 
   [[nodiscard]] bool memory_known() const { return memory.value() > 0; }
   bool operator==(const GpuState&) const = default;
 };
+static_assert(sizeof(GpuState) == 56, "eight GPUs' states in 7 cache lines: keep GpuState packed");
 
 /// `gpus` joined with `usage_by_index` (indices past its end are idle), in
 /// `gpus`' order: what NodeView::gpu_states holds.
@@ -110,7 +116,7 @@ inline std::vector<GpuState> JoinGpuStates(absl::Span<const GpuDevice> gpus,
   states.reserve(gpus.size());
   for (const GpuDevice& g : gpus) {
     const bool held = g.index >= 0 && static_cast<size_t>(g.index) < usage_by_index.size();
-    states.push_back(GpuState{.index = g.index, .memory = g.memory,
+    states.push_back(GpuState{.index = g.index, .healthy = g.healthy, .memory = g.memory,
                               .usage = held ? usage_by_index[static_cast<size_t>(g.index)] : GpuUsage{}});
   }
   return states;

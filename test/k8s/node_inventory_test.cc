@@ -26,6 +26,11 @@ GpuDevice Gpu(int32_t index, std::string model = "", int64_t memory = 0, std::st
   return g;
 }
 
+GpuDevice Unhealthy(GpuDevice g) {
+  g.healthy = false;
+  return g;
+}
+
 // `count` GPUs 0..count-1 of one model and memory.
 std::vector<GpuDevice> Gpus(int32_t count, const std::string& model = "", int64_t memory = 0) {
   std::vector<GpuDevice> gpus;
@@ -90,6 +95,10 @@ TEST(ParseNodeInventory, TakesTheStrongestSourcePresent) {
       {"numa may say unknown explicitly",
        {.inventory_annotation = R"([{"index":0,"model":"T4","memoryMiB":1,"numa":-1,"uuid":""}])"},
        {InventorySource::kAnnotation, {Gpu(0, "T4", 1)}}},
+      {"a GPU the node agent found broken says healthy false",
+       {.inventory_annotation = R"([{"index":0,"model":"T4","memoryMiB":1,"healthy":false},)"
+                                R"({"index":1,"model":"T4","memoryMiB":1,"healthy":true,"unhealthyReason":"x"}])"},
+       {InventorySource::kAnnotation, {Unhealthy(Gpu(0, "T4", 1)), Gpu(1, "T4", 1)}}},
       {"index 255 is the largest",
        {.inventory_annotation = R"([{"index":255,"model":"T4","memoryMiB":1}])"},
        {InventorySource::kAnnotation, {Gpu(255, "T4", 1)}}},
@@ -135,6 +144,7 @@ TEST(ParseNodeInventory, TakesTheStrongestSourcePresent) {
       EXPECT_EQ(got->gpus[i].model, c.want.gpus[i].model);
       EXPECT_EQ(got->gpus[i].memory.value(), c.want.gpus[i].memory.value());
       EXPECT_EQ(got->gpus[i].numa, c.want.gpus[i].numa);
+      EXPECT_EQ(got->gpus[i].healthy, c.want.gpus[i].healthy);
     }
   }
 }
@@ -198,6 +208,9 @@ TEST(ParseNodeInventory, RefusesAMalformedSourceWithoutFallingThrough) {
       {"a numa node that is not an integer",
        {.inventory_annotation = Item(R"("index":0,"model":"T4","memoryMiB":1,"numa":null)")},
        {kAnn + R"(item 0: "numa" must be an integer >= -1)"}},
+      {"health that is not a boolean",
+       {.inventory_annotation = Item(R"("index":0,"model":"T4","memoryMiB":1,"healthy":"no")")},
+       {kAnn + R"(item 0: "healthy" must be true or false)"}},
       {"every problem of every item is reported",
        {.inventory_annotation = R"([{"index":0},{"index":1,"model":"T4","memoryMiB":0},"x"])"},
        {kAnn + R"(item 0: "model" is required; )" + kAnn + R"(item 0: "memoryMiB" is required; )" + kAnn +

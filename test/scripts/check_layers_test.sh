@@ -11,7 +11,7 @@ bash "$src/scripts/check_layers.sh" "$src" >/dev/null || fail "the tree itself b
 
 copy_tree() {
   rm -rf "$tmp/tree"; mkdir -p "$tmp/tree"
-  for d in scheduler policies k8s telemetry config extender sim fuzz scripts; do cp -r "$src/$d" "$tmp/tree/"; done
+  for d in scheduler policies k8s telemetry config extender agent sim fuzz scripts; do cp -r "$src/$d" "$tmp/tree/"; done
 }
 expect_violation() {  # FILE INCLUDE WORDS-IN-MESSAGE
   copy_tree
@@ -25,5 +25,8 @@ expect_violation policies/fgd.cc k8s/node_inventory.h "policies may not include 
 expect_violation k8s/node_inventory.cc config/policy_loader.h "k8s may not include"
 expect_violation config/policy_loader.cc policies/gpu_share.h "config may not include"
 expect_violation telemetry/gpu_samples.cc test/testing/builders.h "never includes tests"
+expect_violation agent/gpu_probe.cc extender/program.h "agent may not include extender/program.h"
+expect_violation k8s/node_inventory.cc agent/annotations.h "k8s may not include agent/annotations.h"
+expect_violation agent/nvml/nvml_library.cc k8s/annotations.h "agent/nvml may not include k8s/annotations.h"
 expect_violation k8s/node_inventory.cc fuzz/fuzz_input.h "never includes tests, benchmarks or fuzzers"
 echo "check_layers_test: every case behaved"

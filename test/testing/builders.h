@@ -44,6 +44,13 @@ class Node {
     usage_[static_cast<size_t>(index)].Add(share);
     return *this;
   }
+  /// The node's agent found GPU `index` broken.
+  Node& Unhealthy(int32_t index) {
+    for (GpuDevice& g : inventory_.gpus) {
+      if (g.index == index) g.healthy = false;
+    }
+    return *this;
+  }
   /// The node's inventory could not be parsed.
   Node& Broken(std::string why) {
     error_ = absl::InvalidArgumentError(std::move(why));

@@ -477,12 +477,10 @@ absl::StatusOr<json> ControlPlane::CreateGpuNode(const GpuNodeSpec& spec) {
   }
   json labels = {{"kubernetes.io/hostname", spec.name}};
   for (const auto& [k, v] : spec.labels) labels[k] = v;
-  const json node = {{"apiVersion", "v1"},
-                     {"kind", "Node"},
-                     {"metadata",
-                      {{"name", spec.name},
-                       {"labels", labels},
-                       {"annotations", {{"tessera.io/gpu-inventory", inventory.dump()}}}}}};
+  json node = {{"apiVersion", "v1"},
+               {"kind", "Node"},
+               {"metadata", {{"name", spec.name}, {"labels", labels}, {"annotations", json::object()}}}};
+  if (spec.inventory_annotation) node["metadata"]["annotations"]["tessera.io/gpu-inventory"] = inventory.dump();
   if (absl::Status st = Expect(Call("POST", "/api/v1/nodes", node.dump()), "create node " + spec.name, {201});
       !st.ok()) {
     return st;
@@ -513,6 +511,12 @@ absl::Status ControlPlane::LabelNode(const std::string& name, const std::string&
 
 absl::Status ControlPlane::DeleteNode(const std::string& name) {
   return Expect(Call("DELETE", "/api/v1/nodes/" + name), "delete node " + name, {200, 404});
+}
+
+absl::StatusOr<json> ControlPlane::GetNode(const std::string& name) {
+  absl::StatusOr<k8s::ApiResponse> r = Call("GET", "/api/v1/nodes/" + name);
+  if (absl::Status st = Expect(r, "get node " + name, {200}); !st.ok()) return st;
+  return json::parse(r->body);
 }
 
 absl::StatusOr<json> ControlPlane::CreatePod(const PodSpec& spec) {
@@ -694,8 +698,13 @@ void ControlPlaneTest::TearDown() {
 
 absl::StatusOr<json> ControlPlaneTest::Node(const std::string& suffix, int gpus) {
   GpuNodeSpec spec;
-  spec.name = ns_ + "-" + suffix;
+  spec.name = suffix;
   spec.gpus = gpus;
+  return Node(std::move(spec));
+}
+
+absl::StatusOr<json> ControlPlaneTest::Node(GpuNodeSpec spec) {
+  spec.name = ns_ + "-" + spec.name;
   spec.labels[kTestLabel] = ns_;
   absl::StatusOr<json> node = plane_->CreateGpuNode(spec);
   if (node.ok()) nodes_.push_back(spec.name);

@@ -72,6 +72,9 @@ struct GpuNodeSpec {
   std::string model = "NVIDIA-A100-SXM4-80GB";
   int64_t memory_mib = 81920;
   std::map<std::string, std::string> labels;
+  /// false: no inventory annotation, only the allocatable count (a node
+  /// before its node agent has run).
+  bool inventory_annotation = true;
 };
 
 /// A Pod for `tessera-scheduler`, with no containers that could run (nothing
@@ -145,6 +148,7 @@ class ControlPlane {
   /// Sets the label `key` = `value` on the node (a NodeUpdate for kube-scheduler).
   absl::Status LabelNode(const std::string& name, const std::string& key, const std::string& value);
   absl::Status DeleteNode(const std::string& name);
+  absl::StatusOr<nlohmann::json> GetNode(const std::string& name);
   absl::StatusOr<nlohmann::json> CreatePod(const PodSpec& spec);
   absl::StatusOr<nlohmann::json> GetPod(const std::string& ns, const std::string& name);
   /// The namespace's pods; `field_selector` as the API takes it, e.g.
@@ -227,6 +231,8 @@ class ControlPlaneTest : public ::testing::Test {
 
   /// A node `<namespace>-<suffix>` of this test.
   absl::StatusOr<nlohmann::json> Node(const std::string& suffix, int gpus);
+  /// The same from a full spec: `spec.name` is the suffix.
+  absl::StatusOr<nlohmann::json> Node(GpuNodeSpec spec);
   /// A pod of this test asking for `fraction` of one GPU.
   absl::StatusOr<nlohmann::json> Pod(const std::string& name, const std::string& fraction);
 

@@ -919,7 +919,7 @@ struct FakeApiServer::Impl {
           break;
         case Route::kGet:
           if (rec.method == "GET") return Get(route);
-          if (rec.method == "PATCH" && route.resource == FakeResource::kPods) return Patch(rec, route);
+          if (rec.method == "PATCH") return Patch(rec, route);
           break;
         case Route::kBinding:
         case Route::kBindings:
@@ -1018,8 +1018,9 @@ struct FakeApiServer::Impl {
     json updated;
     {
       std::lock_guard lock(mu);
-      auto it = pods.find(PodKey(route.ns, route.name));
-      if (it == pods.end()) return NotFound(FakeResource::kPods, route.name);
+      auto& objects = Objects(route.resource);
+      auto it = objects.find(route.resource == FakeResource::kNodes ? route.name : PodKey(route.ns, route.name));
+      if (it == objects.end()) return NotFound(route.resource, route.name);
       json& stored = it->second;
       if (!json_patch && patch.contains("metadata") && patch["metadata"].is_object()) {
         const json& meta = patch["metadata"];
@@ -1044,7 +1045,7 @@ struct FakeApiServer::Impl {
       } else {
         patched.merge_patch(patch);
       }
-      updated = ReplaceLocked(FakeResource::kPods, stored, std::move(patched));
+      updated = ReplaceLocked(route.resource, stored, std::move(patched));
     }
     NotifyWatchers();
     return JsonResponse(200, updated);

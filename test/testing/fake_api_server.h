@@ -17,6 +17,7 @@
 //         [&allowWatchBookmarks=true][&timeoutSeconds=T]: a chunked stream of
 //         one JSON event per line {"type":...,"object":{...}}.
 //   PATCH /api/v1/namespaces/{ns}/pods/{name}   (merge, strategic-merge, json-patch)
+//   PATCH /api/v1/nodes/{name}                   (the same)
 //   POST  /api/v1/namespaces/{ns}/pods/{name}/binding and /api/v1/namespaces/{ns}/bindings
 // Errors are Status objects ({"kind":"Status","status":"Failure","reason":...,"code":...}).
 //
@@ -41,7 +42,7 @@
 //   DELETED, as from the real watch cache. Unknown selectors are ignored (they
 //   are visible in the request log). labelSelector is ignored.
 // * PATCH preconditions: metadata.uid and metadata.resourceVersion in the patch
-//   body must match the stored pod (409 Conflict otherwise). name, namespace
+//   body must match the stored object (409 Conflict otherwise). name, namespace
 //   and uid cannot be changed by a patch.
 // * Binding: sets spec.nodeName and a PodScheduled=True condition and answers
 //   201 with a Success Status; 409 when the pod is already bound or the

@@ -86,7 +86,9 @@ TEST(ChartRender, CreatesTheSchedulerAndWhatItNeeds) {
   EXPECT_EQ(kinds, (std::multiset<std::string>{"Deployment", "ConfigMap", "ConfigMap", "ServiceAccount", "ClusterRole",
                                                 "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding", "Role",
                                                 "RoleBinding", "RoleBinding", "Service", "NetworkPolicy",
-                                                "PodDisruptionBudget"}));
+                                                "PodDisruptionBudget",
+                                                // the node agent (node_agent_chart_test.cc)
+                                                "DaemonSet", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"}));
 }
 
 TEST(ChartRender, NamesObjectsAfterTheReleaseWithoutRepeatingTessera) {
@@ -139,7 +141,7 @@ TEST(ChartDeployment, RunsTwoReplicasOfKubeSchedulerWithTesseraBeside) {
   for (const YAML::Node& c : pod["spec"]["containers"]) names.push_back(c["name"].as<std::string>());
   EXPECT_THAT(names, ElementsAre("kube-scheduler", "tessera"));
   EXPECT_EQ(pod["spec"]["serviceAccountName"].as<std::string>(),
-            Rendered().One("ServiceAccount")["metadata"]["name"].as<std::string>());
+            Rendered().One("ServiceAccount", "tessera")["metadata"]["name"].as<std::string>());
 }
 
 TEST(ChartDeployment, KubeSchedulerReadsTheConfigMapAtTheConfigPath) {
@@ -295,9 +297,10 @@ TEST(ChartRbac, NoRuleUsesWildcards) {
 
 TEST(ChartRbac, KubeSchedulerActsAsTheClusterSchedulerUnderItsOwnLease) {
   const Manifests m = Rendered("", {.name = "t", .namespace_name = "gpu-system"});
-  const std::string sa = m.One("ServiceAccount")["metadata"]["name"].as<std::string>();
+  const std::string sa = m.One("ServiceAccount", "tessera")["metadata"]["name"].as<std::string>();
   std::set<std::string> cluster_roles;
   for (const YAML::Node& b : m.All("ClusterRoleBinding")) {
+    if (absl::EndsWith(b["metadata"]["name"].as<std::string>(), "-node-agent")) continue;  // node_agent_chart_test.cc
     cluster_roles.insert(b["roleRef"]["name"].as<std::string>());
     ASSERT_EQ(b["subjects"].size(), 1u);
     EXPECT_EQ(b["subjects"][0]["kind"].as<std::string>(), "ServiceAccount");

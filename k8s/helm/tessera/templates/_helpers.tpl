@@ -64,3 +64,29 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "tessera.image" -}}
 {{- required "tessera.image.repository is required: build the image from the repository's Dockerfile, push it where your nodes can pull it, and pass --set tessera.image.repository=<registry>/tessera-extender" .Values.tessera.image.repository }}:{{ default .Chart.AppVersion .Values.tessera.image.tag -}}
 {{- end -}}
+
+{{/* Labels that select the node agent's pods: a name of their own, so that no selector of the scheduler's (Service, PodDisruptionBudget, NetworkPolicy) takes them in. */}}
+{{- define "tessera.nodeAgentSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "tessera.name" . }}-node-agent
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The node agent's ServiceAccount: its own (it may patch nodes, the scheduler may not), or the installer's. */}}
+{{- define "tessera.nodeAgentServiceAccountName" -}}
+{{- if .Values.nodeAgent.serviceAccountName -}}
+{{- .Values.nodeAgent.serviceAccountName -}}
+{{- else if .Values.serviceAccount.create -}}
+{{- include "tessera.fullname" . }}-node-agent
+{{- else -}}
+{{- include "tessera.serviceAccountName" . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The node agent's image: Tessera's (the Dockerfile ships both programs) unless another is given. */}}
+{{- define "tessera.nodeAgentImage" -}}
+{{- if .Values.nodeAgent.image.repository -}}
+{{- .Values.nodeAgent.image.repository }}:{{ default .Chart.AppVersion .Values.nodeAgent.image.tag -}}
+{{- else -}}
+{{- include "tessera.image" . -}}
+{{- end -}}
+{{- end -}}
