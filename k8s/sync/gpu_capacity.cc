@@ -25,14 +25,20 @@ std::optional<int64_t> Agreed(simdjson::dom::element node, std::string_view reso
 
 GpuCapacity WantedCapacity(const NodeInventory& inventory) {
   GpuCapacity wanted;
-  if (inventory.gpus.empty()) return wanted;
-  wanted.milli = 1000 * static_cast<int64_t>(inventory.gpus.size());
+  // An unhealthy GPU is never placed on (gpu-share), so kube-scheduler must
+  // not count it either.
+  int64_t healthy = 0;
   int64_t memory = 0;
+  bool memory_known = true;
   for (const GpuDevice& gpu : inventory.gpus) {
-    if (!gpu.memory_known()) return wanted;
+    if (!gpu.healthy) continue;
+    ++healthy;
     memory += gpu.memory.value();
+    memory_known = memory_known && gpu.memory_known();
   }
-  wanted.memory_mib = memory;
+  if (inventory.gpus.empty()) return wanted;
+  wanted.milli = 1000 * healthy;
+  if (memory_known) wanted.memory_mib = memory;
   return wanted;
 }
 

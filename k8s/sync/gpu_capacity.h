@@ -27,9 +27,10 @@ struct NodeGpuCapacity {
   GpuCapacity advertised;
 };
 
-/// What a node with `inventory` should advertise: 1000 milli a GPU and the
-/// sum of their memory (nothing for memory when a GPU's memory is unknown).
-/// A node without GPUs advertises nothing.
+/// What a node with `inventory` should advertise: 1000 milli a healthy GPU
+/// and the sum of their memory (nothing for memory when a GPU's memory is
+/// unknown). A node without GPUs advertises nothing; one whose GPUs are all
+/// unhealthy advertises 0.
 GpuCapacity WantedCapacity(const NodeInventory& inventory);
 
 /// What a Node object advertises: each resource when status.capacity and

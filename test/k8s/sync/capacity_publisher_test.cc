@@ -31,10 +31,14 @@ NodeInventory Gpus(int n, int64_t memory_mib) {
   return inventory;
 }
 
-TEST(GpuCapacityTest, WantedIsAThousandMilliAGpuAndTheirMemoryWhenAllOfItIsKnown) {
+TEST(GpuCapacityTest, WantedIsAThousandMilliAHealthyGpuAndTheirMemoryWhenAllOfItIsKnown) {
   EXPECT_EQ(WantedCapacity(Gpus(8, 81920)), (GpuCapacity{.milli = 8000, .memory_mib = 655360}));
   EXPECT_EQ(WantedCapacity(Gpus(2, 0)), (GpuCapacity{.milli = 2000, .memory_mib = std::nullopt}));
   EXPECT_EQ(WantedCapacity(NodeInventory{}), GpuCapacity{});
+  NodeInventory one_broken = Gpus(8, 81920);
+  one_broken.gpus[3].healthy = false;
+  EXPECT_EQ(WantedCapacity(one_broken), (GpuCapacity{.milli = 7000, .memory_mib = 573440}))
+      << "an unhealthy GPU is not counted";
 }
 
 TEST(GpuCapacityTest, AdvertisedIsWhatCapacityAndAllocatableAgreeOn) {
