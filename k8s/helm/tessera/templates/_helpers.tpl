@@ -64,3 +64,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "tessera.image" -}}
 {{- required "tessera.image.repository is required: build the image from the repository's Dockerfile, push it where your nodes can pull it, and pass --set tessera.image.repository=<registry>/tessera-extender" .Values.tessera.image.repository }}:{{ default .Chart.AppVersion .Values.tessera.image.tag -}}
 {{- end -}}
+
+{{/* The Secret holding the webhook's serving certificate (tls.crt, tls.key). */}}
+{{- define "tessera.webhookSecretName" -}}
+{{- if eq .Values.webhook.certificate.source "secret" -}}
+{{- required "webhook.certificate.secretName is required with source secret" .Values.webhook.certificate.secretName -}}
+{{- else -}}
+{{- include "tessera.fullname" . }}-webhook-tls
+{{- end -}}
+{{- end -}}
