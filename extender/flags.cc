@@ -56,6 +56,18 @@ ABSL_FLAG(int, bind_threads, 16,
 ABSL_FLAG(absl::Duration, bind_timeout, absl::Seconds(4),
           "Time a bind may take from its arrival, the wait for a bind thread and its API calls included. Keep it "
           "below kube-scheduler's extender httpTimeout (5s unless set), so the answer comes while it still waits.");
+ABSL_FLAG(int, webhook_port, 0,
+          "HTTPS port of the mutating admission webhook (POST /mutate-pods) that completes GPU pods: extended "
+          "resources from annotations or the reverse, schedulerName, NVIDIA_VISIBLE_DEVICES. 0: no webhook.");
+ABSL_FLAG(std::string, webhook_cert_file, "",
+          "PEM certificate chain the webhook serves (needed with --webhook-port). Re-read when it changes.");
+ABSL_FLAG(std::string, webhook_key_file, "", "PEM private key of --webhook-cert-file.");
+ABSL_FLAG(std::string, webhook_scheduler_name, "",
+          "schedulerName the webhook sets on GPU pods that name none or default-scheduler (default: "
+          "--scheduler-name).");
+ABSL_FLAG(std::string, gpu_enforcement, "none",
+          "What enforces a pod's GPU share in its container, for the env the webhook injects: none, mps (CUDA MPS "
+          "limits) or hami-core (HAMi-core limits).");
 ABSL_FLAG(std::string, url_prefix, "", "Path prefix of kube-scheduler's urlPrefix (e.g. /scheduler).");
 ABSL_FLAG(int64_t, max_body_bytes, static_cast<int64_t>(tessera::HttpServerOptions{}.body_limit),
           "Largest request body accepted (413 beyond). The default and --max-body-bytes-in-flight's fit the chart's "
@@ -193,6 +205,15 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   check.Duration("bind_timeout", bind_timeout, absl::Milliseconds(100), kMaxTimeout);
   check.NonEmpty("address", absl::GetFlag(FLAGS_address));
   check.NonEmpty("policy_file", absl::GetFlag(FLAGS_policy_file));
+  const int webhook_port = absl::GetFlag(FLAGS_webhook_port);
+  check.Int("webhook_port", webhook_port, 0, 65535);
+  if (webhook_port != 0) {
+    check.NonEmpty("webhook_cert_file", absl::GetFlag(FLAGS_webhook_cert_file));
+    check.NonEmpty("webhook_key_file", absl::GetFlag(FLAGS_webhook_key_file));
+    if (webhook_port == port) check.Invalid("--webhook_port must differ from --port");
+  }
+  absl::StatusOr<k8s::GpuEnforcement> enforcement = k8s::ParseGpuEnforcement(absl::GetFlag(FLAGS_gpu_enforcement));
+  if (!enforcement.ok()) check.Invalid(absl::StrCat("--gpu_enforcement: ", enforcement.status().message()));
   absl::StatusOr<k8s::LeaseOptions> lease = LeaseFromFlags();
   if (!lease.ok()) check.Invalid(Std(lease.status().message()));
   if (absl::Status st = check.Result(); !st.ok()) return st;
@@ -223,6 +244,16 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   o.lease = *std::move(lease);
   o.bind_threads = bind_threads;
   o.bind_timeout = bind_timeout;
+  o.webhook_server = o.server;
+  o.webhook_server.port = static_cast<uint16_t>(webhook_port);
+  o.webhook_server.threads = 1;  // the API server calls a webhook about once a pod
+  o.webhook_server.body_limit = std::min(o.server.body_limit, size_t{4} << 20);
+  o.webhook_server.max_body_bytes_in_flight = size_t{64} << 20;
+  o.webhook_server.tls_cert_file = absl::GetFlag(FLAGS_webhook_cert_file);
+  o.webhook_server.tls_key_file = absl::GetFlag(FLAGS_webhook_key_file);
+  o.mutation.scheduler_name = absl::GetFlag(FLAGS_webhook_scheduler_name);
+  if (o.mutation.scheduler_name.empty()) o.mutation.scheduler_name = o.scheduler_name;
+  o.mutation.enforcement = *enforcement;
   return o;
 }
 

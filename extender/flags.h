@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "extender/server/http_server.h"
+#include "k8s/admission/pod_mutation.h"
 #include "k8s/sync/leader_lease.h"
 
 namespace tessera {
@@ -47,6 +48,11 @@ struct ProgramOptions {
   /// Time a bind may take from its arrival: below kube-scheduler's extender
   /// httpTimeout.
   absl::Duration bind_timeout;
+  /// The mutating admission webhook's HTTPS listener (--webhook-*): port 0
+  /// means no webhook; otherwise tls_cert_file and tls_key_file are set.
+  HttpServerOptions webhook_server;
+  /// What the webhook writes into GPU pods (schedulerName, enforcement).
+  k8s::PodMutationOptions mutation;
 };
 
 /// Rewrites `--cluster-file=x` to `--cluster_file=x` in place, so flags may be

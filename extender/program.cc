@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "config/cluster_file.h"
 #include "extender/control_loop.h"
+#include "extender/service/admission_handler.h"
 #include "extender/service/debug_state.h"
 #include "k8s/client/api_server_config.h"
 #include "k8s/sync/pending_requeue.h"
@@ -285,14 +286,30 @@ int Program::Serve() {
     LogError(absl::StrCat("cannot serve: ", server.status().message()));
     return 1;
   }
+  // The admission webhook: a listener of its own (TLS, its own port), so a
+  // slow or hostile webhook client shares nothing with kube-scheduler's calls.
+  std::unique_ptr<HttpServer> webhook;
+  if (options_.webhook_server.port != 0) {
+    absl::StatusOr<std::unique_ptr<HttpServer>> started =
+        HttpServer::Start(options_.webhook_server, MakeAdmissionHandler(options_.mutation, metrics_));
+    if (!started.ok()) {
+      LogError(absl::StrCat("cannot serve the admission webhook: ", started.status().message()));
+      (*server)->Drain();
+      return 1;
+    }
+    webhook = *std::move(started);
+    LogInfo(absl::StrCat("admission webhook on https://", options_.webhook_server.address, ":", webhook->port(),
+                         kMutatePodsPath, " (schedulerName ", options_.mutation.scheduler_name, ")"));
+  }
   LogInfo(absl::StrCat("serving on http://", options_.server.address, ":", (*server)->port(), options_.url_prefix,
                        " (POST /filter, /prioritize, /bind; GET /healthz, /readyz, /metrics, /debug)"));
   std::fflush(stderr);
 
   ControlActions actions;
-  actions.on_stop = [&server](int signal) {
+  actions.on_stop = [&server, &webhook](int signal) {
     LogInfo(absl::StrCat("signal ", signal, ": draining requests in flight"));
     (*server)->Drain();
+    if (webhook != nullptr) webhook->Drain();
   };
   actions.on_hup = [this] {
     LogInfo("SIGHUP: reloading the policy file");
@@ -323,6 +340,7 @@ int Program::Serve() {
   {
     ControlLoop control(std::move(actions));
     (*server)->Wait();
+    if (webhook != nullptr) webhook->Wait();
   }
   if (nudge_ != nullptr) nudge_->stop.store(true);
   if (capacity_ != nullptr) capacity_->Stop();

@@ -49,6 +49,7 @@ class Program {
 
   /// Listens, starts the watch and the control loop, and serves until SIGTERM
   /// or SIGINT has drained the requests in flight.
+  /// With --webhook-port, the admission webhook listens too (HTTPS).
   /// \return the process exit code: 0 after a clean stop, 1 when it cannot listen.
   int Serve();
 

@@ -5,10 +5,12 @@
 #include <atomic>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -17,6 +19,8 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -40,6 +44,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 using boost::system::error_code;
+using TlsStream = net::ssl::stream<tcp::socket>;
 
 // Longest we keep reading (and discarding) after answering 413/431/400, so
 // the client reads our answer instead of a reset (see Session::LingerClose).
@@ -47,6 +52,44 @@ constexpr std::chrono::milliseconds kMaxLinger{2000};
 
 // Accept failures such as EMFILE repeat at once; back off instead of spinning.
 constexpr std::chrono::milliseconds kAcceptRetry{50};
+
+// When the certificate or key file last changed (following symlinks: a
+// mounted Secret swaps a symlink); nullopt when either cannot be read.
+using TlsFilesStamp = std::pair<std::filesystem::file_time_type, std::filesystem::file_time_type>;
+std::optional<TlsFilesStamp> StampTlsFiles(const HttpServerOptions& o) {
+  std::error_code cert_ec, key_ec;
+  const auto cert = std::filesystem::last_write_time(o.tls_cert_file, cert_ec);
+  const auto key = std::filesystem::last_write_time(o.tls_key_file, key_ec);
+  if (cert_ec || key_ec) return std::nullopt;
+  return TlsFilesStamp{cert, key};
+}
+
+// A server context with the certificate chain and key of `o`, TLS 1.2 and up.
+absl::StatusOr<std::shared_ptr<net::ssl::context>> LoadTlsContext(const HttpServerOptions& o) {
+  try {
+    auto ctx = std::make_shared<net::ssl::context>(net::ssl::context::tls_server);
+    ctx->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                     net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1 |
+                     net::ssl::context::single_dh_use);
+    SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
+    error_code ec;
+    if (ctx->use_certificate_chain_file(o.tls_cert_file, ec); ec) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("cannot read the TLS certificate chain %s: %s", o.tls_cert_file, ec.message()));
+    }
+    if (ctx->use_private_key_file(o.tls_key_file, net::ssl::context::pem, ec); ec) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("cannot read the TLS private key %s: %s", o.tls_key_file, ec.message()));
+    }
+    if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+      return absl::InvalidArgumentError(absl::StrFormat("the TLS private key %s does not match the certificate %s",
+                                                        o.tls_key_file, o.tls_cert_file));
+    }
+    return ctx;
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrFormat("cannot create a TLS context: %s", e.what()));
+  }
+}
 
 }  // namespace
 
@@ -60,7 +103,20 @@ HttpResponse JsonErrorResponse(http::status status, std::string_view reason) {
 
 namespace http_internal {
 
-class Session;
+// One connection, over a plain socket or TLS (StreamSession below): what the
+// server and the answer slots see of it.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  virtual ~Session() = default;
+  // Registers with the server and starts reading. On the acceptor's strand.
+  virtual void Start() = 0;
+  // Thread-safe: hops onto the strand.
+  virtual void Drain() = 0;
+  // The strand every member is touched on (AnswerSlot::Deliver posts to it).
+  [[nodiscard]] virtual const net::any_io_executor& strand() const = 0;
+  // On the strand: the handler's answer to the request being handled.
+  virtual void OnAnswer(HttpResponse res) = 0;
+};
 
 // Where an AsyncHttpHandler's answer goes: the session that waits for it,
 // until the answer is delivered or the server cuts it (~ServerCore). Shared by
@@ -130,6 +186,9 @@ struct ServerCore {
 
   void DoAccept();
   void OnAccept(error_code ec, tcp::socket socket);
+  // On `strand`: takes up a rotated certificate (at most once per
+  // tls_reload_interval); keeps the one in use when the new files are bad.
+  void MaybeReloadTls();
   // On `strand`: stops accepting; arms the drain deadline if sessions remain.
   void CloseAcceptor();
   void Drain();
@@ -193,52 +252,67 @@ struct ServerCore {
   net::steady_timer retry_timer;
   net::steady_timer drain_timer;
   uint16_t port = 0;
+  // TLS only, touched on `strand`: the context new connections get (each
+  // session holds the one it started with), and what its files looked like.
+  std::shared_ptr<net::ssl::context> tls;
+  std::optional<TlsFilesStamp> tls_stamp;
+  std::chrono::steady_clock::time_point next_tls_check;
 
   std::mutex wait_mu;  // serialises Wait()
   std::vector<std::thread> threads;
 };
 
 // One connection. Every member is touched only on the socket's strand (the
-// executor of socket_ and timer_), so no locking. The session owns itself via
+// executor of stream_ and timer_), so no locking. The session owns itself via
 // the shared_ptrs captured in its pending handlers; when the last completes
 // without starting another, the session is destroyed and the socket closed.
-class Session : public std::enable_shared_from_this<Session> {
+template <class Stream>
+class StreamSession final : public Session {
  public:
-  Session(tcp::socket socket, ServerCore& server)
-      : socket_(std::move(socket)), strand_(socket_.get_executor()), timer_(strand_), server_(server) {}
+  // Plain: the socket itself. TLS: the socket under a stream of `tls`, which
+  // the session keeps alive (a rotated certificate leaves it in use here).
+  StreamSession(tcp::socket socket, ServerCore& server, std::shared_ptr<net::ssl::context> tls)
+    requires std::is_same_v<Stream, tcp::socket>
+      : stream_(std::move(socket)), strand_(stream_.get_executor()), timer_(strand_), server_(server) {
+    (void)tls;
+  }
+  StreamSession(tcp::socket socket, ServerCore& server, std::shared_ptr<net::ssl::context> tls)
+    requires(!std::is_same_v<Stream, tcp::socket>)
+      : tls_(std::move(tls)), stream_(std::move(socket), *tls_), strand_(stream_.get_executor()), timer_(strand_),
+        server_(server) {}
 
-  ~Session() {
+  ~StreamSession() override {
     ReleaseBody();
     server_.Unregister(this);
   }
 
   // Registers with the server and starts waiting for the first request.
   // Called on the acceptor's strand.
-  void Start() {
+  void Start() override {
     {
       std::lock_guard<std::mutex> lock(server_.mu);
       if (server_.draining_locked) {
         error_code ec;
-        socket_.close(ec);
+        Socket().close(ec);
         return;
       }
       server_.sessions.insert(this);
     }
     error_code ec;
-    socket_.set_option(tcp::no_delay(true), ec);  // answers are one write; do not wait for an ACK
-    net::post(socket_.get_executor(), [self = shared_from_this()] { self->AwaitRequest(); });
+    Socket().set_option(tcp::no_delay(true), ec);  // answers are one write; do not wait for an ACK
+    net::post(strand_, [self = Self()] { self->Begin(); });
   }
 
   // Thread-safe: hops onto the strand.
-  void Drain() {
-    net::post(strand_, [self = shared_from_this()] { self->OnDrain(); });
+  void Drain() override {
+    net::post(strand_, [self = Self()] { self->OnDrain(); });
   }
 
   // The strand every member is touched on (AnswerSlot::Deliver posts to it).
-  [[nodiscard]] const net::any_io_executor& strand() const { return strand_; }
+  [[nodiscard]] const net::any_io_executor& strand() const override { return strand_; }
 
   // On the strand: the handler's answer to the request in kHandling.
-  void OnAnswer(HttpResponse res) {
+  void OnAnswer(HttpResponse res) override {
     if (state_ != State::kHandling) return;
     server_.ForgetSlot(slot_);
     slot_.reset();
@@ -263,7 +337,34 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
-  enum class State { kIdle, kReading, kHandling, kWriting, kLingering, kClosed };
+  enum class State { kHandshaking, kIdle, kReading, kHandling, kWriting, kLingering, kClosed };
+
+  [[nodiscard]] std::shared_ptr<StreamSession> Self() {
+    return std::static_pointer_cast<StreamSession>(shared_from_this());
+  }
+  [[nodiscard]] tcp::socket& Socket() { return beast::get_lowest_layer(stream_); }
+
+  // The connection's first step: TLS first shakes hands, under read_timeout
+  // (a client that never finishes it is closed then, like a slow request).
+  void Begin() {
+    if constexpr (std::is_same_v<Stream, tcp::socket>) {
+      AwaitRequest();
+    } else {
+      if (Draining()) return Close();
+      state_ = State::kHandshaking;
+      ArmTimer(server_.options.read_timeout);
+      stream_.async_handshake(net::ssl::stream_base::server, [self = Self()](error_code ec) {
+        if (self->state_ != State::kHandshaking) return;
+        // Plain HTTP, an old protocol version, no shared cipher: nothing we
+        // could answer in a language the client reads, so just close.
+        if (ec) return self->Close();
+        // The first request may have arrived with the client's Finished and
+        // sit decrypted-to-be in the TLS engine, where waiting for the
+        // socket's readability would not see it: read it at once.
+        self->ReadRequest();
+      });
+    }
+  }
 
   [[nodiscard]] bool Draining() const { return drain_ || server_.draining.load(); }
 
@@ -274,7 +375,7 @@ class Session : public std::enable_shared_from_this<Session> {
     state_ = State::kIdle;
     if (buffer_.size() > 0) return ReadRequest();  // a pipelined request is already here
     ArmTimer(server_.options.idle_timeout);
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
+    Socket().async_wait(tcp::socket::wait_read, [self = Self()](error_code ec) {
       if (self->state_ != State::kIdle) return;
       if (ec) return self->Close();
       self->ReadRequest();
@@ -286,8 +387,8 @@ class Session : public std::enable_shared_from_this<Session> {
     ArmTimer(server_.options.read_timeout);  // one deadline for header and body
     parser_.emplace();
     ConfigureRequestParser(*parser_, server_.options);
-    http::async_read_header(socket_, buffer_, *parser_,
-                            [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = Self()](error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(error_code ec) {
@@ -313,8 +414,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!parser_->is_done() && header.version() >= 11 &&
         beast::iequals(header[http::field::expect], "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
-                       [self = shared_from_this()](error_code ec, size_t) {
+      net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                       [self = Self()](error_code ec, size_t) {
                          if (self->state_ != State::kReading) return;
                          if (ec) return self->Close();
                          self->ReadBody();
@@ -326,8 +427,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void ReadBody() {
     if (parser_->is_done()) return OnRequest({});
-    http::async_read(socket_, buffer_, *parser_,
-                     [self = shared_from_this()](error_code ec, size_t) { self->OnRequest(ec); });
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = Self()](error_code ec, size_t) { self->OnRequest(ec); });
   }
 
   // Maps a read error to an answer (limits, malformed HTTP) or a silent close
@@ -378,7 +479,7 @@ class Session : public std::enable_shared_from_this<Session> {
     state_ = State::kWriting;
     response_ = std::move(res);
     ArmTimer(server_.options.read_timeout);
-    http::async_write(socket_, response_, [self = shared_from_this(), linger](error_code ec, size_t) {
+    http::async_write(stream_, response_, [self = Self(), linger](error_code ec, size_t) {
       if (self->state_ != State::kWriting) return;
       self->CancelTimer();
       if (ec) return self->Close();
@@ -398,14 +499,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void LingerClose() {
     state_ = State::kLingering;
     error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    Socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return Close();
     ArmTimer(std::min<std::chrono::milliseconds>(server_.options.read_timeout, kMaxLinger));
     Discard();
   }
 
   void Discard() {
-    socket_.async_read_some(net::buffer(discard_), [self = shared_from_this()](error_code ec, size_t) {
+    stream_.async_read_some(net::buffer(discard_), [self = Self()](error_code ec, size_t) {
       if (self->state_ != State::kLingering) return;
       if (ec) return self->Close();  // EOF: the client has read our answer and gone
       self->Discard();
@@ -418,7 +519,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // Bytes already in the kernel mean a request has started to arrive and
     // the readability wait is about to complete: serve it rather than cut it.
     error_code ec;
-    if (socket_.available(ec) > 0 && !ec) return;
+    if (Socket().available(ec) > 0 && !ec) return;
     Close();
   }
 
@@ -427,7 +528,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void ArmTimer(std::chrono::milliseconds timeout) {
     const uint64_t generation = ++timer_generation_;
     timer_.expires_after(timeout);
-    timer_.async_wait([self = shared_from_this(), generation](error_code ec) {
+    timer_.async_wait([self = Self(), generation](error_code ec) {
       if (ec || generation != self->timer_generation_) return;
       self->Close();  // idle or read timeout: nothing to answer, just close
     });
@@ -451,12 +552,13 @@ class Session : public std::enable_shared_from_this<Session> {
     ReleaseBody();
     CancelTimer();
     error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_both, ec);
-    socket_.close(ec);
+    Socket().shutdown(tcp::socket::shutdown_both, ec);
+    Socket().close(ec);
   }
 
-  tcp::socket socket_;
-  const net::any_io_executor strand_;  // socket_'s
+  std::shared_ptr<net::ssl::context> tls_;  // TLS only: outlives stream_
+  Stream stream_;
+  const net::any_io_executor strand_;  // stream_'s
   net::steady_timer timer_;
   ServerCore& server_;
   // While kHandling: where the answer will come through, and what of the
@@ -511,10 +613,31 @@ void ServerCore::OnAccept(error_code ec, tcp::socket socket) {
     CountRefusedConnection();  // first, so that whoever sees the close sees the count
     error_code ignored;
     socket.close(ignored);
+  } else if (tls != nullptr) {
+    MaybeReloadTls();
+    std::make_shared<StreamSession<TlsStream>>(std::move(socket), *this, tls)->Start();
   } else {
-    std::make_shared<Session>(std::move(socket), *this)->Start();
+    std::make_shared<StreamSession<tcp::socket>>(std::move(socket), *this, nullptr)->Start();
   }
   DoAccept();
+}
+
+void ServerCore::MaybeReloadTls() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_tls_check) return;
+  next_tls_check = now + options.tls_reload_interval;
+  const std::optional<TlsFilesStamp> stamp = StampTlsFiles(options);
+  if (!stamp || stamp == tls_stamp) return;
+  absl::StatusOr<std::shared_ptr<net::ssl::context>> fresh = LoadTlsContext(options);
+  if (!fresh.ok()) {
+    // E.g. the certificate written and the key not yet: tried again next time.
+    std::fprintf(stderr, "tessera http: TLS files changed but not taken up, the previous certificate stays: %s\n",
+                 std::string(fresh.status().message()).c_str());
+    return;
+  }
+  tls = *std::move(fresh);
+  tls_stamp = stamp;
+  std::fprintf(stderr, "tessera http: TLS certificate reloaded from %s\n", options.tls_cert_file.c_str());
 }
 
 void ServerCore::CloseAcceptor() {
@@ -659,7 +782,22 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartAsync(HttpServerOpt
   const tcp::endpoint endpoint(address, options.port);
   const std::string where = absl::StrFormat("%s:%d", options.address, options.port);
 
+  std::shared_ptr<net::ssl::context> tls;
+  std::optional<TlsFilesStamp> tls_stamp;
+  if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
+    if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
+      return absl::InvalidArgumentError("TLS needs both a certificate file and a key file");
+    }
+    tls_stamp = StampTlsFiles(options);
+    absl::StatusOr<std::shared_ptr<net::ssl::context>> loaded = LoadTlsContext(options);
+    if (!loaded.ok()) return loaded.status();
+    tls = *std::move(loaded);
+  }
+
   auto impl = std::make_unique<Impl>(std::move(options), std::move(handler));
+  impl->tls = std::move(tls);
+  impl->tls_stamp = tls_stamp;
+  impl->next_tls_check = std::chrono::steady_clock::now() + impl->options.tls_reload_interval;
   tcp::acceptor& acceptor = impl->acceptor;
   if (acceptor.open(endpoint.protocol(), ec); ec) {
     return absl::UnavailableError(absl::StrFormat("cannot open a socket for %s: %s", where, ec.message()));

@@ -133,6 +133,17 @@ struct HttpServerOptions {
   /// body_budget (503), body_too_large (413), header_too_large (431),
   /// malformed (400).
   MetricsRegistry* metrics = nullptr;
+  /// Both set: serve HTTPS (TLS 1.2 and up) with this PEM certificate chain
+  /// and PEM private key; both empty: plain HTTP. The handshake is under
+  /// read_timeout. A client speaking plain HTTP to a TLS port is closed.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  /// On an accept, at most this often, the two files' modification times are
+  /// looked at; when they changed the certificate is read again, so a
+  /// rotated Secret mounted as files is served without a restart (to new
+  /// connections; open ones keep theirs). Files that do not load (a key not
+  /// matching its certificate) leave the previous certificate in use.
+  std::chrono::milliseconds tls_reload_interval{10000};
 };
 
 /// The HTTP server: a listener and its io threads. Not copyable or movable;
@@ -140,7 +151,8 @@ struct HttpServerOptions {
 class HttpServer {
  public:
   /// Binds, listens and starts `options.threads` io threads serving `handler`.
-  /// \return InvalidArgument for a bad address or thread count, Unavailable
+  /// \return InvalidArgument for a bad address or thread count or TLS files
+  ///         that do not load (unreadable, key not matching), Unavailable
   ///         when the address cannot be bound or listened on (e.g. in use).
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(HttpServerOptions options, HttpHandler handler);
   /// The same, serving an AsyncHttpHandler.

@@ -157,6 +157,12 @@ class ControlPlane {
   /// Deletes at once (grace period 0): nothing would confirm a graceful end.
   absl::Status DeletePod(const std::string& ns, const std::string& name);
   absl::Status DeleteAllPods(const std::string& ns);
+  /// Any request to the API server as admin (e.g. a MutatingWebhookConfiguration,
+  /// a pod written by hand); `body` JSON unless `content_type` says otherwise.
+  absl::StatusOr<k8s::ApiResponse> Send(std::string_view method, const std::string& target,
+                                        const std::string& body = "", std::string_view content_type = "") {
+    return Call(method, target, body, content_type);
+  }
   /// The events whose involved object is the pod.
   absl::StatusOr<std::vector<nlohmann::json>> PodEvents(const std::string& ns, const std::string& name);
 

@@ -20,7 +20,10 @@ json PodWith(json annotations, std::vector<json> container_resources = {json()},
   if (!scheduler.empty()) pod["spec"]["schedulerName"] = scheduler;
   int i = 0;
   for (const json& r : container_resources) {
-    json c = {{"name", "c" + std::to_string(i++)}, {"image", "cuda"}};
+    // Appended, not "c" + to_string(): gcc 12 -O2 warns (-Werror=restrict) on that.
+    std::string name = "c";
+    name += std::to_string(i++);
+    json c = {{"name", name}, {"image", "cuda"}};
     if (!r.is_null()) c["resources"] = r;
     pod["spec"]["containers"].push_back(c);
   }

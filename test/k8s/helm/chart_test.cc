@@ -415,3 +415,45 @@ TEST(ChartNotes, TellHowToOptAPodIn) {
 
 }  // namespace
 }  // namespace tessera::deploy
+
+namespace tessera::deploy {
+namespace {
+
+TEST(ChartWebhook, IsOffByDefault) {
+  const Manifests m = Rendered();
+  EXPECT_TRUE(m.All("MutatingWebhookConfiguration").empty());
+  EXPECT_TRUE(m.All("Certificate").empty());
+}
+
+TEST(ChartWebhook, WithCertManagerServesTlsFromTheCertificateItsCaInjected) {
+  const Manifests m = Rendered("{webhook: {enabled: true}}", {.name = "t", .namespace_name = "gpu-system"});
+  const YAML::Node config = m.One("MutatingWebhookConfiguration");
+  EXPECT_EQ(config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].as<std::string>(),
+            "gpu-system/t-tessera-webhook");
+  const YAML::Node hook = config["webhooks"][0];
+  EXPECT_EQ(hook["failurePolicy"].as<std::string>(), "Fail");
+  EXPECT_EQ(hook["clientConfig"]["service"]["name"].as<std::string>(), "t-tessera-webhook");
+  EXPECT_EQ(hook["clientConfig"]["service"]["path"].as<std::string>(), "/mutate-pods");
+  EXPECT_EQ(hook["namespaceSelector"]["matchLabels"]["tessera.io/webhook"].as<std::string>(), "enabled");
+  EXPECT_EQ(hook["namespaceSelector"]["matchExpressions"][0]["values"][1].as<std::string>(), "gpu-system");
+  EXPECT_EQ(m.One("Certificate", "-webhook")["spec"]["secretName"].as<std::string>(), "t-tessera-webhook-tls");
+  EXPECT_EQ(m.One("Service", "-webhook")["spec"]["ports"][0]["targetPort"].as<std::string>(), "https-webhook");
+
+  const YAML::Node tessera = m.One("Deployment")["spec"]["template"]["spec"]["containers"][1];
+  std::vector<std::string> args;
+  for (const YAML::Node& a : tessera["args"]) args.push_back(a.as<std::string>());
+  EXPECT_THAT(args, ::testing::IsSupersetOf({"--webhook-port=8443", "--webhook-cert-file=/etc/tessera-webhook/tls.crt",
+                                             "--webhook-key-file=/etc/tessera-webhook/tls.key",
+                                             "--gpu-enforcement=none"}));
+}
+
+TEST(ChartWebhook, WithASecretOfYoursNeedsItsNameAndCa) {
+  EXPECT_FALSE(RenderChart("{webhook: {enabled: true, certificate: {source: secret}}}").ok());
+  const Manifests m =
+      Rendered("{webhook: {enabled: true, certificate: {source: secret, secretName: mine, caBundle: Q0E=}}}");
+  EXPECT_TRUE(m.All("Certificate").empty());
+  EXPECT_EQ(m.One("MutatingWebhookConfiguration")["webhooks"][0]["clientConfig"]["caBundle"].as<std::string>(), "Q0E=");
+}
+
+}  // namespace
+}  // namespace tessera::deploy

@@ -90,3 +90,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- include "tessera.image" . -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The Secret holding the webhook's serving certificate (tls.crt, tls.key). */}}
+{{- define "tessera.webhookSecretName" -}}
+{{- if eq .Values.webhook.certificate.source "secret" -}}
+{{- required "webhook.certificate.secretName is required with source secret" .Values.webhook.certificate.secretName -}}
+{{- else -}}
+{{- include "tessera.fullname" . }}-webhook-tls
+{{- end -}}
+{{- end -}}
