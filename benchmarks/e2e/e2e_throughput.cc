@@ -48,6 +48,7 @@ ABSL_FLAG(int, creators, 16, "Threads creating nodes and pods (pods should arriv
 ABSL_FLAG(std::string, modes, "alone,tessera", "Which runs, in order: alone, tessera.");
 ABSL_FLAG(int, timeout_s, 600, "Most seconds a run may take to bind every pod.");
 ABSL_FLAG(double, min_ratio, 0, "Exit 1 when tessera's pods/s over alone's is below this (0: report only).");
+ABSL_FLAG(bool, print_metrics, false, "Print Tessera's whole /metrics after its run.");
 ABSL_FLAG(std::string, extender_flags, "", "More tessera-extender flags, space-separated (e.g. --threads=4).");
 
 namespace tessera::bench {
@@ -260,7 +261,7 @@ int Main() {
   options.extender_flags = absl::StrSplit(absl::GetFlag(FLAGS_extender_flags), ' ', absl::SkipEmpty());
   std::map<std::string, RunResult> results;
   std::printf("%-8s %6s %6s %8s %8s %8s %9s   (seconds from the nodes' labelling)\n", "mode", "nodes", "pods",
-              "10%% s", "90%% s", "all s", "pods/s");
+              "10% s", "90% s", "all s", "pods/s");
   const std::vector<std::string> modes = absl::StrSplit(absl::GetFlag(FLAGS_modes), ',', absl::SkipEmpty());
   for (const std::string& mode : modes) {
     if (mode != "alone" && mode != "tessera") {
@@ -279,6 +280,9 @@ int Main() {
   }
   bool ok = std::all_of(results.begin(), results.end(), [](const auto& r) { return r.second.audit.clean(); });
   if (results.contains("tessera")) PrintTesseraLatency(results["tessera"].tessera_metrics);
+  if (results.contains("tessera") && absl::GetFlag(FLAGS_print_metrics)) {
+    std::printf("\n%s", results["tessera"].tessera_metrics.c_str());
+  }
   if (results.contains("alone") && results.contains("tessera")) {
     const double ratio = results["tessera"].pods_per_second() / results["alone"].pods_per_second();
     std::printf("\nratio tessera/alone: %.2f\n", ratio);
