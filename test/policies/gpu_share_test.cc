@@ -79,7 +79,7 @@ TEST(GpuShareFilter, EveryVerdictCarriesItsPreciseReason) {
   };
   for (const FilterCase& c : cases) {
     SCOPED_TRACE(c.name);
-    const FilterVerdict v = Plugin(c.args).Filter(c.pod, c.node.View());
+    const FilterVerdict v = Plugin(c.args).FilterGpus(CycleState(c.pod), c.node.View());
     EXPECT_EQ(v.code, c.code) << v.message;
     EXPECT_EQ(v.reason_code, c.reason_code);
     EXPECT_THAT(v.message, HasSubstr(c.message_part));
@@ -118,7 +118,7 @@ TEST(GpuShareChooseGpus, BinpackAndSpreadPickTheExpectedGpus) {
     SCOPED_TRACE(c.name);
     GpuShareArgs args;
     args.gpu_strategy = c.gpu_strategy;
-    const std::optional<GpuChoice> choice = Plugin(args).ChooseGpus(c.pod, c.node.View());
+    const std::optional<GpuChoice> choice = Plugin(args).ChooseGpus(CycleState(c.pod), c.node.View());
     if (c.want.empty()) {
       EXPECT_FALSE(choice.has_value());
       continue;
@@ -139,9 +139,9 @@ TEST(GpuShareScore, BinpackPrefersTheFullerNodeAndSpreadTheEmptier) {
     const GpuSharePlugin plugin(args);
     std::vector<int64_t> scores;
     for (const Node* n : {&busy, &idle}) {
-      const auto choice = plugin.ChooseGpus(pod, n->View());
+      const auto choice = plugin.ChooseGpus(CycleState(pod), n->View());
       ASSERT_TRUE(choice.has_value());
-      scores.push_back(plugin.Score(pod, n->View(), *choice));
+      scores.push_back(plugin.ScoreNode(CycleState(pod), n->View(), *choice));
     }
     // busy: (1000+500+250)/2000 = 875‰; idle: 250/2000 = 125‰.
     EXPECT_EQ(scores[0], s == PlacementStrategy::kBinpack ? 875 : 125);
@@ -163,12 +163,12 @@ TEST(GpuShareShares, WholeGpusReserveTheCardAndFractionsTheirRequest) {
   const GpuSharePlugin plugin({});
   GpuChoice choice;
   choice.gpu_indices = {1};
-  const auto whole = plugin.SharesFor(Pod(), node.View(), choice);
+  const auto whole = plugin.SharesFor(CycleState(Pod()), node.View(), choice);
   ASSERT_EQ(whole.size(), 1u);
   EXPECT_EQ(whole[0].guaranteed, kOneGpu);
   EXPECT_EQ(whole[0].memory, MemoryMiB(testing::kA100Mib));
   EXPECT_EQ(whole[0].uuid, "GPU-n-1");
-  const auto part = plugin.SharesFor(Pod().Fraction(250).Limit(800).Memory(4096), node.View(), choice);
+  const auto part = plugin.SharesFor(CycleState(Pod().Fraction(250).Limit(800).Memory(4096)), node.View(), choice);
   EXPECT_EQ(part[0].guaranteed, MilliGpu(250));
   EXPECT_EQ(part[0].limit, MilliGpu(800));
   EXPECT_EQ(part[0].memory, MemoryMiB(4096));

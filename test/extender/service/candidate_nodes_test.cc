@@ -59,10 +59,10 @@ TEST(CandidateNodesTest, EveryFormJoinsTheGpusItReadsWithWhatTheSnapshotSaysPods
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const CandidateNodes candidates(c.args, *snapshot);
-    ASSERT_EQ(candidates.views().size(), c.states.size());
+    ASSERT_EQ(candidates.size(), c.states.size());
     for (size_t i = 0; i < c.states.size(); ++i) {
-      EXPECT_EQ(States(candidates.views()[i]), c.states[i]) << "node " << i;
-      EXPECT_EQ(candidates.views()[i].gpu_states.size(), candidates.views()[i].gpus.size()) << "node " << i;
+      EXPECT_EQ(States(candidates.view(i)), c.states[i]) << "node " << i;
+      EXPECT_EQ(candidates.view(i).gpu_states.size(), candidates.view(i).gpus.size()) << "node " << i;
     }
   }
 }
