@@ -52,7 +52,7 @@ int64_t PlacementFragmentationScore(const TargetWorkload& workload, const Fragme
   const int64_t before = NodeFragmentationTimesWeight(workload, access, free.gpu, free.cpu, options);
   for (int32_t index : choice.gpu_indices) {
     for (size_t i = 0; i < node.gpus.size(); ++i) {
-      if (node.gpu_states[i].index == index) free.gpu[i] -= PerGpuMilli(r);
+      if (node.gpu_states[i].index() == index) free.gpu[i] -= PerGpuMilli(r);
     }
   }
   return FragmentationScore(before, NodeFragmentationTimesWeight(workload, access, free.gpu, free.cpu_after, options),
@@ -130,7 +130,7 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const C
                          distinct, absl::MakeSpan(decreases));
   measured.resize(fitting.size());
   for (size_t k = 0; k < fitting.size(); ++k) {
-    measured[k].index = node.gpu_states[fitting[k]].index;
+    measured[k].index = node.gpu_states[fitting[k]].index();
     measured[k].decrease = decreases[like[k]];
   }
   return measured;

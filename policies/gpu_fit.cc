@@ -48,7 +48,7 @@ void GpuFitPlugin::RankByHash(const CycleState& cycle, const NodeView& node, Ran
   const uint64_t node_hash = StableHash(cycle.request().salt, node.name);
   for (size_t i = 0; i < node.gpus.size(); ++i) {
     if (!fit_.FitsOneGpu(cycle, node, i)) continue;
-    const int32_t index = node.gpu_states[i].index;
+    const int32_t index = node.gpu_states[i].index();
     fitting.push_back({index, MixBits(node_hash ^ static_cast<uint64_t>(index))});
   }
   std::stable_sort(fitting.begin(), fitting.end(), [](const Hashed& a, const Hashed& b) { return a.hash > b.hash; });

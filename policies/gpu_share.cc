@@ -41,11 +41,11 @@ bool ModelAccepted(const CycleState& cycle, const GpuDevice& gpu) {
 // Whether the pod could use this GPU were it idle. `device` (the same GPU in
 // the inventory) is read for its model, and only when the pod names models.
 GpuFit FitWhenIdle(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice& device, const GpuState& gpu) {
-  if (!ModelAccepted(cycle, device)) return GpuFit::kModelRefused;
+  if (cycle.names_models() && !ModelAccepted(cycle, device)) return GpuFit::kModelRefused;
   const PodGpuRequest& r = cycle.request();
   if (r.memory.value() > 0) {
     if (!gpu.memory_known()) return GpuFit::kMemoryUnknown;
-    const MemoryMiB usable = UsableMemory(args, gpu.memory);
+    const MemoryMiB usable = UsableMemory(args, gpu.memory());
     if (r.memory > usable) return GpuFit::kTooSmall;
     if (!r.whole_gpu && cycle.memory_limit_per_gpu().value() * 100 > usable.value() * args.max_memory_limit_percent) {
       return GpuFit::kTooSmall;
@@ -58,12 +58,12 @@ GpuFit FitWhenIdle(const GpuShareArgs& args, const CycleState& cycle, const GpuD
 GpuFit FitNow(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice& device, const GpuState& gpu) {
   if (const GpuFit idle = FitWhenIdle(args, cycle, device, gpu); idle != GpuFit::kFits) return idle;
   const PodGpuRequest& r = cycle.request();
-  const GpuUsage& u = gpu.usage;
+  const GpuUsage u = gpu.usage();
   if (r.whole_gpu) return u.idle() ? GpuFit::kFits : GpuFit::kFull;
   if (u.guaranteed + r.guaranteed > kOneGpu) return GpuFit::kFull;
   if (u.limit.value() + r.limit.value() > 10 * args.max_limit_percent) return GpuFit::kFull;
   if (gpu.memory_known()) {
-    const MemoryMiB usable = UsableMemory(args, gpu.memory);
+    const MemoryMiB usable = UsableMemory(args, gpu.memory());
     if (u.memory + r.memory > usable) return GpuFit::kFull;
     if ((u.memory_limit + cycle.memory_limit_per_gpu()).value() * 100 > usable.value() * args.max_memory_limit_percent) {
       return GpuFit::kFull;
@@ -72,29 +72,82 @@ GpuFit FitNow(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice
   return GpuFit::kFits;
 }
 
+// FitNow(...) == GpuFit::kFits, without saying why not: the test every GPU
+// of every candidate node is put to. It weighs every condition rather than
+// branching on each, as most GPUs of a busy cluster fail one or another at
+// random; FitNow, which says which, is asked only to explain a rejection.
+bool FitsNow(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice& device, const GpuState& gpu) {
+  if (cycle.names_models() && !ModelAccepted(cycle, device)) return false;
+  const PodGpuRequest& r = cycle.request();
+  const GpuUsage u = gpu.usage();
+  const bool known = gpu.memory_known();
+  const int64_t usable = UsableMemory(args, gpu.memory()).value();
+  const int64_t memory_limit_cap = usable * args.max_memory_limit_percent;  // × 100, as the limits below
+  const int64_t memory = r.memory.value(), memory_limit = cycle.memory_limit_per_gpu().value();
+  // FitWhenIdle, then FitNow's tests of what pods hold.
+  bool fits = memory == 0 || (known & (memory <= usable) & (r.whole_gpu | (memory_limit * 100 <= memory_limit_cap)));
+  if (r.whole_gpu) return fits & u.idle();
+  fits &= (u.guaranteed + r.guaranteed) <= kOneGpu;
+  fits &= u.limit.value() + r.limit.value() <= 10 * args.max_limit_percent;
+  fits &= (!known) | ((u.memory.value() + memory <= usable) &
+                    ((u.memory_limit.value() + memory_limit) * 100 <= memory_limit_cap));
+  return fits;
+}
+
+// How many of `gpus` pass FitsNow, for a pod that names no GPU model (so
+// that the inventory is not read): the filter's test of every node, with
+// what depends on the pod and the args alone worked out once.
+int32_t CountFitting(const GpuShareArgs& args, const CycleState& cycle, absl::Span<const GpuState> gpus) {
+  const PodGpuRequest& r = cycle.request();
+  const bool whole = r.whole_gpu;
+  const int64_t memory = r.memory.value();
+  const int64_t memory_limit_x100 = cycle.memory_limit_per_gpu().value() * 100;
+  const int64_t reserve = args.memory_reserve.value();
+  const int64_t memory_limit_percent = args.max_memory_limit_percent;
+  const int64_t most_guaranteed_held = kOneGpu.value() - r.guaranteed.value();
+  const int64_t most_limit_held = 10 * args.max_limit_percent - r.limit.value();
+  int32_t fitting = 0;
+  for (const GpuState& g : gpus) {
+    const int64_t card = g.memory().value();
+    const bool known = card > 0;
+    const int64_t usable = std::max<int64_t>(0, card - reserve);
+    const int64_t memory_limit_cap = usable * memory_limit_percent;
+    bool fits = memory == 0 || (known & (memory <= usable) & (whole | (memory_limit_x100 <= memory_limit_cap)));
+    if (whole) {
+      fits &= g.idle();
+    } else {
+      fits &= (g.guaranteed().value() <= most_guaranteed_held) & (g.limit().value() <= most_limit_held);
+      fits &= (!known) | ((g.memory_held().value() + memory <= usable) &
+                          (g.memory_limit_held().value() * 100 + memory_limit_x100 <= memory_limit_cap));
+    }
+    fitting += static_cast<int32_t>(fits);
+  }
+  return fitting;
+}
+
 // Appends the first reason the pod does not fit on a GPU now; only on rejection.
 void AppendWhyFull(std::string& out, const GpuShareArgs& args, const CycleState& cycle, const GpuState& gpu) {
   const PodGpuRequest& r = cycle.request();
-  const GpuUsage& u = gpu.usage;
+  const GpuUsage u = gpu.usage();
   if (r.whole_gpu) {
-    return absl::StrAppend(&out, "GPU ", gpu.index, " is shared by ", u.pods, u.pods == 1 ? " pod" : " pods",
+    return absl::StrAppend(&out, "GPU ", gpu.index(), " is shared by ", u.pods, u.pods == 1 ? " pod" : " pods",
                         " and the pod needs a whole GPU");
   }
   const int64_t free_milli = std::max<int64_t>(0, (kOneGpu - u.guaranteed).value());
   if (u.guaranteed + r.guaranteed > kOneGpu) {
-    return absl::StrAppend(&out, "GPU ", gpu.index, " has ", free_milli, "/1000 milli free, pod needs ", r.guaranteed.value());
+    return absl::StrAppend(&out, "GPU ", gpu.index(), " has ", free_milli, "/1000 milli free, pod needs ", r.guaranteed.value());
   }
   const int64_t cap = 10 * args.max_limit_percent;
   if (u.limit.value() + r.limit.value() > cap) {
-    return absl::StrAppend(&out, "GPU ", gpu.index, " burst limits would reach ", u.limit.value() + r.limit.value(), "/", cap,
+    return absl::StrAppend(&out, "GPU ", gpu.index(), " burst limits would reach ", u.limit.value() + r.limit.value(), "/", cap,
                         " milli (cap ", args.max_limit_percent, " percent)");
   }
-  const MemoryMiB usable = UsableMemory(args, gpu.memory);
+  const MemoryMiB usable = UsableMemory(args, gpu.memory());
   if (u.memory + r.memory > usable) {
-    return absl::StrAppend(&out, "GPU ", gpu.index, " has ", std::max<int64_t>(0, (usable - u.memory).value()), " of ",
+    return absl::StrAppend(&out, "GPU ", gpu.index(), " has ", std::max<int64_t>(0, (usable - u.memory).value()), " of ",
                         usable.value(), " MiB free, pod needs ", r.memory.value(), " MiB");
   }
-  return absl::StrAppend(&out, "GPU ", gpu.index, " memory limits would reach ", (u.memory_limit + cycle.memory_limit_per_gpu()).value(),
+  return absl::StrAppend(&out, "GPU ", gpu.index(), " memory limits would reach ", (u.memory_limit + cycle.memory_limit_per_gpu()).value(),
                       " MiB, over ", args.max_memory_limit_percent, " percent of its ", usable.value(), " usable MiB");
 }
 
@@ -232,14 +285,14 @@ absl::InlinedVector<Candidate, 16> FittingGpus(const GpuShareArgs& args, const C
   const PodGpuRequest& r = cycle.request();
   for (size_t i = 0; i < node.gpus.size(); ++i) {
     const GpuState& g = node.gpu_states[i];
-    if (FitNow(args, cycle, node.gpus[i], g) != GpuFit::kFits) continue;
-    const GpuUsage& u = g.usage;
+    if (!FitsNow(args, cycle, node.gpus[i], g)) continue;
+    const GpuUsage u = g.usage();
     const MilliGpu after = u.guaranteed + cycle.guaranteed_per_gpu();
     candidates.push_back(Candidate{
-        .index = g.index,
+        .index = g.index(),
         .burst_room = cycle.bursts() && (u.limit + r.limit) <= kOneGpu,
         .free_milli_after = (kOneGpu - after).value(),
-        .free_mib_after = (UsableMemory(args, g.memory) - u.memory - r.memory).value(),
+        .free_mib_after = (UsableMemory(args, g.memory()) - u.memory - r.memory).value(),
     });
   }
   return candidates;
@@ -298,14 +351,20 @@ FilterVerdict GpuSharePlugin::FilterGpus(const CycleState& cycle, const NodeView
                                 absl::StrCat("node GPU inventory is unreadable: ", node.inventory_error->message()));
   }
   if (node.gpus.empty()) return FilterVerdict::Never("no_gpus", "node has no GPUs");
-  // Remember each GPU's fit: the rejection message needs the full ones
-  // without evaluating them again.
+  const int32_t count = cycle.request().count;
+  int32_t fitting = 0;
+  if (cycle.names_models()) {
+    for (size_t i = 0; i < node.gpus.size(); ++i) fitting += FitsNow(args_, cycle, node.gpus[i], node.gpu_states[i]);
+  } else {
+    fitting = CountFitting(args_, cycle, node.gpu_states);
+  }
+  if (fitting >= count) return FilterVerdict::Success();
+  // Rejected: why, GPU by GPU.
   GpuFits fits;
   fits.reserve(node.gpus.size());
   for (size_t i = 0; i < node.gpus.size(); ++i) fits.push_back(FitNow(args_, cycle, node.gpus[i], node.gpu_states[i]));
   const FitCounts counts = CountFits(fits);
-  const int32_t count = cycle.request().count;
-  if (counts.fits_now >= count) return FilterVerdict::Success();
+  if (counts.fits_now >= count) return FilterVerdict::Success();  // FitsNow is FitNow == kFits: never taken
   if (counts.accepted < count || counts.large_enough < count) return WhyNever(args_, cycle, node, counts);
   return WhyNotNow(args_, cycle, node, fits, counts);
 }
@@ -323,8 +382,7 @@ std::optional<GpuChoice> GpuSharePlugin::ChooseGpus(const CycleState& cycle, con
 }
 
 bool GpuSharePlugin::FitsOneGpu(const CycleState& cycle, const NodeView& node, size_t position) const {
-  return node.inventory_ok() &&
-         FitNow(args_, cycle, node.gpus[position], node.gpu_states[position]) == GpuFit::kFits;
+  return node.inventory_ok() && FitsNow(args_, cycle, node.gpus[position], node.gpu_states[position]);
 }
 
 void GpuSharePlugin::RankGpus(const CycleState& cycle, const NodeView& node, RankedGpus& ranked) const {
@@ -343,7 +401,7 @@ int64_t GpuSharePlugin::ScoreNode(const CycleState& cycle, const NodeView& node,
   const absl::Span<const GpuDevice> gpus = node.gpus;
   if (gpus.empty() || !cycle.wants_gpus()) return 0;  // no GPU asked: no preference (file comment)
   int64_t used = 0;
-  for (const GpuState& g : node.gpu_states) used += std::min(kOneGpu, g.usage.guaranteed).value();
+  for (const GpuState& g : node.gpu_states) used += std::min(kOneGpu, g.guaranteed()).value();
   used += cycle.guaranteed_per_gpu().value() * static_cast<int64_t>(choice.gpu_indices.size());
   const int64_t capacity = kOneGpu.value() * static_cast<int64_t>(gpus.size());
   const int64_t utilisation_permille = std::min<int64_t>(1000, used * 1000 / capacity);

@@ -426,6 +426,23 @@ static NodeView ViewOf(const NodeState& state) {
   return view;
 }
 
+void ClusterModel::LayOutGpuStates(ClusterSnapshot& s) {
+  s.gpu_state_at_.assign(1, 0);
+  s.gpu_state_at_.reserve(s.nodes_.size() + 1);
+  s.gpu_states_.clear();
+  for (const std::shared_ptr<const NodeState>& node : s.nodes_) {
+    s.gpu_states_.insert(s.gpu_states_.end(), node->gpu_states.begin(), node->gpu_states.end());
+    s.gpu_state_at_.push_back(static_cast<uint32_t>(s.gpu_states_.size()));
+  }
+}
+
+void ClusterModel::PointViewsAtGpuStates(ClusterSnapshot& s) {
+  for (size_t i = 0; i < s.views_.size(); ++i) {
+    s.views_[i].gpu_states = absl::MakeConstSpan(s.gpu_states_.data() + s.gpu_state_at_[i],
+                                                 s.gpu_state_at_[i + 1] - s.gpu_state_at_[i]);
+  }
+}
+
 std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
   absl::MutexLock lock(&mu_);
   // Nothing changed: the current snapshot is already the truth.
@@ -443,6 +460,9 @@ std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
     // no per-node name lookups.
     next->nodes_ = prev.nodes_;
     next->views_ = prev.views_;
+    next->gpu_states_ = prev.gpu_states_;
+    next->gpu_state_at_ = prev.gpu_state_at_;
+    bool lay_out_again = false;  // a node's GPU count changed: its run no longer fits
     next->index_ = prev.index_;
     next->gpu_count_ = prev.gpu_count_;
     next->inventory_errors_ = prev.inventory_errors_;
@@ -458,8 +478,15 @@ std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
       next->gpu_count_ += state->inventory.gpus.size();
       if (!state->inventory_error.ok()) ++next->inventory_errors_;
       next->views_[i] = ViewOf(*state);
+      const uint32_t run = next->gpu_state_at_[i];
+      if (state->gpu_states.size() == next->gpu_state_at_[i + 1] - run) {
+        std::copy(state->gpu_states.begin(), state->gpu_states.end(), next->gpu_states_.begin() + run);
+      } else {
+        lay_out_again = true;
+      }
       next->nodes_[i] = std::move(state);
     }
+    if (lay_out_again) LayOutGpuStates(*next);
   } else {
     next->nodes_.reserve(nodes_.size());
     next->views_.reserve(nodes_.size());
@@ -478,7 +505,9 @@ std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
     index->reserve(next->nodes_.size());
     for (NodeIndex i = 0; i < next->nodes_.size(); ++i) index->emplace(next->nodes_[i]->name, i);
     next->index_ = std::move(index);
+    LayOutGpuStates(*next);
   }
+  PointViewsAtGpuStates(*next);
   AttachTelemetry(*next, prev);
   dirty_.clear();
   node_set_changed_ = false;

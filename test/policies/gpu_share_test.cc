@@ -1,5 +1,7 @@
 #include "policies/gpu_share.h"
 
+#include <random>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -93,6 +95,53 @@ struct ChooseCase {
   PlacementStrategy gpu_strategy;
   std::vector<int32_t> want;  // empty: no fit
 };
+
+// The fit test, as the file comment of gpu_share.h states it, written plainly.
+bool FitsByTheRules(const GpuShareArgs& a, const PodGpuRequest& r, int64_t card_mib, const GpuUsage& u) {
+  const int64_t usable = std::max<int64_t>(0, card_mib - a.memory_reserve.value());
+  const int64_t memory_limit = std::max(r.memory.value(), r.memory_limit.value());
+  if (r.memory.value() > 0) {
+    if (card_mib == 0 || r.memory.value() > usable) return false;
+    if (!r.whole_gpu && memory_limit * 100 > usable * a.max_memory_limit_percent) return false;
+  }
+  if (r.whole_gpu) return u.pods == 0;
+  if (u.guaranteed.value() + r.guaranteed.value() > 1000) return false;
+  if (u.limit.value() + r.limit.value() > 10 * a.max_limit_percent) return false;
+  if (card_mib == 0) return true;
+  return u.memory.value() + r.memory.value() <= usable &&
+         (u.memory_limit.value() + memory_limit) * 100 <= usable * a.max_memory_limit_percent;
+}
+
+TEST(GpuShareFilter, TheFitTestFollowsTheRulesOnRandomGpusAndPods) {
+  std::mt19937 rng(16);
+  auto pick = [&](std::initializer_list<int64_t> values) { return *(values.begin() + rng() % values.size()); };
+  for (int round = 0; round < 3000; ++round) {
+    SCOPED_TRACE(round);
+    GpuShareArgs args;
+    args.memory_reserve = MemoryMiB(pick({0, 256, 1024}));
+    args.max_limit_percent = pick({100, 150, 200});
+    args.max_memory_limit_percent = pick({100, 120});
+    const int64_t card = pick({0, 16384, 40960});
+    Node node("n");
+    node.Gpus(1, testing::kA100, card);
+    for (int pods = static_cast<int>(rng() % 3); pods > 0; --pods) {
+      node.Hold(0, pick({100, 250, 500, 1000}), pick({0, 4096, 20000}), pick({-1, 600, 1000}));
+    }
+    Pod pod;
+    if (rng() % 3 != 0) pod.Fraction(pick({100, 250, 500, 900})).Limit(pick({500, 1000}));
+    if (rng() % 2 == 0) pod.Memory(pick({2048, 10240, 40000}));
+    if (rng() % 3 == 0) pod.MemoryLimit(pick({4096, 16384, 45000}));
+    PodGpuRequest r = pod;
+    if (r.limit < r.guaranteed) r.limit = r.guaranteed;
+    const NodeView view = node.View();
+    const GpuSharePlugin plugin(args);
+    const CycleState cycle(r);
+    const bool expected = FitsByTheRules(args, r, card, view.UsageOf(0));
+    EXPECT_EQ(plugin.FitsOneGpu(cycle, view, 0), expected);
+    EXPECT_EQ(plugin.FilterGpus(cycle, view).ok(), expected) << plugin.FilterGpus(cycle, view).message;
+    EXPECT_EQ(plugin.ChooseGpus(cycle, view).has_value(), expected);
+  }
+}
 
 TEST(GpuShareChooseGpus, BinpackAndSpreadPickTheExpectedGpus) {
   using S = PlacementStrategy;

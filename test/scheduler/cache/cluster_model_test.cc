@@ -123,11 +123,11 @@ TEST(ClusterModel, EveryViewPacksItsInventoryJoinedWithWhatPodsHoldInInventoryOr
     std::vector<GpuState> states;
   };
   const std::vector<Case> cases = {
-      {"sparse", {{.index = 0, .memory = MemoryMiB(1000), .usage = {}},
-                  {.index = 2, .memory = MemoryMiB(3000), .usage = Held(500, 100, 2)},
-                  {.index = 5, .memory = MemoryMiB(6000), .usage = Held(200, 0, 1)}}},
-      {"dense", {{.index = 0, .memory = MemoryMiB(4096), .usage = {}},
-                 {.index = 1, .memory = MemoryMiB(4096), .usage = Held(1000, 0, 1)}}},
+      {"sparse", {GpuState(0, MemoryMiB(1000), GpuUsage{}),
+                  GpuState(2, MemoryMiB(3000), Held(500, 100, 2)),
+                  GpuState(5, MemoryMiB(6000), Held(200, 0, 1))}},
+      {"dense", {GpuState(0, MemoryMiB(4096), GpuUsage{}),
+                 GpuState(1, MemoryMiB(4096), Held(1000, 0, 1))}},
       {"bad", {}},
   };
   for (int round = 0; round < 2; ++round) {  // as built, and once another node changed
