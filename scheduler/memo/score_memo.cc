@@ -28,6 +28,11 @@ class Unlocker {
 
 }  // namespace
 
+bool ScoreMemo::AtItsPosition(const std::vector<Entry>& entries, size_t i, uint64_t version) {
+  // Any entry with a version is the one the index names for it.
+  return i < entries.size() && entries[i].version == version;
+}
+
 size_t ScoreMemo::MaxEntries(size_t largest_request) {
   return largest_request + largest_request / 4 + kSweepSlack;
 }
@@ -166,14 +171,20 @@ ScoreMemo::Pass ScoreMemo::PassOnCaller(const CycleState& cycle, absl::Span<cons
       continue;
     }
     ++pass.versioned;
-    const auto [it, inserted] = slot.at.try_emplace(version, static_cast<uint32_t>(entries.size()));
-    if (inserted) {
-      Entry& entry = entries.emplace_back();
-      entry.version = version;
-      Evaluate(cycle, *nodes[i], entry);
-      ++pass.computed;
+    uint32_t at = 0;
+    if (AtItsPosition(entries, i, version)) {
+      at = static_cast<uint32_t>(i);
+    } else {
+      const auto [it, inserted] = slot.at.try_emplace(version, static_cast<uint32_t>(entries.size()));
+      if (inserted) {
+        Entry& entry = entries.emplace_back();
+        entry.version = version;
+        Evaluate(cycle, *nodes[i], entry);
+        ++pass.computed;
+      }
+      at = it->second;
     }
-    Entry& entry = entries[it->second];
+    Entry& entry = entries[at];
     entry.last_use = use;
     stages.Add(i, entry);
   }
@@ -198,10 +209,13 @@ ScoreMemo::Pass ScoreMemo::PassWithPool(const CycleState& cycle, absl::Span<cons
     const uint64_t version = nodes[i]->version;
     if (version != 0) {
       ++pass.versioned;
-      if (const auto it = slot.at.find(version); it != slot.at.end()) {
-        Entry& entry = entries[it->second];
-        entry.last_use = use;
-        answers[i] = &entry;
+      Entry* kept = AtItsPosition(entries, i, version) ? &entries[i] : nullptr;
+      if (kept == nullptr) {
+        if (const auto it = slot.at.find(version); it != slot.at.end()) kept = &entries[it->second];
+      }
+      if (kept != nullptr) {
+        kept->last_use = use;
+        answers[i] = kept;
         continue;
       }
     }

@@ -159,6 +159,11 @@ class ScoreMemo {
   Pass PassWithPool(const CycleState& cycle, absl::Span<const NodeView* const> nodes, Slot& slot, uint64_t use,
                     Stages& stages) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Slot& SlotFor(const PodGpuRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the answer for the node named `i`th, at `version`, is
+  // entries[i]: so it is when the nodes are named in the order they were
+  // when the answers were computed (replicas of one workload are asked about
+  // one list), and then the index is not asked.
+  static bool AtItsPosition(const std::vector<Entry>& entries, size_t i, uint64_t version);
   // Drops the answers request `use` did not read (old versions of nodes that
   // changed), keeping the others' order, and re-indexes.
   static void Sweep(Slot& slot, uint64_t use);
