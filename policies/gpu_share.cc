@@ -1,6 +1,8 @@
 #include "policies/gpu_share.h"
 
 #include <algorithm>
+#include <charconv>
+#include <iterator>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -125,30 +127,46 @@ int32_t CountFitting(const GpuShareArgs& args, const CycleState& cycle, absl::Sp
   return fitting;
 }
 
+// Appends each piece to `out` in turn, as absl::StrAppend does but without
+// its sizing pass and the zero-fill of the room it makes: a rejection names
+// a few GPUs in short pieces, on hundreds of nodes a request, and there
+// those cost more than the text itself.
+void Append(std::string& out, std::string_view text) { out.append(text); }
+void Append(std::string& out, int64_t number) {
+  char digits[20];
+  out.append(digits, std::to_chars(std::begin(digits), std::end(digits), number).ptr);
+}
+template <typename... Pieces>
+void AppendAll(std::string& out, const Pieces&... pieces) {
+  (Append(out, pieces), ...);
+}
+
 // Appends the first reason the pod does not fit on a GPU now; only on rejection.
 void AppendWhyFull(std::string& out, const GpuShareArgs& args, const CycleState& cycle, const GpuState& gpu) {
   const PodGpuRequest& r = cycle.request();
   const GpuUsage u = gpu.usage();
+  const int64_t index = gpu.index();
   if (r.whole_gpu) {
-    return absl::StrAppend(&out, "GPU ", gpu.index(), " is shared by ", u.pods, u.pods == 1 ? " pod" : " pods",
-                        " and the pod needs a whole GPU");
+    return AppendAll(out, "GPU ", index, " is shared by ", u.pods, u.pods == 1 ? " pod" : " pods",
+                     " and the pod needs a whole GPU");
   }
-  const int64_t free_milli = std::max<int64_t>(0, (kOneGpu - u.guaranteed).value());
   if (u.guaranteed + r.guaranteed > kOneGpu) {
-    return absl::StrAppend(&out, "GPU ", gpu.index(), " has ", free_milli, "/1000 milli free, pod needs ", r.guaranteed.value());
+    const int64_t free_milli = std::max<int64_t>(0, (kOneGpu - u.guaranteed).value());
+    return AppendAll(out, "GPU ", index, " has ", free_milli, "/1000 milli free, pod needs ", r.guaranteed.value());
   }
   const int64_t cap = 10 * args.max_limit_percent;
   if (u.limit.value() + r.limit.value() > cap) {
-    return absl::StrAppend(&out, "GPU ", gpu.index(), " burst limits would reach ", u.limit.value() + r.limit.value(), "/", cap,
-                        " milli (cap ", args.max_limit_percent, " percent)");
+    return AppendAll(out, "GPU ", index, " burst limits would reach ", u.limit.value() + r.limit.value(), "/", cap,
+                     " milli (cap ", args.max_limit_percent, " percent)");
   }
   const MemoryMiB usable = UsableMemory(args, gpu.memory());
   if (u.memory + r.memory > usable) {
-    return absl::StrAppend(&out, "GPU ", gpu.index(), " has ", std::max<int64_t>(0, (usable - u.memory).value()), " of ",
-                        usable.value(), " MiB free, pod needs ", r.memory.value(), " MiB");
+    return AppendAll(out, "GPU ", index, " has ", std::max<int64_t>(0, (usable - u.memory).value()), " of ",
+                     usable.value(), " MiB free, pod needs ", r.memory.value(), " MiB");
   }
-  return absl::StrAppend(&out, "GPU ", gpu.index(), " memory limits would reach ", (u.memory_limit + cycle.memory_limit_per_gpu()).value(),
-                      " MiB, over ", args.max_memory_limit_percent, " percent of its ", usable.value(), " usable MiB");
+  return AppendAll(out, "GPU ", index, " memory limits would reach ",
+                   (u.memory_limit + cycle.memory_limit_per_gpu()).value(), " MiB, over ",
+                   args.max_memory_limit_percent, " percent of its ", usable.value(), " usable MiB");
 }
 
 std::string DescribeModels(const PodGpuRequest& r) {
@@ -247,7 +265,7 @@ FilterVerdict WhyNotNow(const GpuShareArgs& args, const CycleState& cycle, const
   if (count == 1) {
     msg = "no GPU can take the pod now: ";
   } else {
-    absl::StrAppend(&msg, c.fits_now, " of the ", count, " GPUs the pod needs can take it now: ");
+    AppendAll(msg, c.fits_now, " of the ", count, " GPUs the pod needs can take it now: ");
   }
   size_t full = 0;
   for (size_t i = 0; i < fits.size(); ++i) {
@@ -258,7 +276,7 @@ FilterVerdict WhyNotNow(const GpuShareArgs& args, const CycleState& cycle, const
   }
   if (full > kMaxListedGpus) {
     const size_t more = full - kMaxListedGpus;
-    absl::StrAppend(&msg, " (and ", more, more == 1 ? " more GPU)" : " more GPUs)");
+    AppendAll(msg, " (and ", static_cast<int64_t>(more), more == 1 ? " more GPU)" : " more GPUs)");
   }
   return FilterVerdict::NotNow("insufficient_gpu", std::move(msg));
 }
