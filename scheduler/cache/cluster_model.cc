@@ -426,21 +426,42 @@ static NodeView ViewOf(const NodeState& state) {
   return view;
 }
 
-void ClusterModel::LayOutGpuStates(ClusterSnapshot& s) {
-  s.gpu_state_at_.assign(1, 0);
-  s.gpu_state_at_.reserve(s.nodes_.size() + 1);
-  s.gpu_states_.clear();
-  for (const std::shared_ptr<const NodeState>& node : s.nodes_) {
-    s.gpu_states_.insert(s.gpu_states_.end(), node->gpu_states.begin(), node->gpu_states.end());
-    s.gpu_state_at_.push_back(static_cast<uint32_t>(s.gpu_states_.size()));
+void ClusterModel::LayOutGpuStateBlock(ClusterSnapshot& s, size_t block, const ClusterSnapshot* prev) {
+  using Block = ClusterSnapshot::GpuStateBlock;
+  const size_t first = block * ClusterSnapshot::kNodesPerGpuStateBlock;
+  const size_t end = std::min(s.nodes_.size(), first + ClusterSnapshot::kNodesPerGpuStateBlock);
+  std::shared_ptr<Block> laid;
+  if (prev != nullptr) {
+    // The same nodes as `prev`'s block: copy it, and patch the nodes that
+    // changed in place where their GPU count did not.
+    laid = std::make_shared<Block>(*prev->gpu_state_blocks_[block]);
+    for (size_t i = first; i < end && laid != nullptr; ++i) {
+      if (s.nodes_[i] == prev->nodes_[i]) continue;
+      const std::vector<GpuState>& states = s.nodes_[i]->gpu_states;
+      const size_t k = i - first;
+      if (states.size() != laid->at[k + 1] - laid->at[k]) {
+        laid = nullptr;  // its run no longer fits: lay the block out anew
+        break;
+      }
+      std::copy(states.begin(), states.end(), laid->states.begin() + laid->at[k]);
+    }
   }
-}
-
-void ClusterModel::PointViewsAtGpuStates(ClusterSnapshot& s) {
-  for (size_t i = 0; i < s.views_.size(); ++i) {
-    s.views_[i].gpu_states = absl::MakeConstSpan(s.gpu_states_.data() + s.gpu_state_at_[i],
-                                                 s.gpu_state_at_[i + 1] - s.gpu_state_at_[i]);
+  if (laid == nullptr) {
+    laid = std::make_shared<Block>();
+    laid->at.reserve(end - first + 1);
+    laid->at.push_back(0);
+    for (size_t i = first; i < end; ++i) {
+      const std::vector<GpuState>& states = s.nodes_[i]->gpu_states;
+      laid->states.insert(laid->states.end(), states.begin(), states.end());
+      laid->at.push_back(static_cast<uint32_t>(laid->states.size()));
+    }
   }
+  for (size_t i = first; i < end; ++i) {
+    const size_t k = i - first;
+    s.views_[i].gpu_states = absl::MakeConstSpan(laid->states.data() + laid->at[k], laid->at[k + 1] - laid->at[k]);
+  }
+  if (s.gpu_state_blocks_.size() <= block) s.gpu_state_blocks_.resize(block + 1);
+  s.gpu_state_blocks_[block] = std::move(laid);
 }
 
 std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
@@ -460,9 +481,8 @@ std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
     // no per-node name lookups.
     next->nodes_ = prev.nodes_;
     next->views_ = prev.views_;
-    next->gpu_states_ = prev.gpu_states_;
-    next->gpu_state_at_ = prev.gpu_state_at_;
-    bool lay_out_again = false;  // a node's GPU count changed: its run no longer fits
+    next->gpu_state_blocks_ = prev.gpu_state_blocks_;
+    std::vector<bool> changed_blocks(prev.gpu_state_blocks_.size(), false);
     next->index_ = prev.index_;
     next->gpu_count_ = prev.gpu_count_;
     next->inventory_errors_ = prev.inventory_errors_;
@@ -478,15 +498,12 @@ std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
       next->gpu_count_ += state->inventory.gpus.size();
       if (!state->inventory_error.ok()) ++next->inventory_errors_;
       next->views_[i] = ViewOf(*state);
-      const uint32_t run = next->gpu_state_at_[i];
-      if (state->gpu_states.size() == next->gpu_state_at_[i + 1] - run) {
-        std::copy(state->gpu_states.begin(), state->gpu_states.end(), next->gpu_states_.begin() + run);
-      } else {
-        lay_out_again = true;
-      }
+      changed_blocks[i / ClusterSnapshot::kNodesPerGpuStateBlock] = true;
       next->nodes_[i] = std::move(state);
     }
-    if (lay_out_again) LayOutGpuStates(*next);
+    for (size_t block = 0; block < changed_blocks.size(); ++block) {
+      if (changed_blocks[block]) LayOutGpuStateBlock(*next, block, &prev);
+    }
   } else {
     next->nodes_.reserve(nodes_.size());
     next->views_.reserve(nodes_.size());
@@ -505,9 +522,10 @@ std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
     index->reserve(next->nodes_.size());
     for (NodeIndex i = 0; i < next->nodes_.size(); ++i) index->emplace(next->nodes_[i]->name, i);
     next->index_ = std::move(index);
-    LayOutGpuStates(*next);
+    const size_t blocks = (next->nodes_.size() + ClusterSnapshot::kNodesPerGpuStateBlock - 1) /
+                          ClusterSnapshot::kNodesPerGpuStateBlock;
+    for (size_t block = 0; block < blocks; ++block) LayOutGpuStateBlock(*next, block, nullptr);
   }
-  PointViewsAtGpuStates(*next);
   AttachTelemetry(*next, prev);
   dirty_.clear();
   node_set_changed_ = false;

@@ -123,10 +123,10 @@ class ClusterModel {
   // changed when `next` keeps `prev`'s node order).
   void AttachTelemetry(ClusterSnapshot& next, const ClusterSnapshot& prev) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static std::shared_ptr<const NodeState> Build(const std::string& name, const NodeEntry& e);
-  // Lays every node's GPU states out in `s`'s one block (ClusterSnapshot::gpu_states_).
-  static void LayOutGpuStates(ClusterSnapshot& s);
-  // Points every view of `s` at its node's run of that block.
-  static void PointViewsAtGpuStates(ClusterSnapshot& s);
+  // Lays the GPU states of block `block`'s nodes out anew from their
+  // NodeStates, or from `prev`'s copy of the block patched where a node
+  // changed (ClusterSnapshot::gpu_state_blocks_), and points their views there.
+  static void LayOutGpuStateBlock(ClusterSnapshot& s, size_t block, const ClusterSnapshot* prev);
   // Nodes of one kind of machine publish the same topology annotation: they
   // share one object (same text, same bandwidths), so a request over
   // thousands of nodes reads a few topologies that stay in cache.

@@ -90,14 +90,19 @@ class ClusterSnapshot {
   friend class ClusterModel;
 
   std::vector<std::shared_ptr<const NodeState>> nodes_;  // sorted by name
-  std::vector<NodeView> views_;                          // views_[i] points into *nodes_[i] and gpu_states_
-  // Every node's GPU states, node after node in index order: node i's are
-  // gpu_states_[gpu_state_at_[i] .. gpu_state_at_[i + 1]), and its view
-  // points there rather than into its NodeState. Filter and prioritize read
-  // them on every node of a request: packed in one block they span few
-  // pages (the TLB holds them all) and, nodes named in order, stream.
-  std::vector<GpuState> gpu_states_;
-  std::vector<uint32_t> gpu_state_at_;  // node_count() + 1 offsets
+  std::vector<NodeView> views_;  // views_[i] points into *nodes_[i] and its GPU state block
+  // Every node's GPU states, packed node after node in blocks of
+  // kNodesPerGpuStateBlock nodes; each view points into its node's block
+  // rather than into its NodeState. Filter and prioritize read them on every
+  // node of a request: packed, they span few pages (the TLB holds them all)
+  // and, nodes named in order, stream. Blocks are shared between snapshots
+  // as nodes are: a publish copies only the blocks of the nodes that changed.
+  struct GpuStateBlock {
+    std::vector<GpuState> states;
+    std::vector<uint32_t> at;  // the block's k-th node's are states[at[k] .. at[k + 1])
+  };
+  static constexpr size_t kNodesPerGpuStateBlock = 256;  // 56 KiB of 8-GPU nodes
+  std::vector<std::shared_ptr<const GpuStateBlock>> gpu_state_blocks_;
   // Live GPU metrics by node index, apart from nodes_ so that a telemetry
   // refresh swaps pointers instead of copying nodes; empty when no node has any.
   std::vector<std::shared_ptr<const NodeTelemetry>> telemetry_;
