@@ -39,7 +39,7 @@ struct NodeView {
   absl::Span<const GpuUsage> usage;              ///< Indexed by GPU index; indices past the end are idle.
   /// `gpus` joined with `usage` (JoinGpuStates): same order, same size. What
   /// fit and placement read per GPU, packed; everything that builds a view
-  /// fills it. A snapshot's views point into one block holding every node's
+  /// fills it. A snapshot's views point into blocks that pack every node's
   /// (ClusterSnapshot), so a pass over thousands of nodes reads few pages.
   absl::Span<const GpuState> gpu_states = {};
   /// Measured GPU load (scheduler/model/telemetry.h); null when no source reports the node.
