@@ -238,9 +238,16 @@ ScoreMemo::Pass ScoreMemo::PassWithPool(const CycleState& cycle, absl::Span<cons
   pass.computed = unknown.size();
   for (size_t k = 0; k < unknown.size(); ++k) answers[unknown[k]] = &computed[k];
   for (size_t i = 0; i < n; ++i) stages.Add(i, *answers[i]);
+  KeepComputed(nodes, slot, use);
+  return pass;
+}
 
-  // Keep what was computed at a version. The same version named twice in one
-  // request was computed twice, identically; the first is kept.
+void ScoreMemo::KeepComputed(absl::Span<const NodeView* const> nodes, Slot& slot, uint64_t use) const {
+  std::vector<Entry>& entries = slot.entries;
+  const std::vector<size_t>& unknown = scratch_.unknown;
+  std::vector<Entry>& computed = scratch_.computed;
+  // The same version named twice in one request was computed twice,
+  // identically; the first is kept.
   if (entries.empty()) {
     // A new request: the slot takes the computed array whole (and leaves its
     // own, emptied, as the next request's working space); answers not
@@ -262,7 +269,6 @@ ScoreMemo::Pass ScoreMemo::PassWithPool(const CycleState& cycle, absl::Span<cons
       entry.last_use = use;
     }
   }
-  return pass;
 }
 
 void ScoreMemo::Evaluate(const CycleState& cycle, const NodeView& node, Entry& entry) const {

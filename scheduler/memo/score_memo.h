@@ -158,6 +158,10 @@ class ScoreMemo {
                     Stages& stages) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Pass PassWithPool(const CycleState& cycle, absl::Span<const NodeView* const> nodes, Slot& slot, uint64_t use,
                     Stages& stages) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After PassWithPool: keeps in `slot` what it computed (scratch_) at a
+  // version, read by request `use`.
+  void KeepComputed(absl::Span<const NodeView* const> nodes, Slot& slot, uint64_t use) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Slot& SlotFor(const PodGpuRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether the answer for the node named `i`th, at `version`, is
   // entries[i]: so it is when the nodes are named in the order they were
