@@ -493,13 +493,14 @@ void PolicyFilter(benchmark::State& state, Form form) {
   int64_t passed = 0, rejected = 0;
   for (auto _ : state) {
     const CandidateNodes candidates(d->args, *d->fixture->snapshot);
+    const CycleState cycle(d->pod);
     passed = rejected = 0;
-    for (size_t i = 0; i < candidates.views().size(); ++i) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
       if (!candidates.known(i)) {
         ++rejected;
         continue;
       }
-      FilterVerdict verdict = profile.Filter(d->pod, candidates.views()[i]);
+      FilterVerdict verdict = profile.Filter(cycle, candidates.view(i));
       (verdict.ok() ? passed : rejected)++;
       benchmark::DoNotOptimize(verdict);
     }
@@ -515,7 +516,7 @@ void PolicyPrioritize(benchmark::State& state, Form form) {
   const Profile& profile = *d->fixture->profile;
   for (auto _ : state) {
     const CandidateNodes candidates(d->args, *d->fixture->snapshot);
-    std::vector<int64_t> scores = profile.Score(d->pod, candidates.views(), nullptr);
+    std::vector<int64_t> scores = profile.Score(CycleState(d->pod), candidates.views(), nullptr);
     benchmark::DoNotOptimize(scores);
   }
 }

@@ -102,16 +102,16 @@ void BM_Prioritize(benchmark::State& state) {
                                                    .pods = &t.pods, .classes = &t.classes, .workload = &workload,
                                                    .typical = nullptr, .seed = 42, .memo = MemoMode::kAuto,
                                                    .keep_cluster = true});
-  std::vector<NodeView> views;
+  std::vector<const NodeView*> views;
   for (size_t i = 0; views.size() < static_cast<size_t>(state.range(1)); i = (i + 1) % replayed.cluster->size()) {
-    views.push_back(replayed.cluster->View(i));  // host CPU known, as the watch gives it online
+    views.push_back(&replayed.cluster->View(i));  // host CPU known, as the watch gives it online
   }
   PodGpuRequest pod;
   pod.whole_gpu = false;
   pod.guaranteed = pod.limit = MilliGpu(470);
   pod.host.cpu = MilliCpu(8000);
   for (auto _ : state) {
-    std::vector<int64_t> scores = profile->Score(pod, views, nullptr);
+    std::vector<int64_t> scores = profile->Score(CycleState(pod), views, nullptr);
     benchmark::DoNotOptimize(scores.data());
   }
 }

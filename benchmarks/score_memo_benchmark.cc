@@ -280,15 +280,15 @@ void BM_PrioritizeUnchanged(benchmark::State& state, const Setup& setup) {
   for (auto _ : state) Prioritize(state, *f->service, f->body);
 }
 
-std::vector<NodeView> Views(const ClusterSnapshot& s) {
-  std::vector<NodeView> views;
+std::vector<const NodeView*> Views(const ClusterSnapshot& s) {
+  std::vector<const NodeView*> views;
   views.reserve(s.node_count());
-  for (NodeIndex i = 0; i < s.node_count(); ++i) views.push_back(s.View(i));
+  for (NodeIndex i = 0; i < s.node_count(); ++i) views.push_back(&s.View(i));
   return views;
 }
 
-const PodGpuRequest& QuarterGpu() {
-  static const PodGpuRequest r = [] {
+const CycleState& QuarterGpu() {
+  static const CycleState r([] {
     PodGpuRequest p;
     p.whole_gpu = false;
     p.guaranteed = MilliGpu(250);
@@ -296,14 +296,14 @@ const PodGpuRequest& QuarterGpu() {
     p.memory = p.memory_limit = MemoryMiB(10240);
     p.host = kPendingPodHost;
     return p;
-  }();
+  }());
   return r;
 }
 
 void BM_ProfileScore(benchmark::State& state, const Setup& setup) {
   Fixture* f = GetFixture(state, setup);
   if (f == nullptr) return;
-  const std::vector<NodeView> views = Views(*f->snapshot);
+  const std::vector<const NodeView*> views = Views(*f->snapshot);
   for (auto _ : state) benchmark::DoNotOptimize(f->profile->Score(QuarterGpu(), views, nullptr));
 }
 
@@ -313,7 +313,7 @@ void BM_MemoScoreAfterOneBind(benchmark::State& state, const Setup& setup) {
   const ScoreMemo memo(f->profile);
   (void)memo.Score(QuarterGpu(), Views(*f->snapshot), nullptr);  // warm
   const uint64_t warm = memo.counters().nodes_computed;
-  std::vector<NodeView> views;
+  std::vector<const NodeView*> views;
   for (auto _ : state) {
     state.PauseTiming();
     f->BindOrUnbind();
@@ -332,7 +332,7 @@ void BM_MemoScoreCold(benchmark::State& state, const Setup& setup, bool parallel
   Fixture* f = GetFixture(state, setup);
   if (f == nullptr) return;
   static WorkerPool pool(WorkerPool::DefaultThreads());
-  const std::vector<NodeView> views = Views(*f->snapshot);
+  const std::vector<const NodeView*> views = Views(*f->snapshot);
   std::unique_ptr<ScoreMemo> memo;
   for (auto _ : state) {
     state.PauseTiming();

@@ -19,7 +19,8 @@ absl::StatusOr<std::unique_ptr<Plugin>> BestFitPlugin::New(PluginArgs& args) {
   return std::make_unique<BestFitPlugin>();
 }
 
-int64_t BestFitPlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice&) const {
+int64_t BestFitPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice&) const {
+  const PodGpuRequest& r = cycle.request();
   const double cpu_left = static_cast<double>(FreeCpuMilli(node) - RequestedCpuMilli(r, node));
   const double gpu_left = static_cast<double>(TotalFreeMilli(node) - RequestedGpuMilli(r));
   double leftover = 0;

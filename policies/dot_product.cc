@@ -10,7 +10,8 @@ absl::StatusOr<std::unique_ptr<Plugin>> DotProductPlugin::New(PluginArgs& args) 
   return std::make_unique<DotProductPlugin>();
 }
 
-int64_t DotProductPlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice&) const {
+int64_t DotProductPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice&) const {
+  const PodGpuRequest& r = cycle.request();
   const double node_cpu = static_cast<double>(FreeCpuMilli(node)) / kMaxSpecCpuMilli;
   const double node_gpu = static_cast<double>(TotalFreeMilli(node)) / kMaxSpecGpuMilli;
   const double pod_cpu = static_cast<double>(RequestedCpuMilli(r, node)) / kMaxSpecCpuMilli;

@@ -22,18 +22,19 @@ namespace tessera {
 
 class PluginArgs;
 
-class DotProductPlugin final : public ScorePlugin {
+class DotProductPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "dot-product";
 
   /// Takes no args.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
+  /// Scores nodes; reads only the request and the node's state (memoizable).
+  DotProductPlugin() : Plugin(Point::kNodeScore, /*memoizable=*/true) {}
+
   [[nodiscard]] std::string_view Name() const override { return kName; }
-  /// Reads only the request and the node's state.
-  [[nodiscard]] bool Memoizable() const override { return true; }
-  [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
-                              const GpuChoice& choice) const override;
+  [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,
+                                  const GpuChoice& choice) const override;
 };
 
 }  // namespace tessera

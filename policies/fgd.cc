@@ -52,7 +52,7 @@ int64_t PlacementFragmentationScore(const TargetWorkload& workload, const Fragme
   const int64_t before = NodeFragmentationTimesWeight(workload, access, free.gpu, free.cpu, options);
   for (int32_t index : choice.gpu_indices) {
     for (size_t i = 0; i < node.gpus.size(); ++i) {
-      if (node.gpu_states[i].index == index) free.gpu[i] -= PerGpuMilli(r);
+      if (node.gpu_states[i].index() == index) free.gpu[i] -= PerGpuMilli(r);
     }
   }
   return FragmentationScore(before, NodeFragmentationTimesWeight(workload, access, free.gpu, free.cpu_after, options),
@@ -96,13 +96,13 @@ absl::StatusOr<std::unique_ptr<Plugin>> FgdPlugin::New(PluginArgs& args) {
   return std::make_unique<FgdPlugin>(*std::move(workload), share->args());
 }
 
-FilterVerdict FgdPlugin::Filter(const PodGpuRequest& r, const NodeView& node) const {
-  if (r.count <= 0) return FilterVerdict::Success();
-  return fit_.Filter(r, node);
+FilterVerdict FgdPlugin::FilterGpus(const CycleState& cycle, const NodeView& node) const {
+  return fit_.FilterGpus(cycle, node);
 }
 
-absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const PodGpuRequest& r,
+absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const CycleState& cycle,
                                                                           const NodeView& node) const {
+  const PodGpuRequest& r = cycle.request();
   const size_t n = node.gpus.size();
   const int64_t share = PerGpuMilli(r);
   const NodeFree now = FreeOf(node, r);
@@ -113,7 +113,7 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const P
   absl::InlinedVector<size_t, 8> distinct;  // inventory positions to measure
   absl::InlinedVector<size_t, 8> like;      // per fitting GPU: its position in `distinct`
   for (size_t i = 0; i < n; ++i) {
-    if (now.gpu[i] < share || !fit_.FitsOneGpu(r, node, i)) continue;
+    if (now.gpu[i] < share || !fit_.FitsOneGpu(cycle, node, i)) continue;
     size_t d = 0;
     while (d < distinct.size() && !(now.gpu[distinct[d]] == now.gpu[i] &&
                                     (!workload_.has_models() || node.gpus[distinct[d]].model == node.gpus[i].model))) {
@@ -130,7 +130,7 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const P
                          distinct, absl::MakeSpan(decreases));
   measured.resize(fitting.size());
   for (size_t k = 0; k < fitting.size(); ++k) {
-    measured[k].index = node.gpu_states[fitting[k]].index;
+    measured[k].index = node.gpu_states[fitting[k]].index();
     measured[k].decrease = decreases[like[k]];
   }
   return measured;
@@ -140,10 +140,9 @@ int64_t FgdPlugin::ScoreOf(int64_t decrease) const {
   return FragmentationScore(decrease, 0, workload_.total_weight());
 }
 
-std::optional<GpuChoice> FgdPlugin::ChooseGpus(const PodGpuRequest& r, const NodeView& node) const {
-  if (r.count <= 0) return std::optional<GpuChoice>(std::in_place);  // asks for no GPU: none to choose
-  if (!SharesOneGpu(r)) return fit_.ChooseGpus(r, node);
-  const absl::InlinedVector<GpuDecrease, 8> measured = MeasureEachGpu(r, node);
+std::optional<GpuChoice> FgdPlugin::ChooseGpus(const CycleState& cycle, const NodeView& node) const {
+  if (!SharesOneGpu(cycle.request())) return fit_.ChooseGpus(cycle, node);
+  const absl::InlinedVector<GpuDecrease, 8> measured = MeasureEachGpu(cycle, node);
   if (measured.empty()) return std::nullopt;
   // The best score; the lowest index of those reaching it. The score grows
   // with the decrease, so the largest decrease has the best score, and only
@@ -158,44 +157,38 @@ std::optional<GpuChoice> FgdPlugin::ChooseGpus(const PodGpuRequest& r, const Nod
   });
   GpuChoice choice;
   choice.gpu_indices.push_back(chosen->index);
-  choice.chooser_score = best;  // what Score would say of it, worked out already
+  choice.chooser_score = best;  // what ScoreNode would say of it, worked out already
   return choice;
 }
 
-std::optional<RankedGpus> FgdPlugin::RankGpus(const PodGpuRequest& r, const NodeView& node) const {
-  if (r.count > 0 && !SharesOneGpu(r)) return fit_.RankGpus(r, node);
-  return RankShareOfOneGpu(r, node);
+void FgdPlugin::RankGpus(const CycleState& cycle, const NodeView& node, RankedGpus& ranked) const {
+  if (SharesOneGpu(cycle.request())) return RankShareOfOneGpu(cycle, node, ranked);
+  fit_.RankGpus(cycle, node, ranked);
 }
 
-std::optional<RankedGpus> FgdPlugin::RankShareOfOneGpu(const PodGpuRequest& r, const NodeView& node) const {
-  // One object, built in place and returned on every path: a RankedGpus
-  // moved into an optional trips GCC 12's maybe-uninitialized.
-  std::optional<RankedGpus> ranked(std::in_place);
-  if (r.count <= 0) return ranked;  // asks for no GPU: none to rank
+void FgdPlugin::RankShareOfOneGpu(const CycleState& cycle, const NodeView& node, RankedGpus& ranked) const {
   struct GpuScore {
     int32_t index;
     int64_t score;
   };
   absl::InlinedVector<GpuScore, 8> scored;
-  for (const GpuDecrease& m : MeasureEachGpu(r, node)) scored.push_back({m.index, ScoreOf(m.decrease)});
+  for (const GpuDecrease& m : MeasureEachGpu(cycle, node)) scored.push_back({m.index, ScoreOf(m.decrease)});
   // Best score first; equal scores keep index order (ChooseGpus' tie-break).
   std::stable_sort(scored.begin(), scored.end(), [](const GpuScore& a, const GpuScore& b) { return a.score > b.score; });
   int32_t tier = 0;
   for (size_t i = 0; i < scored.size(); ++i) {
     if (i > 0 && scored[i].score != scored[i - 1].score) ++tier;
-    ranked->push_back(RankedGpu{.index = scored[i].index, .tier = tier});
+    ranked.push_back(RankedGpu{.index = scored[i].index, .tier = tier});
   }
-  return ranked;
 }
 
-std::vector<GpuShare> FgdPlugin::SharesFor(const PodGpuRequest& r, const NodeView& node,
+std::vector<GpuShare> FgdPlugin::SharesFor(const CycleState& cycle, const NodeView& node,
                                            const GpuChoice& choice) const {
-  if (r.count <= 0) return {};
-  return fit_.SharesFor(r, node, choice);
+  return fit_.SharesFor(cycle, node, choice);
 }
 
-int64_t FgdPlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) const {
-  return PlacementFragmentationScore(workload_, FragmentationOptions{}, r, node, choice);
+int64_t FgdPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice& choice) const {
+  return PlacementFragmentationScore(workload_, FragmentationOptions{}, cycle.request(), node, choice);
 }
 
 }  // namespace tessera

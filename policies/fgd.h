@@ -13,11 +13,11 @@
 //     resources are known (NodeView::host), else CPU never falls short.
 //
 // Algorithm, per node
-//   1. Filter: gpu-share's; a pod that asks for no GPU fits everywhere.
+//   1. Filter: gpu-share's.
 //   2. Choose: a share of one GPU tries every GPU it fits on and takes the
 //      best score below (the first GPU reaching it); other pods take
 //      gpu-share's choice (the lowest idle GPUs). RankGpus orders the GPUs
-//      the same way, for a GPU set or GPU filter plugin beside fgd.
+//      the same way, for a GPU set chooser or GPU exclusion beside fgd.
 //   3. Score: Δ = F(node now) − F(node after placing the pod on the chosen
 //      GPUs, CPU included); score = trunc(100 · σ(Δ / 1000)), σ the
 //      logistic function: no change scores 50, less fragmentation more.
@@ -43,7 +43,7 @@ namespace tessera {
 
 class PluginArgs;
 
-class FgdPlugin final : public FilterPlugin, public GpuChooserPlugin, public ScorePlugin {
+class FgdPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "fgd";
 
@@ -51,21 +51,21 @@ class FgdPlugin final : public FilterPlugin, public GpuChooserPlugin, public Sco
   /// fragmentation.h), then gpu-share's args for the fit.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
+  /// Chooses GPUs and scores nodes; reads only the request and the node's
+  /// state (memoizable).
   explicit FgdPlugin(TargetWorkload workload, GpuShareArgs fit = {})
-      : workload_(std::move(workload)), fit_(fit) {}
+      : Plugin(Point::kGpuChoice | Point::kNodeScore, /*memoizable=*/true),
+        workload_(std::move(workload)),
+        fit_(fit) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
-  /// Reads only the request and the node's state.
-  [[nodiscard]] bool Memoizable() const override { return true; }
-  [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const override;
-  [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
-                                                    const NodeView& node) const override;
-  [[nodiscard]] std::optional<RankedGpus> RankGpus(const PodGpuRequest& request,
-                                                   const NodeView& node) const override;
-  [[nodiscard]] std::vector<GpuShare> SharesFor(const PodGpuRequest& request, const NodeView& node,
+  [[nodiscard]] FilterVerdict FilterGpus(const CycleState& cycle, const NodeView& node) const override;
+  void RankGpus(const CycleState& cycle, const NodeView& node, RankedGpus& ranked) const override;
+  [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const CycleState& cycle, const NodeView& node) const override;
+  [[nodiscard]] std::vector<GpuShare> SharesFor(const CycleState& cycle, const NodeView& node,
                                                 const GpuChoice& choice) const override;
-  [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
-                              const GpuChoice& choice) const override;
+  [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,
+                                  const GpuChoice& choice) const override;
 
  private:
   // A GPU a share of one GPU fits on, and how much F · W falls when the
@@ -75,11 +75,10 @@ class FgdPlugin final : public FilterPlugin, public GpuChooserPlugin, public Sco
     int64_t decrease;
   };
   // Every GPU the share fits on, in index order.
-  [[nodiscard]] absl::InlinedVector<GpuDecrease, 8> MeasureEachGpu(const PodGpuRequest& request,
+  [[nodiscard]] absl::InlinedVector<GpuDecrease, 8> MeasureEachGpu(const CycleState& cycle,
                                                                    const NodeView& node) const;
-  // RankGpus for a share of one GPU (or no GPU): by score, from MeasureEachGpu.
-  [[nodiscard]] std::optional<RankedGpus> RankShareOfOneGpu(const PodGpuRequest& request,
-                                                            const NodeView& node) const;
+  // RankGpus for a share of one GPU: by score, from MeasureEachGpu.
+  void RankShareOfOneGpu(const CycleState& cycle, const NodeView& node, RankedGpus& ranked) const;
   // FGD's score of a decrease of F · W.
   [[nodiscard]] int64_t ScoreOf(int64_t decrease) const;
 

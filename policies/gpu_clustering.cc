@@ -12,7 +12,8 @@ absl::StatusOr<std::unique_ptr<Plugin>> GpuClusteringPlugin::New(PluginArgs& arg
   return std::make_unique<GpuClusteringPlugin>();
 }
 
-int64_t GpuClusteringPlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice&) const {
+int64_t GpuClusteringPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice&) const {
+  const PodGpuRequest& r = cycle.request();
   const int64_t milli = PerGpuMilli(r);
   if (milli <= 0) return 0;
   const GpuPodShape shape{.gpus = r.count, .whole_gpu = milli >= kOneGpu.value(), .pods = 1};

@@ -23,18 +23,19 @@ namespace tessera {
 
 class PluginArgs;
 
-class GpuClusteringPlugin final : public ScorePlugin {
+class GpuClusteringPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "gpu-clustering";
 
   /// Takes no args.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
+  /// Scores nodes; reads only the request and the node's state (memoizable).
+  GpuClusteringPlugin() : Plugin(Point::kNodeScore, /*memoizable=*/true) {}
+
   [[nodiscard]] std::string_view Name() const override { return kName; }
-  /// Reads only the request and the node's state.
-  [[nodiscard]] bool Memoizable() const override { return true; }
-  [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
-                              const GpuChoice& choice) const override;
+  [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,
+                                  const GpuChoice& choice) const override;
 };
 
 }  // namespace tessera

@@ -31,29 +31,30 @@ class PluginArgs;
 /// How gpu-fit picks the GPU for a share of one GPU.
 enum class GpuSelection { kBest, kRandom };
 
-class GpuFitPlugin final : public FilterPlugin, public GpuChooserPlugin {
+class GpuFitPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "gpu-fit";
 
   /// Reads `gpuSelection` (best | random, default best).
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
-  explicit GpuFitPlugin(GpuSelection selection) : selection_(selection), fit_(GpuShareArgs{}) {}
+  /// Chooses GPUs; reads only the request (its salt included) and the
+  /// node's state (memoizable).
+  explicit GpuFitPlugin(GpuSelection selection)
+      : Plugin(Point::kGpuChoice, /*memoizable=*/true), selection_(selection), fit_(GpuShareArgs{}) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
-  /// Reads only the request (its salt included) and the node's state.
-  [[nodiscard]] bool Memoizable() const override { return true; }
-  [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const override;
-  [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
-                                                    const NodeView& node) const override;
-  [[nodiscard]] std::optional<RankedGpus> RankGpus(const PodGpuRequest& request,
-                                                   const NodeView& node) const override;
-  [[nodiscard]] std::vector<GpuShare> SharesFor(const PodGpuRequest& request, const NodeView& node,
+  [[nodiscard]] FilterVerdict FilterGpus(const CycleState& cycle, const NodeView& node) const override;
+  void RankGpus(const CycleState& cycle, const NodeView& node, RankedGpus& ranked) const override;
+  [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const CycleState& cycle, const NodeView& node) const override;
+  [[nodiscard]] std::vector<GpuShare> SharesFor(const CycleState& cycle, const NodeView& node,
                                                 const GpuChoice& choice) const override;
 
  private:
-  // RankGpus for a share of one GPU with random selection (or no GPU).
-  [[nodiscard]] std::optional<RankedGpus> RankByHash(const PodGpuRequest& request, const NodeView& node) const;
+  // Whether the GPU goes by hash (a share of one GPU, random selection).
+  [[nodiscard]] bool ByHash(const PodGpuRequest& request) const;
+  // RankGpus by hash.
+  void RankByHash(const CycleState& cycle, const NodeView& node, RankedGpus& ranked) const;
 
   GpuSelection selection_;
   GpuSharePlugin fit_;  // gpu-share's fit and choice, with its defaults

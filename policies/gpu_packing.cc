@@ -13,7 +13,8 @@ absl::StatusOr<std::unique_ptr<Plugin>> GpuPackingPlugin::New(PluginArgs& args) 
   return std::make_unique<GpuPackingPlugin>();
 }
 
-int64_t GpuPackingPlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice&) const {
+int64_t GpuPackingPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice&) const {
+  const PodGpuRequest& r = cycle.request();
   const int64_t milli = PerGpuMilli(r);
   if (milli <= 0) return 0;
   absl::InlinedVector<int64_t, 8> free;

@@ -1,6 +1,8 @@
 #include "policies/gpu_share.h"
 
 #include <algorithm>
+#include <charconv>
+#include <iterator>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -27,12 +29,9 @@ MemoryMiB UsableMemory(const GpuShareArgs& args, MemoryMiB total) {
   return std::max(MemoryMiB(0), total - args.memory_reserve);
 }
 
-MemoryMiB MemoryLimitOf(const PodGpuRequest& r) {
-  return r.memory_limit > r.memory ? r.memory_limit : r.memory;
-}
-
-bool ModelAccepted(const PodGpuRequest& r, const GpuDevice& gpu) {
-  if (r.models.empty() && r.excluded_models.empty()) return true;  // the inventory's line stays unread
+bool ModelAccepted(const CycleState& cycle, const GpuDevice& gpu) {
+  if (!cycle.names_models()) return true;  // the inventory's line stays unread
+  const PodGpuRequest& r = cycle.request();
   if (!r.models.empty()) {
     const bool any = std::any_of(r.models.begin(), r.models.end(),
                                  [&](const std::string& m) { return GpuModelMatches(m, gpu.model); });
@@ -44,14 +43,15 @@ bool ModelAccepted(const PodGpuRequest& r, const GpuDevice& gpu) {
 
 // Whether the pod could use this GPU were it idle. `device` (the same GPU in
 // the inventory) is read for its model, and only when the pod names models.
-GpuFit FitWhenIdle(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice& device, const GpuState& gpu) {
-  if (!ModelAccepted(r, device)) return GpuFit::kModelRefused;
-  if (!gpu.healthy) return GpuFit::kUnhealthy;
+GpuFit FitWhenIdle(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice& device, const GpuState& gpu) {
+  if (cycle.names_models() && !ModelAccepted(cycle, device)) return GpuFit::kModelRefused;
+  if (!gpu.healthy()) return GpuFit::kUnhealthy;
+  const PodGpuRequest& r = cycle.request();
   if (r.memory.value() > 0) {
     if (!gpu.memory_known()) return GpuFit::kMemoryUnknown;
-    const MemoryMiB usable = UsableMemory(args, gpu.memory);
+    const MemoryMiB usable = UsableMemory(args, gpu.memory());
     if (r.memory > usable) return GpuFit::kTooSmall;
-    if (!r.whole_gpu && MemoryLimitOf(r).value() * 100 > usable.value() * args.max_memory_limit_percent) {
+    if (!r.whole_gpu && cycle.memory_limit_per_gpu().value() * 100 > usable.value() * args.max_memory_limit_percent) {
       return GpuFit::kTooSmall;
     }
   }
@@ -59,45 +59,118 @@ GpuFit FitWhenIdle(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDe
 }
 
 // Whether the pod fits on this GPU next to what pods hold on it now.
-GpuFit FitNow(const GpuShareArgs& args, const PodGpuRequest& r, const GpuDevice& device, const GpuState& gpu) {
-  if (const GpuFit idle = FitWhenIdle(args, r, device, gpu); idle != GpuFit::kFits) return idle;
-  const GpuUsage& u = gpu.usage;
+GpuFit FitNow(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice& device, const GpuState& gpu) {
+  if (const GpuFit idle = FitWhenIdle(args, cycle, device, gpu); idle != GpuFit::kFits) return idle;
+  const PodGpuRequest& r = cycle.request();
+  const GpuUsage u = gpu.usage();
   if (r.whole_gpu) return u.idle() ? GpuFit::kFits : GpuFit::kFull;
   if (u.guaranteed + r.guaranteed > kOneGpu) return GpuFit::kFull;
   if (u.limit.value() + r.limit.value() > 10 * args.max_limit_percent) return GpuFit::kFull;
   if (gpu.memory_known()) {
-    const MemoryMiB usable = UsableMemory(args, gpu.memory);
+    const MemoryMiB usable = UsableMemory(args, gpu.memory());
     if (u.memory + r.memory > usable) return GpuFit::kFull;
-    if ((u.memory_limit + MemoryLimitOf(r)).value() * 100 > usable.value() * args.max_memory_limit_percent) {
+    if ((u.memory_limit + cycle.memory_limit_per_gpu()).value() * 100 > usable.value() * args.max_memory_limit_percent) {
       return GpuFit::kFull;
     }
   }
   return GpuFit::kFits;
 }
 
-// Appends the first reason the pod does not fit on a GPU now; only on rejection.
-void AppendWhyFull(std::string& out, const GpuShareArgs& args, const PodGpuRequest& r, const GpuState& gpu) {
-  const GpuUsage& u = gpu.usage;
-  if (r.whole_gpu) {
-    return absl::StrAppend(&out, "GPU ", gpu.index, " is shared by ", u.pods, u.pods == 1 ? " pod" : " pods",
-                        " and the pod needs a whole GPU");
+// FitNow(...) == GpuFit::kFits, without saying why not: the test every GPU
+// of every candidate node is put to. It weighs every condition rather than
+// branching on each, as most GPUs of a busy cluster fail one or another at
+// random; FitNow, which says which, is asked only to explain a rejection.
+bool FitsNow(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice& device, const GpuState& gpu) {
+  if (cycle.names_models() && !ModelAccepted(cycle, device)) return false;
+  if (!gpu.healthy()) return false;
+  const PodGpuRequest& r = cycle.request();
+  const GpuUsage u = gpu.usage();
+  const bool known = gpu.memory_known();
+  const int64_t usable = UsableMemory(args, gpu.memory()).value();
+  const int64_t memory_limit_cap = usable * args.max_memory_limit_percent;  // × 100, as the limits below
+  const int64_t memory = r.memory.value(), memory_limit = cycle.memory_limit_per_gpu().value();
+  // FitWhenIdle, then FitNow's tests of what pods hold.
+  bool fits = memory == 0 || (known & (memory <= usable) & (r.whole_gpu | (memory_limit * 100 <= memory_limit_cap)));
+  if (r.whole_gpu) return fits & u.idle();
+  fits &= (u.guaranteed + r.guaranteed) <= kOneGpu;
+  fits &= u.limit.value() + r.limit.value() <= 10 * args.max_limit_percent;
+  fits &= (!known) | ((u.memory.value() + memory <= usable) &
+                    ((u.memory_limit.value() + memory_limit) * 100 <= memory_limit_cap));
+  return fits;
+}
+
+// How many of `gpus` pass FitsNow, for a pod that names no GPU model (so
+// that the inventory is not read): the filter's test of every node, with
+// what depends on the pod and the args alone worked out once.
+int32_t CountFitting(const GpuShareArgs& args, const CycleState& cycle, absl::Span<const GpuState> gpus) {
+  const PodGpuRequest& r = cycle.request();
+  const bool whole = r.whole_gpu;
+  const int64_t memory = r.memory.value();
+  const int64_t memory_limit_x100 = cycle.memory_limit_per_gpu().value() * 100;
+  const int64_t reserve = args.memory_reserve.value();
+  const int64_t memory_limit_percent = args.max_memory_limit_percent;
+  const int64_t most_guaranteed_held = kOneGpu.value() - r.guaranteed.value();
+  const int64_t most_limit_held = 10 * args.max_limit_percent - r.limit.value();
+  int32_t fitting = 0;
+  for (const GpuState& g : gpus) {
+    const int64_t card = g.memory().value();
+    const bool known = card > 0;
+    const int64_t usable = std::max<int64_t>(0, card - reserve);
+    const int64_t memory_limit_cap = usable * memory_limit_percent;
+    bool fits = memory == 0 || (known & (memory <= usable) & (whole | (memory_limit_x100 <= memory_limit_cap)));
+    if (whole) {
+      fits &= g.idle();
+    } else {
+      fits &= (g.guaranteed().value() <= most_guaranteed_held) & (g.limit().value() <= most_limit_held);
+      fits &= (!known) | ((g.memory_held().value() + memory <= usable) &
+                          (g.memory_limit_held().value() * 100 + memory_limit_x100 <= memory_limit_cap));
+    }
+    fits &= g.healthy();
+    fitting += static_cast<int32_t>(fits);
   }
-  const int64_t free_milli = std::max<int64_t>(0, (kOneGpu - u.guaranteed).value());
+  return fitting;
+}
+
+// Appends each piece to `out` in turn, as absl::StrAppend does but without
+// its sizing pass and the zero-fill of the room it makes: a rejection names
+// a few GPUs in short pieces, on hundreds of nodes a request, and there
+// those cost more than the text itself.
+void Append(std::string& out, std::string_view text) { out.append(text); }
+void Append(std::string& out, int64_t number) {
+  char digits[20];
+  out.append(digits, std::to_chars(std::begin(digits), std::end(digits), number).ptr);
+}
+template <typename... Pieces>
+void AppendAll(std::string& out, const Pieces&... pieces) {
+  (Append(out, pieces), ...);
+}
+
+// Appends the first reason the pod does not fit on a GPU now; only on rejection.
+void AppendWhyFull(std::string& out, const GpuShareArgs& args, const CycleState& cycle, const GpuState& gpu) {
+  const PodGpuRequest& r = cycle.request();
+  const GpuUsage u = gpu.usage();
+  const int64_t index = gpu.index();
+  if (r.whole_gpu) {
+    return AppendAll(out, "GPU ", index, " is shared by ", u.pods, u.pods == 1 ? " pod" : " pods",
+                     " and the pod needs a whole GPU");
+  }
   if (u.guaranteed + r.guaranteed > kOneGpu) {
-    return absl::StrAppend(&out, "GPU ", gpu.index, " has ", free_milli, "/1000 milli free, pod needs ", r.guaranteed.value());
+    const int64_t free_milli = std::max<int64_t>(0, (kOneGpu - u.guaranteed).value());
+    return AppendAll(out, "GPU ", index, " has ", free_milli, "/1000 milli free, pod needs ", r.guaranteed.value());
   }
   const int64_t cap = 10 * args.max_limit_percent;
   if (u.limit.value() + r.limit.value() > cap) {
-    return absl::StrAppend(&out, "GPU ", gpu.index, " burst limits would reach ", u.limit.value() + r.limit.value(), "/", cap,
-                        " milli (cap ", args.max_limit_percent, " percent)");
+    return AppendAll(out, "GPU ", index, " burst limits would reach ", u.limit.value() + r.limit.value(), "/", cap,
+                     " milli (cap ", args.max_limit_percent, " percent)");
   }
-  const MemoryMiB usable = UsableMemory(args, gpu.memory);
+  const MemoryMiB usable = UsableMemory(args, gpu.memory());
   if (u.memory + r.memory > usable) {
-    return absl::StrAppend(&out, "GPU ", gpu.index, " has ", std::max<int64_t>(0, (usable - u.memory).value()), " of ",
-                        usable.value(), " MiB free, pod needs ", r.memory.value(), " MiB");
+    return AppendAll(out, "GPU ", index, " has ", std::max<int64_t>(0, (usable - u.memory).value()), " of ",
+                     usable.value(), " MiB free, pod needs ", r.memory.value(), " MiB");
   }
-  return absl::StrAppend(&out, "GPU ", gpu.index, " memory limits would reach ", (u.memory_limit + MemoryLimitOf(r)).value(),
-                      " MiB, over ", args.max_memory_limit_percent, " percent of its ", usable.value(), " usable MiB");
+  return AppendAll(out, "GPU ", index, " memory limits would reach ",
+                   (u.memory_limit + cycle.memory_limit_per_gpu()).value(), " MiB, over ",
+                   args.max_memory_limit_percent, " percent of its ", usable.value(), " usable MiB");
 }
 
 std::string DescribeModels(const PodGpuRequest& r) {
@@ -122,6 +195,97 @@ std::string DescribeInventory(absl::Span<const GpuDevice> gpus) {
   });
 }
 
+// Each GPU's fit, in inventory order.
+using GpuFits = absl::InlinedVector<GpuFit, 16>;
+
+// How many GPUs could take the pod: of an accepted model; large enough were
+// they idle; fitting now; of those accepted, how many of unknown memory.
+struct FitCounts {
+  int accepted = 0, unhealthy = 0, large_enough = 0, fits_now = 0, memory_unknown = 0;
+};
+
+FitCounts CountFits(const GpuFits& fits) {
+  FitCounts c;
+  for (const GpuFit fit : fits) {
+    switch (fit) {
+      case GpuFit::kModelRefused: break;
+      case GpuFit::kUnhealthy: ++c.accepted; ++c.unhealthy; break;
+      case GpuFit::kMemoryUnknown: ++c.accepted; ++c.memory_unknown; break;
+      case GpuFit::kTooSmall: ++c.accepted; break;
+      case GpuFit::kFull: ++c.accepted; ++c.large_enough; break;
+      case GpuFit::kFits: ++c.accepted; ++c.large_enough; ++c.fits_now; break;
+    }
+  }
+  return c;
+}
+
+// The rejection when too few GPUs are of an accepted model, or large enough
+// for the pod's memory were they idle: no amount of waiting helps.
+FilterVerdict WhyNever(const GpuShareArgs& args, const CycleState& cycle, const NodeView& node, const FitCounts& c) {
+  const PodGpuRequest& r = cycle.request();
+  if (c.accepted < r.count) {
+    if (!cycle.names_models()) {
+      return FilterVerdict::Never("too_few_gpus", absl::StrCat("node has ", node.gpus.size(), " GPUs, pod needs ", r.count));
+    }
+    return FilterVerdict::Never(
+        "gpu_model_mismatch",
+        absl::StrCat("node has ", c.accepted, " GPUs of an accepted model (", DescribeModels(r), "), pod needs ",
+                     r.count, "; node has ", DescribeInventory(node.gpus)));
+  }
+  if (c.memory_unknown > 0) {
+    return FilterVerdict::Never(
+        "gpu_memory_unknown",
+        absl::StrCat("pod reserves ", r.memory.value(), " MiB per GPU (tessera.io/gpu-memory) but the memory of ",
+                     c.memory_unknown, c.memory_unknown == 1 ? " GPU" : " GPUs",
+                     " on this node is unknown; publish tessera.io/gpu-inventory or ", "nvidia.com/gpu.memory"));
+  }
+  MemoryMiB largest(0);
+  for (const GpuDevice& g : node.gpus) {
+    if (ModelAccepted(cycle, g)) largest = std::max(largest, UsableMemory(args, g.memory));
+  }
+  if (r.memory <= largest) {
+    // The reservation fits: the memory limit is what no GPU can take.
+    return FilterVerdict::Never(
+        "gpu_memory_too_small",
+        absl::StrCat("pod's memory limit of ", cycle.memory_limit_per_gpu().value(),
+                     " MiB per GPU (tessera.io/gpu-memory-limit)", " fits on ", c.large_enough,
+                     " accepted GPUs, pod needs ", r.count, " (a limit may reach ", args.max_memory_limit_percent,
+                     " percent of a GPU's usable memory, maxMemoryLimitPercent; largest: ", largest.value(),
+                     " MiB usable)"));
+  }
+  return FilterVerdict::Never(
+      "gpu_memory_too_small",
+      absl::StrCat("pod needs ", r.memory.value(), " MiB per GPU (tessera.io/gpu-memory) on ", r.count,
+                   r.count == 1 ? " GPU" : " GPUs", "; only ", c.large_enough, " accepted GPUs are that large (largest: ",
+                   largest.value(), " MiB usable after the ", args.memory_reserve.value(), " MiB reserve)"));
+}
+
+// The rejection when enough GPUs could take the pod but too few can now:
+// the first few full ones, each with the first reason it is full.
+FilterVerdict WhyNotNow(const GpuShareArgs& args, const CycleState& cycle, const NodeView& node, const GpuFits& fits,
+                        const FitCounts& c) {
+  const int32_t count = cycle.request().count;
+  std::string msg;
+  msg.reserve(64 + 72 * kMaxListedGpus);
+  if (count == 1) {
+    msg = "no GPU can take the pod now: ";
+  } else {
+    AppendAll(msg, c.fits_now, " of the ", count, " GPUs the pod needs can take it now: ");
+  }
+  size_t full = 0;
+  for (size_t i = 0; i < fits.size(); ++i) {
+    if (fits[i] != GpuFit::kFull) continue;
+    if (++full > kMaxListedGpus) continue;
+    if (full > 1) msg += "; ";
+    AppendWhyFull(msg, args, cycle, node.gpu_states[i]);
+  }
+  if (full > kMaxListedGpus) {
+    const size_t more = full - kMaxListedGpus;
+    AppendAll(msg, " (and ", static_cast<int64_t>(more), more == 1 ? " more GPU)" : " more GPUs)");
+  }
+  return FilterVerdict::NotNow("insufficient_gpu", std::move(msg));
+}
+
 const GpuDevice* FindGpu(absl::Span<const GpuDevice> gpus, int32_t index) {
   // Inventories are sorted by index and almost always dense (0..n-1).
   if (index >= 0 && static_cast<size_t>(index) < gpus.size() && gpus[index].index == index) return &gpus[index];
@@ -129,8 +293,6 @@ const GpuDevice* FindGpu(absl::Span<const GpuDevice> gpus, int32_t index) {
                              [](const GpuDevice& g, int32_t i) { return g.index < i; });
   return it != gpus.end() && it->index == index ? &*it : nullptr;
 }
-
-MilliGpu GuaranteedOf(const PodGpuRequest& r) { return r.whole_gpu ? kOneGpu : r.guaranteed; }
 
 // "node has 8 GPUs, 1 unhealthy (GPU 3), pod needs 8 healthy ...": the
 // rejection when broken GPUs are what the pod lacks.
@@ -154,20 +316,20 @@ struct Candidate {
   int64_t free_mib_after;
 };
 
-absl::InlinedVector<Candidate, 16> FittingGpus(const GpuShareArgs& args, const PodGpuRequest& r,
+absl::InlinedVector<Candidate, 16> FittingGpus(const GpuShareArgs& args, const CycleState& cycle,
                                                const NodeView& node) {
   absl::InlinedVector<Candidate, 16> candidates;
-  const bool bursts = !r.whole_gpu && r.limit > r.guaranteed;
+  const PodGpuRequest& r = cycle.request();
   for (size_t i = 0; i < node.gpus.size(); ++i) {
     const GpuState& g = node.gpu_states[i];
-    if (FitNow(args, r, node.gpus[i], g) != GpuFit::kFits) continue;
-    const GpuUsage& u = g.usage;
-    const MilliGpu after = u.guaranteed + GuaranteedOf(r);
+    if (!FitsNow(args, cycle, node.gpus[i], g)) continue;
+    const GpuUsage u = g.usage();
+    const MilliGpu after = u.guaranteed + cycle.guaranteed_per_gpu();
     candidates.push_back(Candidate{
-        .index = g.index,
-        .burst_room = bursts && (u.limit + r.limit) <= kOneGpu,
+        .index = g.index(),
+        .burst_room = cycle.bursts() && (u.limit + r.limit) <= kOneGpu,
         .free_milli_after = (kOneGpu - after).value(),
-        .free_mib_after = (UsableMemory(args, g.memory) - u.memory - r.memory).value(),
+        .free_mib_after = (UsableMemory(args, g.memory()) - u.memory - r.memory).value(),
     });
   }
   return candidates;
@@ -220,130 +382,68 @@ absl::StatusOr<std::unique_ptr<Plugin>> GpuSharePlugin::New(PluginArgs& args) {
   return std::make_unique<GpuSharePlugin>(a);
 }
 
-FilterVerdict GpuSharePlugin::Filter(const PodGpuRequest& r, const NodeView& node) const {
-  if (r.count <= 0) return FilterVerdict::Success();  // asks for no GPU: its inventory does not matter
+FilterVerdict GpuSharePlugin::FilterGpus(const CycleState& cycle, const NodeView& node) const {
   if (!node.inventory_ok()) {
     return FilterVerdict::Never("inventory_unreadable",
                                 absl::StrCat("node GPU inventory is unreadable: ", node.inventory_error->message()));
   }
-  const absl::Span<const GpuDevice> gpus = node.gpus;
-  if (gpus.empty()) return FilterVerdict::Never("no_gpus", "node has no GPUs");
-
-  int accepted = 0, unhealthy = 0, large_enough = 0, fits_now = 0, memory_unknown = 0;
-  // Remember each GPU's fit: the rejection message below needs the full ones
-  // without evaluating them again.
-  absl::InlinedVector<GpuFit, 16> fits;
-  fits.reserve(gpus.size());
-  for (size_t i = 0; i < gpus.size(); ++i) {
-    const GpuFit fit = FitNow(args_, r, gpus[i], node.gpu_states[i]);
-    fits.push_back(fit);
-    switch (fit) {
-      case GpuFit::kModelRefused: break;
-      case GpuFit::kUnhealthy: ++accepted; ++unhealthy; break;
-      case GpuFit::kMemoryUnknown: ++accepted; ++memory_unknown; break;
-      case GpuFit::kTooSmall: ++accepted; break;
-      case GpuFit::kFull: ++accepted; ++large_enough; break;
-      case GpuFit::kFits: ++accepted; ++large_enough; ++fits_now; break;
-    }
-  }
-  if (fits_now >= r.count) return FilterVerdict::Success();
-
-  if (accepted < r.count) {
-    if (r.models.empty() && r.excluded_models.empty()) {
-      return FilterVerdict::Never("too_few_gpus", absl::StrCat("node has ", gpus.size(), " GPUs, pod needs ", r.count));
-    }
-    return FilterVerdict::Never(
-        "gpu_model_mismatch",
-        absl::StrCat("node has ", accepted, " GPUs of an accepted model (", DescribeModels(r), "), pod needs ",
-                     r.count, "; node has ", DescribeInventory(gpus)));
-  }
-  if (accepted - unhealthy < r.count) {
-    return FilterVerdict::Never("gpu_unhealthy", WhyUnhealthy(r, gpus, fits, accepted, unhealthy));
-  }
-  if (large_enough < r.count) {
-    if (memory_unknown > 0) {
-      return FilterVerdict::Never(
-          "gpu_memory_unknown",
-          absl::StrCat("pod reserves ", r.memory.value(), " MiB per GPU (tessera.io/gpu-memory) but the memory of ",
-                       memory_unknown, memory_unknown == 1 ? " GPU" : " GPUs", " on this node is unknown; publish tessera.io/gpu-inventory or ",
-                       "nvidia.com/gpu.memory"));
-    }
-    MemoryMiB largest(0);
-    for (const GpuDevice& g : gpus) {
-      if (ModelAccepted(r, g)) largest = std::max(largest, UsableMemory(args_, g.memory));
-    }
-    if (r.memory <= largest) {
-      // The reservation fits: the memory limit is what no GPU can take.
-      return FilterVerdict::Never(
-          "gpu_memory_too_small",
-          absl::StrCat("pod's memory limit of ", MemoryLimitOf(r).value(), " MiB per GPU (tessera.io/gpu-memory-limit)",
-                       " fits on ", large_enough, " accepted GPUs, pod needs ", r.count, " (a limit may reach ",
-                       args_.max_memory_limit_percent, " percent of a GPU's usable memory, maxMemoryLimitPercent; largest: ",
-                       largest.value(), " MiB usable)"));
-    }
-    return FilterVerdict::Never(
-        "gpu_memory_too_small",
-        absl::StrCat("pod needs ", r.memory.value(), " MiB per GPU (tessera.io/gpu-memory) on ", r.count,
-                     r.count == 1 ? " GPU" : " GPUs", "; only ", large_enough, " accepted GPUs are that large (largest: ",
-                     largest.value(), " MiB usable after the ", args_.memory_reserve.value(), " MiB reserve)"));
-  }
-
-  std::string msg;
-  msg.reserve(64 + 72 * kMaxListedGpus);
-  if (r.count == 1) {
-    msg = "no GPU can take the pod now: ";
+  if (node.gpus.empty()) return FilterVerdict::Never("no_gpus", "node has no GPUs");
+  const int32_t count = cycle.request().count;
+  int32_t fitting = 0;
+  if (cycle.names_models()) {
+    for (size_t i = 0; i < node.gpus.size(); ++i) fitting += FitsNow(args_, cycle, node.gpus[i], node.gpu_states[i]);
   } else {
-    absl::StrAppend(&msg, fits_now, " of the ", r.count, " GPUs the pod needs can take it now: ");
+    fitting = CountFitting(args_, cycle, node.gpu_states);
   }
-  size_t full = 0;
-  for (size_t i = 0; i < gpus.size(); ++i) {
-    if (fits[i] != GpuFit::kFull) continue;
-    if (++full > kMaxListedGpus) continue;
-    if (full > 1) msg += "; ";
-    AppendWhyFull(msg, args_, r, node.gpu_states[i]);
+  if (fitting >= count) return FilterVerdict::Success();
+  // Rejected: why, GPU by GPU.
+  GpuFits fits;
+  fits.reserve(node.gpus.size());
+  for (size_t i = 0; i < node.gpus.size(); ++i) fits.push_back(FitNow(args_, cycle, node.gpus[i], node.gpu_states[i]));
+  const FitCounts counts = CountFits(fits);
+  if (counts.fits_now >= count) return FilterVerdict::Success();  // FitsNow is FitNow == kFits: never taken
+  if (counts.accepted >= count && counts.accepted - counts.unhealthy < count) {
+    return FilterVerdict::Never("gpu_unhealthy",
+                                WhyUnhealthy(cycle.request(), node.gpus, fits, counts.accepted, counts.unhealthy));
   }
-  if (full > kMaxListedGpus) {
-    const size_t more = full - kMaxListedGpus;
-    absl::StrAppend(&msg, " (and ", more, more == 1 ? " more GPU)" : " more GPUs)");
-  }
-  return FilterVerdict::NotNow("insufficient_gpu", std::move(msg));
+  if (counts.accepted < count || counts.large_enough < count) return WhyNever(args_, cycle, node, counts);
+  return WhyNotNow(args_, cycle, node, fits, counts);
 }
 
-std::optional<GpuChoice> GpuSharePlugin::ChooseGpus(const PodGpuRequest& r, const NodeView& node) const {
-  if (r.count <= 0) return std::optional<GpuChoice>(std::in_place);  // asks for no GPU: none to choose
+std::optional<GpuChoice> GpuSharePlugin::ChooseGpus(const CycleState& cycle, const NodeView& node) const {
   if (!node.inventory_ok()) return std::nullopt;
-  absl::InlinedVector<Candidate, 16> candidates = FittingGpus(args_, r, node);
-  if (candidates.size() < static_cast<size_t>(r.count)) return std::nullopt;
-  std::partial_sort(candidates.begin(), candidates.begin() + r.count, candidates.end(), Preference{args_});
+  absl::InlinedVector<Candidate, 16> candidates = FittingGpus(args_, cycle, node);
+  const size_t count = cycle.gpu_count();
+  if (candidates.size() < count) return std::nullopt;
+  std::partial_sort(candidates.begin(), candidates.begin() + static_cast<ptrdiff_t>(count), candidates.end(),
+                    Preference{args_});
   GpuChoice choice;
-  for (int32_t i = 0; i < r.count; ++i) choice.gpu_indices.push_back(candidates[i].index);
+  for (size_t i = 0; i < count; ++i) choice.gpu_indices.push_back(candidates[i].index);
   return choice;
 }
 
-bool GpuSharePlugin::FitsOneGpu(const PodGpuRequest& r, const NodeView& node, size_t position) const {
-  return node.inventory_ok() && FitNow(args_, r, node.gpus[position], node.gpu_states[position]) == GpuFit::kFits;
+bool GpuSharePlugin::FitsOneGpu(const CycleState& cycle, const NodeView& node, size_t position) const {
+  return node.inventory_ok() && FitsNow(args_, cycle, node.gpus[position], node.gpu_states[position]);
 }
 
-std::optional<RankedGpus> GpuSharePlugin::RankGpus(const PodGpuRequest& r, const NodeView& node) const {
-  std::optional<RankedGpus> ranked(std::in_place);  // one object, returned in place
-  if (!node.inventory_ok()) return ranked;
-  absl::InlinedVector<Candidate, 16> candidates = FittingGpus(args_, r, node);
+void GpuSharePlugin::RankGpus(const CycleState& cycle, const NodeView& node, RankedGpus& ranked) const {
+  if (!node.inventory_ok()) return;
+  absl::InlinedVector<Candidate, 16> candidates = FittingGpus(args_, cycle, node);
   const Preference better{args_};
   std::sort(candidates.begin(), candidates.end(), better);
   int32_t tier = 0;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (i > 0 && !better.SameTier(candidates[i - 1], candidates[i])) ++tier;
-    ranked->push_back(RankedGpu{.index = candidates[i].index, .tier = tier});
+    ranked.push_back(RankedGpu{.index = candidates[i].index, .tier = tier});
   }
-  return ranked;
 }
 
-int64_t GpuSharePlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) const {
+int64_t GpuSharePlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice& choice) const {
   const absl::Span<const GpuDevice> gpus = node.gpus;
-  if (gpus.empty() || r.count <= 0) return 0;  // no GPU asked: no preference (file comment)
+  if (gpus.empty() || !cycle.wants_gpus()) return 0;  // no GPU asked: no preference (file comment)
   int64_t used = 0;
-  for (const GpuState& g : node.gpu_states) used += std::min(kOneGpu, g.usage.guaranteed).value();
-  used += GuaranteedOf(r).value() * static_cast<int64_t>(choice.gpu_indices.size());
+  for (const GpuState& g : node.gpu_states) used += std::min(kOneGpu, g.guaranteed()).value();
+  used += cycle.guaranteed_per_gpu().value() * static_cast<int64_t>(choice.gpu_indices.size());
   const int64_t capacity = kOneGpu.value() * static_cast<int64_t>(gpus.size());
   const int64_t utilisation_permille = std::min<int64_t>(1000, used * 1000 / capacity);
   return args_.node_strategy == PlacementStrategy::kBinpack ? utilisation_permille : 1000 - utilisation_permille;
@@ -360,8 +460,9 @@ void GpuSharePlugin::NormalizeScores(absl::Span<int64_t> scores) const {
   }
 }
 
-std::vector<GpuShare> GpuSharePlugin::SharesFor(const PodGpuRequest& r, const NodeView& node,
+std::vector<GpuShare> GpuSharePlugin::SharesFor(const CycleState& cycle, const NodeView& node,
                                                 const GpuChoice& choice) const {
+  const PodGpuRequest& r = cycle.request();
   std::vector<GpuShare> shares;
   shares.reserve(choice.gpu_indices.size());
   for (int32_t index : choice.gpu_indices) {
@@ -372,12 +473,12 @@ std::vector<GpuShare> GpuSharePlugin::SharesFor(const PodGpuRequest& r, const No
     if (r.whole_gpu) {
       s.guaranteed = s.limit = kOneGpu;
       s.memory = r.memory.value() > 0 || g == nullptr ? r.memory : UsableMemory(args_, g->memory);
-      s.memory_limit = std::max(s.memory, MemoryLimitOf(r));
+      s.memory_limit = std::max(s.memory, cycle.memory_limit_per_gpu());
     } else {
       s.guaranteed = r.guaranteed;
       s.limit = r.limit;
       s.memory = r.memory;
-      s.memory_limit = MemoryLimitOf(r);
+      s.memory_limit = cycle.memory_limit_per_gpu();
     }
     shares.push_back(std::move(s));
   }

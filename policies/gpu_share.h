@@ -28,10 +28,11 @@
 //      per-mille (binpack) or its complement (spread), normalised min-max over
 //      the candidates to 0..100 so the best node gets the full score.
 //
-// A pod that asks for no GPU (`count` 0: a CPU-only pod) passes every node,
-// gets no GPU and scores 0 everywhere: gpu-share has no GPU-based preference
-// for it (else binpack would pull CPU-only pods onto busy GPU nodes, and
-// spread onto idle ones, ahead of nodes without GPUs).
+// A pod that asks for no GPU (a CPU-only pod) is the profile's to decide: it
+// passes every node and gets no GPU there. gpu-share scores it 0 everywhere:
+// it has no GPU-based preference for it (else binpack would pull CPU-only
+// pods onto busy GPU nodes, and spread onto idle ones, ahead of nodes
+// without GPUs).
 #pragma once
 
 #include <memory>
@@ -67,7 +68,7 @@ struct GpuShareArgs {
 /// the pattern ends in '*', starting with the rest of it ("NVIDIA-A100*").
 bool GpuModelMatches(std::string_view pattern, std::string_view model);
 
-class GpuSharePlugin final : public FilterPlugin, public GpuChooserPlugin, public ScorePlugin {
+class GpuSharePlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "gpu-share";
 
@@ -75,29 +76,27 @@ class GpuSharePlugin final : public FilterPlugin, public GpuChooserPlugin, publi
   /// maxMemoryLimitPercent from `args`.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
-  explicit GpuSharePlugin(GpuShareArgs args) : args_(args) {}
+  /// Chooses GPUs (steps 1-3) and scores nodes (step 4); reads only the
+  /// request and the node's state (memoizable).
+  explicit GpuSharePlugin(GpuShareArgs args)
+      : Plugin(Point::kGpuChoice | Point::kNodeScore, /*memoizable=*/true), args_(args) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
-  /// Reads only the request and the node's state.
-  [[nodiscard]] bool Memoizable() const override { return true; }
-  [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const override;
-  [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
-                                                    const NodeView& node) const override;
+  [[nodiscard]] FilterVerdict FilterGpus(const CycleState& cycle, const NodeView& node) const override;
   /// The GPUs that fit now in the order of step 3, one tier per equal (a)-(c).
-  [[nodiscard]] std::optional<RankedGpus> RankGpus(const PodGpuRequest& request,
-                                                   const NodeView& node) const override;
-  [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
-                              const GpuChoice& choice) const override;
-  void NormalizeScores(absl::Span<int64_t> scores) const override;
-
+  void RankGpus(const CycleState& cycle, const NodeView& node, RankedGpus& ranked) const override;
+  [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const CycleState& cycle, const NodeView& node) const override;
   /// What the pod would hold on each chosen GPU (for the assignment annotation).
-  [[nodiscard]] std::vector<GpuShare> SharesFor(const PodGpuRequest& request, const NodeView& node,
+  [[nodiscard]] std::vector<GpuShare> SharesFor(const CycleState& cycle, const NodeView& node,
                                                 const GpuChoice& choice) const override;
+  [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,
+                                  const GpuChoice& choice) const override;
+  void NormalizeScores(absl::Span<int64_t> scores) const override;
 
   /// Whether GPU `position` of `node` (in inventory order) can take one
   /// GPU's worth of the pod now (model, compute, memory, burst limits): the
   /// test ChooseGpus puts each GPU to.
-  [[nodiscard]] bool FitsOneGpu(const PodGpuRequest& request, const NodeView& node, size_t position) const;
+  [[nodiscard]] bool FitsOneGpu(const CycleState& cycle, const NodeView& node, size_t position) const;
 
   [[nodiscard]] const GpuShareArgs& args() const { return args_; }
 

@@ -10,7 +10,8 @@ absl::StatusOr<std::unique_ptr<Plugin>> HostResourcesFitPlugin::New(PluginArgs& 
   return std::make_unique<HostResourcesFitPlugin>();
 }
 
-FilterVerdict HostResourcesFitPlugin::Filter(const PodGpuRequest& r, const NodeView& node) const {
+FilterVerdict HostResourcesFitPlugin::FilterNode(const CycleState& cycle, const NodeView& node) const {
+  const PodGpuRequest& r = cycle.request();
   const HostResources* host = node.host;
   if (host == nullptr) return FilterVerdict::Success();
   const MilliCpu cpu = r.host.cpu;

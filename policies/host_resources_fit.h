@@ -22,17 +22,18 @@ namespace tessera {
 
 class PluginArgs;
 
-class HostResourcesFitPlugin final : public FilterPlugin {
+class HostResourcesFitPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "host-resources";
 
   /// Takes no args.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
+  /// Filters nodes; reads only the request and the node's state (memoizable).
+  HostResourcesFitPlugin() : Plugin(Point::kNodeFilter, /*memoizable=*/true) {}
+
   [[nodiscard]] std::string_view Name() const override { return kName; }
-  /// Reads only the request and the node's state.
-  [[nodiscard]] bool Memoizable() const override { return true; }
-  [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const override;
+  [[nodiscard]] FilterVerdict FilterNode(const CycleState& cycle, const NodeView& node) const override;
 };
 
 }  // namespace tessera

@@ -13,12 +13,12 @@ absl::StatusOr<std::unique_ptr<Plugin>> HostStrandingPlugin::New(PluginArgs& arg
   return std::make_unique<HostStrandingPlugin>(*std::move(workload));
 }
 
-int64_t HostStrandingPlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) const {
+int64_t HostStrandingPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice& choice) const {
   // Unknown host resources strand nothing: the measure would be fgd's own,
   // and repeating fgd's score orders nothing fgd has not.
   if (node.host == nullptr) return 0;
   const int64_t score =
-      PlacementFragmentationScore(workload_, FragmentationOptions{.host_stranding = true}, r, node, choice);
+      PlacementFragmentationScore(workload_, FragmentationOptions{.host_stranding = true}, cycle.request(), node, choice);
   return std::min(score, kMaxPluginScore - 1);
 }
 

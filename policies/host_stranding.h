@@ -33,22 +33,22 @@ namespace tessera {
 
 class PluginArgs;
 
-class HostStrandingPlugin final : public ScorePlugin {
+class HostStrandingPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "host-stranding";
 
   /// Reads `workload` (required; see fragmentation.h).
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
-  explicit HostStrandingPlugin(TargetWorkload workload) : workload_(std::move(workload)) {}
+  /// Scores nodes; reads only the request and the node's state (memoizable).
+  explicit HostStrandingPlugin(TargetWorkload workload)
+      : Plugin(Point::kNodeScore, /*memoizable=*/true), workload_(std::move(workload)) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
-  /// Reads only the request and the node's state.
-  [[nodiscard]] bool Memoizable() const override { return true; }
   /// FGD's score under the extended measure, at most kMaxPluginScore − 1;
   /// 0 where the node's host resources are unknown.
-  [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
-                              const GpuChoice& choice) const override;
+  [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,
+                                  const GpuChoice& choice) const override;
 
  private:
   TargetWorkload workload_;

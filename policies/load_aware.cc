@@ -129,13 +129,14 @@ LoadAwarePlugin::Judgement LoadAwarePlugin::Judge(const PodGpuRequest& r, const 
   return {Exclusion::kNone, 0};
 }
 
-bool LoadAwarePlugin::MayExclude(const PodGpuRequest& r, const NodeView& node) const {
-  return node.telemetry != nullptr && r.count > 0 && node.inventory_ok() &&
-         (args_.reject_busy_gpus || (args_.memory_guard && r.memory.value() > 0));
+bool LoadAwarePlugin::MayExclude(const CycleState& cycle, const NodeView& node) const {
+  return node.telemetry != nullptr && node.inventory_ok() &&
+         (args_.reject_busy_gpus || (args_.memory_guard && cycle.request().memory.value() > 0));
 }
 
-void LoadAwarePlugin::ExcludeGpus(const PodGpuRequest& r, const NodeView& node, GpuIndexList& excluded) const {
-  if (!MayExclude(r, node)) return;
+void LoadAwarePlugin::ExcludeGpus(const CycleState& cycle, const NodeView& node, GpuIndexList& excluded) const {
+  if (!MayExclude(cycle, node)) return;
+  const PodGpuRequest& r = cycle.request();
   const NodeTelemetry& t = *node.telemetry;
   // Fresh means sampled at or after this (one time subtraction per node, not per GPU).
   const absl::Time fresh_since = clock_() - t.stale_after;
@@ -146,8 +147,9 @@ void LoadAwarePlugin::ExcludeGpus(const PodGpuRequest& r, const NodeView& node, 
   }
 }
 
-FilterVerdict LoadAwarePlugin::ExplainExcluded(const PodGpuRequest& r, const NodeView& node) const {
-  if (!MayExclude(r, node)) return FilterVerdict::Success();
+FilterVerdict LoadAwarePlugin::ExplainExcluded(const CycleState& cycle, const NodeView& node) const {
+  if (!MayExclude(cycle, node)) return FilterVerdict::Success();
+  const PodGpuRequest& r = cycle.request();
   const NodeTelemetry& t = *node.telemetry;
   const absl::Time now = clock_();
   size_t listed = 0;
@@ -184,7 +186,8 @@ FilterVerdict LoadAwarePlugin::ExplainExcluded(const PodGpuRequest& r, const Nod
   return FilterVerdict::NotNow(any_busy ? kBusyReason : kMemoryReason, std::move(why));
 }
 
-int64_t LoadAwarePlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) const {
+int64_t LoadAwarePlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice& choice) const {
+  const PodGpuRequest& r = cycle.request();
   const NodeTelemetry* t = node.telemetry;
   if (t == nullptr || choice.gpu_indices.empty()) return args_.neutral_score;
   const absl::Time now = clock_();

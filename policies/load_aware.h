@@ -28,8 +28,8 @@
 // Node score: the mean over the chosen GPUs in 0..100, an unknown GPU
 // counting `neutralScore`.
 //
-// GPU filter (each part optional): rules single GPUs out for the pod, so the
-// GPU chooser picks among the others (GpuFilterPlugin in plugin.h)
+// GPU exclusion (each part optional): rules single GPUs out for the pod, so
+// the GPU chooser picks among the others (Point::kGpuExclusion in plugin.h)
 //   - rejectBusyGpus (off by default): a GPU whose sustained utilisation is
 //     above busyThresholdPercent: "GPU 2 at 97% utilisation (5m avg) above the
 //     90% threshold".
@@ -72,7 +72,7 @@ struct LoadAwareArgs {
   bool memory_guard = true;
 };
 
-class LoadAwarePlugin final : public GpuFilterPlugin, public ScorePlugin {
+class LoadAwarePlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "load-aware";
   /// Reasons of its rejections (tessera_filter_rejections_total's label).
@@ -93,20 +93,23 @@ class LoadAwarePlugin final : public GpuFilterPlugin, public ScorePlugin {
   /// podWarmupSeconds, rejectBusyGpus, ...) from `args`.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
-  explicit LoadAwarePlugin(LoadAwareArgs args, Clock clock = &CoarseNow) : args_(args), clock_(clock) {}
+  /// Rules GPUs out and scores nodes by live telemetry and the clock: not
+  /// memoizable.
+  explicit LoadAwarePlugin(LoadAwareArgs args, Clock clock = &CoarseNow)
+      : Plugin(Point::kGpuExclusion | Point::kNodeScore, /*memoizable=*/false), args_(args), clock_(clock) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
-  void ExcludeGpus(const PodGpuRequest& request, const NodeView& node, GpuIndexList& excluded) const override;
-  [[nodiscard]] FilterVerdict ExplainExcluded(const PodGpuRequest& request, const NodeView& node) const override;
-  [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
-                              const GpuChoice& choice) const override;
+  void ExcludeGpus(const CycleState& cycle, const NodeView& node, GpuIndexList& excluded) const override;
+  [[nodiscard]] FilterVerdict ExplainExcluded(const CycleState& cycle, const NodeView& node) const override;
+  [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,
+                                  const GpuChoice& choice) const override;
 
   [[nodiscard]] const LoadAwareArgs& args() const { return args_; }
 
  private:
   enum class Exclusion { kNone, kBusy, kMemory };
   // Whether the pod can have any GPU ruled out on `node` (cheap: no GPU visited).
-  [[nodiscard]] bool MayExclude(const PodGpuRequest& request, const NodeView& node) const;
+  [[nodiscard]] bool MayExclude(const CycleState& cycle, const NodeView& node) const;
   struct Judgement {
     Exclusion exclusion;
     int64_t recent_memory_mib;  ///< What pods bound since the sample reserved (worked out for kMemory only).

@@ -17,7 +17,7 @@ inline constexpr int64_t kMaxSpecGpuMilli = 8000;
 
 /// What pods' guarantees leave free of one GPU, 0..1000.
 inline int64_t FreeMilli(const GpuState& gpu) {
-  const int64_t held = gpu.usage.guaranteed.value();
+  const int64_t held = gpu.guaranteed().value();
   return held >= kOneGpu.value() ? 0 : kOneGpu.value() - held;
 }
 

@@ -55,10 +55,10 @@ absl::StatusOr<std::unique_ptr<Plugin>> NvlinkTopologyPlugin::New(PluginArgs& ar
   return std::make_unique<NvlinkTopologyPlugin>(a);
 }
 
-std::optional<GpuChoice> NvlinkTopologyPlugin::ChooseGpuSet(const PodGpuRequest& request, const NodeView& node,
+std::optional<GpuChoice> NvlinkTopologyPlugin::ChooseGpuSet(const CycleState& cycle, const NodeView& node,
                                                             const RankedGpus& ranked) const {
-  const int32_t k = request.count;
-  if (k < 1 || node.topology == nullptr || ranked.empty()) return std::nullopt;
+  const int32_t k = cycle.request().count;
+  if (node.topology == nullptr || ranked.empty()) return std::nullopt;
   const GpuTopology& topology = *node.topology;
   absl::InlinedVector<int32_t, GpuTopology::kMaxGpus> preference;
   for (const RankedGpu& gpu : ranked) {
@@ -92,9 +92,9 @@ std::optional<GpuChoice> NvlinkTopologyPlugin::ChooseGpuSet(const PodGpuRequest&
   return choice;
 }
 
-FilterVerdict NvlinkTopologyPlugin::FilterGpuSet(const PodGpuRequest& request, const NodeView& node,
+FilterVerdict NvlinkTopologyPlugin::FilterGpuSet(const CycleState& cycle, const NodeView& node,
                                                  const GpuChoice& choice) const {
-  const int32_t k = request.count;
+  const int32_t k = cycle.request().count;
   if (k < 2) return FilterVerdict::Success();
   const std::optional<GpuMask> chosen =
       node.topology != nullptr ? MaskOf(*node.topology, choice) : std::optional<GpuMask>();
@@ -124,9 +124,9 @@ FilterVerdict NvlinkTopologyPlugin::FilterGpuSet(const PodGpuRequest& request, c
                    " would have it when free"));
 }
 
-int64_t NvlinkTopologyPlugin::Score(const PodGpuRequest& request, const NodeView& node,
-                                    const GpuChoice& choice) const {
-  const int32_t k = request.count;
+int64_t NvlinkTopologyPlugin::ScoreNode(const CycleState& cycle, const NodeView& node,
+                                        const GpuChoice& choice) const {
+  const int32_t k = cycle.request().count;
   if (k < 2) return kMaxPluginScore;
   if (node.topology == nullptr) return 0;
   const GpuTopology& topology = *node.topology;

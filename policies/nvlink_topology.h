@@ -8,7 +8,7 @@
 //     waits on every hop. Hence the bottleneck first, then the total.
 //   - The profile's GPU chooser (gpu-share) decides which GPUs can take the
 //     pod's share, fractional multi-GPU pods included, and in which order it
-//     likes them; this plugin picks among exactly those (a GpuSetPlugin), so
+//     likes them; this plugin picks among exactly those (Point::kGpuSetChoice), so
 //     filter, prioritize and bind agree on one set.
 //
 // Algorithm, per node
@@ -52,25 +52,28 @@ struct NvlinkTopologyArgs {
   bool protect_free_sets = true;
 };
 
-class NvlinkTopologyPlugin final : public GpuSetPlugin, public ScorePlugin {
+class NvlinkTopologyPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "nvlink-topology";
 
   /// Reads requireNvlink and protectFreeSets (booleans) from `args`.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
-  explicit NvlinkTopologyPlugin(NvlinkTopologyArgs args) : args_(args) {}
+  /// Chooses GPU sets, filters them with requireNvlink, and scores nodes;
+  /// reads only the request and the node's state (memoizable).
+  explicit NvlinkTopologyPlugin(NvlinkTopologyArgs args)
+      : Plugin(args.require_nvlink ? Point::kGpuSetChoice | Point::kGpuSetFilter | Point::kNodeScore
+                                   : Point::kGpuSetChoice | Point::kNodeScore,
+               /*memoizable=*/true),
+        args_(args) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
-  /// Reads only the request and the node's state.
-  [[nodiscard]] bool Memoizable() const override { return true; }
-  [[nodiscard]] std::optional<GpuChoice> ChooseGpuSet(const PodGpuRequest& request, const NodeView& node,
+  [[nodiscard]] std::optional<GpuChoice> ChooseGpuSet(const CycleState& cycle, const NodeView& node,
                                                       const RankedGpus& ranked) const override;
-  [[nodiscard]] bool FiltersGpuSets() const override { return args_.require_nvlink; }
-  [[nodiscard]] FilterVerdict FilterGpuSet(const PodGpuRequest& request, const NodeView& node,
+  [[nodiscard]] FilterVerdict FilterGpuSet(const CycleState& cycle, const NodeView& node,
                                            const GpuChoice& choice) const override;
-  [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
-                              const GpuChoice& choice) const override;
+  [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,
+                                  const GpuChoice& choice) const override;
 
   [[nodiscard]] const NvlinkTopologyArgs& args() const { return args_; }
 

@@ -14,8 +14,8 @@ absl::StatusOr<std::unique_ptr<Plugin>> RandomScorePlugin::New(PluginArgs& args)
   return std::make_unique<RandomScorePlugin>(static_cast<uint64_t>(seed));
 }
 
-int64_t RandomScorePlugin::Score(const PodGpuRequest& r, const NodeView& node, const GpuChoice&) const {
-  return static_cast<int64_t>(StableHash(MixBits(seed_) ^ r.salt, node.name) >> 2);
+int64_t RandomScorePlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice&) const {
+  return static_cast<int64_t>(StableHash(MixBits(seed_) ^ cycle.request().salt, node.name) >> 2);
 }
 
 void RandomScorePlugin::NormalizeScores(absl::Span<int64_t> scores) const {

@@ -18,21 +18,21 @@ namespace tessera {
 
 class PluginArgs;
 
-class RandomScorePlugin final : public ScorePlugin {
+class RandomScorePlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "random";
 
   /// Reads `seed` (integer ≥ 0, default 0), mixed into every key.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
-  explicit RandomScorePlugin(uint64_t seed) : seed_(seed) {}
+  /// Scores nodes; reads only the request (its salt included) and the
+  /// node's state (memoizable).
+  explicit RandomScorePlugin(uint64_t seed) : Plugin(Point::kNodeScore, /*memoizable=*/true), seed_(seed) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
-  /// Reads only the request (its salt included) and the node's state.
-  [[nodiscard]] bool Memoizable() const override { return true; }
   /// The node's key, in [0, 2^62).
-  [[nodiscard]] int64_t Score(const PodGpuRequest& request, const NodeView& node,
-                              const GpuChoice& choice) const override;
+  [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,
+                                  const GpuChoice& choice) const override;
   /// The highest key gets kMaxPluginScore (the first of equal ones), all others 0.
   void NormalizeScores(absl::Span<int64_t> scores) const override;
 

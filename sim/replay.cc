@@ -18,15 +18,15 @@ struct Verdict {
 };
 
 // Filter, choose and score one node; raw scores go to `raw` (one per score plugin).
-void Evaluate(const Profile& profile, const PodGpuRequest& request, const NodeView& node, Verdict& v,
+void Evaluate(const Profile& profile, const CycleState& cycle, const NodeView& node, Verdict& v,
               absl::Span<int64_t> raw) {
-  v.fits = profile.Filter(request, node).ok();
+  v.fits = profile.Filter(cycle, node).ok();
   if (!v.fits) return;
-  std::optional<GpuChoice> choice = profile.ChooseGpus(request, node);
+  std::optional<GpuChoice> choice = profile.ChooseGpus(cycle, node);
   v.fits = choice.has_value();
   if (!v.fits) return;
   v.choice = *std::move(choice);
-  for (size_t s = 0; s < raw.size(); ++s) raw[s] = profile.RawScore(s, request, node, v.choice);
+  for (size_t s = 0; s < raw.size(); ++s) raw[s] = profile.RawScore(s, cycle, node, v.choice);
 }
 
 uint64_t SaltOf(uint64_t seed, size_t position) { return MixBits(MixBits(seed) ^ static_cast<uint64_t>(position)); }
@@ -121,10 +121,11 @@ bool AnswersDependOnSalt(const Profile& profile, const Cluster& cluster, const P
     PodGpuRequest a = classes.requests[c], b = classes.requests[c];
     a.salt = 1;
     b.salt = 2;
+    const CycleState cycle_a(std::move(a)), cycle_b(std::move(b));
     for (size_t i = 0; i < std::min(kNodes, cluster.size()); ++i) {
       Verdict va, vb;
-      Evaluate(profile, a, cluster.View(i), va, absl::MakeSpan(raw_a));
-      Evaluate(profile, b, cluster.View(i), vb, absl::MakeSpan(raw_b));
+      Evaluate(profile, cycle_a, cluster.View(i), va, absl::MakeSpan(raw_a));
+      Evaluate(profile, cycle_b, cluster.View(i), vb, absl::MakeSpan(raw_b));
       if (va.fits != vb.fits || (va.fits && (!(va.choice == vb.choice) || raw_a != raw_b))) return true;
     }
   }
@@ -136,7 +137,7 @@ namespace {
 // Every node's verdict and raw scores for `request` (kept per class while a
 // node's version stays, when memoised): the nodes where it fits, in order,
 // and per score plugin their raw scores.
-void EvaluateNodes(const Profile& profile, const PodGpuRequest& request, const Cluster& cluster, bool memoised,
+void EvaluateNodes(const Profile& profile, const CycleState& cycle, const Cluster& cluster, bool memoised,
                    std::vector<Verdict>& verdict, std::vector<int64_t>& memo_raw, std::vector<uint32_t>& feasible,
                    std::vector<std::vector<int64_t>>& scores) {
   const size_t k = scores.size();
@@ -145,7 +146,7 @@ void EvaluateNodes(const Profile& profile, const PodGpuRequest& request, const C
   for (size_t i = 0; i < cluster.size(); ++i) {
     Verdict& v = verdict[i];
     if (!memoised || v.version != cluster.version(i)) {
-      Evaluate(profile, request, cluster.View(i), v, absl::MakeSpan(memo_raw.data() + i * k, k));
+      Evaluate(profile, cycle, cluster.View(i), v, absl::MakeSpan(memo_raw.data() + i * k, k));
       v.version = cluster.version(i);
     }
     if (!v.fits) continue;
@@ -197,6 +198,7 @@ ReplayResult Replay(const ReplayInput& in) {
     const uint32_t cls = in.classes->class_of[in.workload->pods[position]];
     PodGpuRequest request = in.classes->requests[cls];
     request.salt = SaltOf(in.seed, position);
+    const CycleState cycle(std::move(request));
     const size_t slot = result.memoised ? cls : 0;
     std::vector<Verdict>& verdict = verdicts[slot];
     std::vector<int64_t>& memo_raw = raw[slot];
@@ -205,7 +207,7 @@ ReplayResult Replay(const ReplayInput& in) {
       memo_raw.resize(n * k);
     }
 
-    EvaluateNodes(profile, request, cluster, result.memoised, verdict, memo_raw, feasible, scores);
+    EvaluateNodes(profile, cycle, cluster, result.memoised, verdict, memo_raw, feasible, scores);
 
     arrived += pod.total_milli();
     if (feasible.empty()) {
@@ -214,8 +216,8 @@ ReplayResult Replay(const ReplayInput& in) {
       result.failed_milli[kind] += pod.total_milli();
     } else {
       const size_t node = BestNode(profile, feasible, scores, rank, totals);
-      const std::vector<GpuShare> shares = profile.SharesFor(request, cluster.View(node), verdict[node].choice);
-      cluster.Place(node, request, shares);
+      const std::vector<GpuShare> shares = profile.SharesFor(cycle, cluster.View(node), verdict[node].choice);
+      cluster.Place(node, cycle.request(), shares);
       fragmentation.Update(cluster, node);
       ++result.placed_pods;
     }

@@ -51,17 +51,18 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
   }
   const NodeView& view = snapshot->View(*index);
   const std::shared_ptr<const Profile> profile = profile_();
-  const FilterVerdict verdict = profile->Filter(request, view);
+  const CycleState cycle(request);
+  const FilterVerdict verdict = profile->Filter(cycle, view);
   if (!verdict.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("node ", Absl(node), " can no longer take pod ", pod_key, ": ", verdict.message));
   }
-  const std::optional<GpuChoice> choice = profile->ChooseGpus(request, view);
+  const std::optional<GpuChoice> choice = profile->ChooseGpus(cycle, view);
   if (!choice.has_value()) {
     return absl::FailedPreconditionError(
         absl::StrCat("node ", Absl(node), " can no longer take pod ", pod_key, ": its free GPUs were taken"));
   }
-  GpuAssignment assignment{.node = std::string(node), .gpus = profile->SharesFor(request, view, *choice)};
+  GpuAssignment assignment{.node = std::string(node), .gpus = profile->SharesFor(cycle, view, *choice)};
   PodHolding holding;
   holding.uid = pod.uid;
   holding.pod_key = pod_key;

@@ -1,54 +1,70 @@
 #include "extender/service/candidate_nodes.h"
 
 namespace tessera {
+
 CandidateNodes::CandidateNodes(const k8s::ExtenderArgs& args, const ClusterSnapshot& snapshot) {
   if (args.nodes) {
-    const auto& nodes = *args.nodes;
-    views_.resize(nodes.size());
-    known_.assign(nodes.size(), true);
-    inventories_.resize(nodes.size());
-    inventory_errors_.resize(nodes.size());
-    gpu_states_.resize(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const std::optional<NodeIndex> known = snapshot.FindNode(nodes[i].name);
-      // The snapshot's parse of the same node lends its GPU topology when the
-      // annotation is unchanged: no per-request parse, one shared object.
-      const NodeInventory* previous = known ? &snapshot.node(*known).inventory : nullptr;
-      absl::StatusOr<NodeInventory> inv = k8s::ParseNodeInventory(nodes[i].inventory, previous);
-      if (inv.ok()) {
-        inventories_[i] = std::move(*inv);
-      } else {
-        inventory_errors_[i] = inv.status();
-      }
-      NodeView& v = views_[i];
-      v.name = nodes[i].name;
-      v.gpus = inventories_[i].gpus;
-      v.inventory_error = inventory_errors_[i].ok() ? nullptr : &inventory_errors_[i];
-      v.topology = inventories_[i].topology.get();
-      v.topology_error = inventories_[i].topology_error.ok() ? nullptr : &inventories_[i].topology_error;
-      v.version = 0;  // the GPUs are the request's, not the snapshot node's: answers on it are not kept
-      if (known) {
-        const NodeView& cached = snapshot.View(*known);
-        v.usage = cached.usage;
-        v.telemetry = cached.telemetry;
-        v.bindings = cached.bindings;
-        v.host = cached.host;  // allocatable from the watch, like what pods hold
-      }
-      gpu_states_[i] = JoinGpuStates(v.gpus, v.usage);
-      v.gpu_states = gpu_states_[i];
-    }
-    return;
+    JoinNodes(*args.nodes, snapshot);
+  } else {
+    JoinNames(*args.node_names, snapshot);
   }
-  const auto& names = *args.node_names;
+}
+
+void CandidateNodes::JoinNames(const std::vector<std::string_view>& names, const ClusterSnapshot& snapshot) {
   views_.resize(names.size());
   known_.assign(names.size(), false);
+  size_t unknown = 0;
   for (size_t i = 0; i < names.size(); ++i) {
     if (std::optional<NodeIndex> index = snapshot.FindNode(names[i])) {
-      views_[i] = snapshot.View(*index);
+      views_[i] = &snapshot.View(*index);
       known_[i] = true;
     } else {
-      views_[i] = NodeView{.name = names[i], .gpus = {}, .inventory_error = nullptr, .usage = {}};
+      ++unknown;
     }
+  }
+  if (unknown == 0) return;
+  own_views_.reserve(unknown);
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (known_[i]) continue;
+    views_[i] = &own_views_.emplace_back(NodeView{.name = names[i], .gpus = {}, .inventory_error = nullptr, .usage = {}});
+  }
+}
+
+void CandidateNodes::JoinNodes(const std::vector<k8s::WireNode>& nodes, const ClusterSnapshot& snapshot) {
+  views_.resize(nodes.size());
+  known_.assign(nodes.size(), true);
+  own_views_.resize(nodes.size());
+  inventories_.resize(nodes.size());
+  inventory_errors_.resize(nodes.size());
+  gpu_states_.resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::optional<NodeIndex> known = snapshot.FindNode(nodes[i].name);
+    // The snapshot's parse of the same node lends its GPU topology when the
+    // annotation is unchanged: no per-request parse, one shared object.
+    const NodeInventory* previous = known ? &snapshot.node(*known).inventory : nullptr;
+    absl::StatusOr<NodeInventory> inv = k8s::ParseNodeInventory(nodes[i].inventory, previous);
+    if (inv.ok()) {
+      inventories_[i] = std::move(*inv);
+    } else {
+      inventory_errors_[i] = inv.status();
+    }
+    NodeView& v = own_views_[i];
+    v.name = nodes[i].name;
+    v.gpus = inventories_[i].gpus;
+    v.inventory_error = inventory_errors_[i].ok() ? nullptr : &inventory_errors_[i];
+    v.topology = inventories_[i].topology.get();
+    v.topology_error = inventories_[i].topology_error.ok() ? nullptr : &inventories_[i].topology_error;
+    v.version = 0;  // the GPUs are the request's, not the snapshot node's: answers on it are not kept
+    if (known) {
+      const NodeView& cached = snapshot.View(*known);
+      v.usage = cached.usage;
+      v.telemetry = cached.telemetry;
+      v.bindings = cached.bindings;
+      v.host = cached.host;  // allocatable from the watch, like what pods hold
+    }
+    gpu_states_[i] = JoinGpuStates(v.gpus, v.usage);
+    v.gpu_states = gpu_states_[i];
+    views_[i] = &v;
   }
 }
 

@@ -1,9 +1,9 @@
 // Joins the nodes a request names with the cluster snapshot.
 #pragma once
 
-#include <deque>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "k8s/extender_args.h"
 #include "scheduler/cache/cluster_snapshot.h"
 #include "scheduler/framework/node_view.h"
@@ -12,23 +12,35 @@ namespace tessera {
 
 /// One NodeView per node of the request, in request order.
 ///
-/// Full Node objects (nodeCacheCapable=false) bring their own inventory, which
-/// is parsed here; what pods hold always comes from the snapshot, by node name.
-/// With NodeNames the snapshot must know the node; `known[i]` says if it did.
+/// With NodeNames (nodeCacheCapable=true), a node the snapshot knows is its
+/// view there, by address: nothing is copied per node. The snapshot must
+/// outlive this object. `known(i)` says whether it knew the node; one it
+/// does not is a view of the name alone.
+///
+/// Full Node objects (nodeCacheCapable=false) bring their own inventory,
+/// which is parsed here; what pods hold always comes from the snapshot, by
+/// node name.
 class CandidateNodes {
  public:
   CandidateNodes(const k8s::ExtenderArgs& args, const ClusterSnapshot& snapshot);
   CandidateNodes(const CandidateNodes&) = delete;
   CandidateNodes& operator=(const CandidateNodes&) = delete;
 
-  [[nodiscard]] const std::vector<NodeView>& views() const { return views_; }
+  [[nodiscard]] size_t size() const { return views_.size(); }
+  [[nodiscard]] absl::Span<const NodeView* const> views() const { return views_; }
+  [[nodiscard]] const NodeView& view(size_t i) const { return *views_[i]; }
   [[nodiscard]] bool known(size_t i) const { return known_[i]; }
 
  private:
-  std::vector<NodeView> views_;
+  void JoinNames(const std::vector<std::string_view>& names, const ClusterSnapshot& snapshot);
+  void JoinNodes(const std::vector<k8s::WireNode>& nodes, const ClusterSnapshot& snapshot);
+
+  std::vector<const NodeView*> views_;
   std::vector<bool> known_;
-  // Inventories parsed from the request's Node objects. Stable addresses:
-  // views_ point into them.
+  // The views this object builds (full Node objects, unknown names), sized
+  // once so that views_ may point into them; with the parsed inventories
+  // and GPU states they point into in turn.
+  std::vector<NodeView> own_views_;
   std::vector<NodeInventory> inventories_;
   std::vector<absl::Status> inventory_errors_;
   std::vector<std::vector<GpuState>> gpu_states_;  // each inventory joined with the snapshot's usage

@@ -100,12 +100,11 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
     const std::shared_ptr<const ClusterSnapshot> snapshot = sources_.snapshot();
     const std::shared_ptr<const Profile> profile = sources_.profile();
     const CandidateNodes candidates(*args, *snapshot);
-    const PodGpuRequest pod = ProfileRequest(*request, args->pod.host);
-    const bool wants_gpus = request->has_value();
-    const std::vector<NodeView>& views = candidates.views();
+    const CycleState cycle(ProfileRequest(*request, args->pod.host));
+    const bool wants_gpus = cycle.wants_gpus();
     for (size_t i = 0; i < n; ++i) {
-      if (i + kPrefetchDistance < n) PrefetchNode(views[i + kPrefetchDistance]);
-      const NodeView& view = views[i];
+      if (i + kPrefetchDistance < n) PrefetchNode(candidates.view(i + kPrefetchDistance));
+      const NodeView& view = candidates.view(i);
       if (!candidates.known(i) && !wants_gpus) {
         // Tessera knows nothing of the node; kube-scheduler checks CPU and memory.
         result.passed.push_back(static_cast<uint32_t>(i));
@@ -117,7 +116,7 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
         ++rejections["unknown_node"];
         continue;
       }
-      FilterVerdict verdict = profile->Filter(pod, view);
+      FilterVerdict verdict = profile->Filter(cycle, view);
       switch (verdict.code) {
         case FilterCode::kSuccess:
           result.passed.push_back(static_cast<uint32_t>(i));
@@ -156,8 +155,8 @@ absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) c
     const std::shared_ptr<const Profile> profile = sources_.profile();
     const CandidateNodes candidates(*args, *snapshot);
     ScoreMemo::Counters memo;
-    scores = score_memo_.For(profile)->Score(ProfileRequest(*request, args->pod.host), candidates.views(), nullptr,
-                                             &memo);
+    const CycleState cycle(ProfileRequest(*request, args->pod.host));
+    scores = score_memo_.For(profile)->Score(cycle, candidates.views(), nullptr, &memo);
     if (memo.requests_bypassed > 0) {
       memo_bypassed_.Inc();
     } else {

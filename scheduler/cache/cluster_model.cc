@@ -426,6 +426,99 @@ static NodeView ViewOf(const NodeState& state) {
   return view;
 }
 
+void ClusterModel::LayOutGpuStateBlock(ClusterSnapshot& s, size_t block, const ClusterSnapshot* prev) {
+  using Block = ClusterSnapshot::GpuStateBlock;
+  const size_t first = block * ClusterSnapshot::kNodesPerGpuStateBlock;
+  const size_t end = std::min(s.nodes_.size(), first + ClusterSnapshot::kNodesPerGpuStateBlock);
+  std::shared_ptr<Block> laid;
+  if (prev != nullptr) {
+    // The same nodes as `prev`'s block: copy it, and patch the nodes that
+    // changed in place where their GPU count did not.
+    laid = std::make_shared<Block>(*prev->gpu_state_blocks_[block]);
+    for (size_t i = first; i < end && laid != nullptr; ++i) {
+      if (s.nodes_[i] == prev->nodes_[i]) continue;
+      const std::vector<GpuState>& states = s.nodes_[i]->gpu_states;
+      const size_t k = i - first;
+      if (states.size() != laid->at[k + 1] - laid->at[k]) {
+        laid = nullptr;  // its run no longer fits: lay the block out anew
+        break;
+      }
+      std::copy(states.begin(), states.end(), laid->states.begin() + laid->at[k]);
+    }
+  }
+  if (laid == nullptr) {
+    laid = std::make_shared<Block>();
+    laid->at.reserve(end - first + 1);
+    laid->at.push_back(0);
+    for (size_t i = first; i < end; ++i) {
+      const std::vector<GpuState>& states = s.nodes_[i]->gpu_states;
+      laid->states.insert(laid->states.end(), states.begin(), states.end());
+      laid->at.push_back(static_cast<uint32_t>(laid->states.size()));
+    }
+  }
+  for (size_t i = first; i < end; ++i) {
+    const size_t k = i - first;
+    s.views_[i].gpu_states = absl::MakeConstSpan(laid->states.data() + laid->at[k], laid->at[k + 1] - laid->at[k]);
+  }
+  if (s.gpu_state_blocks_.size() <= block) s.gpu_state_blocks_.resize(block + 1);
+  s.gpu_state_blocks_[block] = std::move(laid);
+}
+
+void ClusterModel::RebuildChangedNodes(ClusterSnapshot& next, const ClusterSnapshot& prev) {
+  // Same nodes in the same order (the common case: pods come and go): copy
+  // the previous arrays and rebuild only the nodes that changed, so a
+  // publish costs O(nodes) pointer copies plus O(changed) rebuilds, with
+  // no per-node name lookups.
+  next.nodes_ = prev.nodes_;
+  next.views_ = prev.views_;
+  next.gpu_state_blocks_ = prev.gpu_state_blocks_;
+  std::vector<bool> changed_blocks(prev.gpu_state_blocks_.size(), false);
+  next.index_ = prev.index_;
+  next.gpu_count_ = prev.gpu_count_;
+  next.inventory_errors_ = prev.inventory_errors_;
+  for (const std::string& name : dirty_) {
+    auto entry = nodes_.find(name);
+    auto at = prev.index_->find(name);
+    if (entry == nodes_.end() || at == prev.index_->end()) continue;  // cannot happen: the set is unchanged
+    const NodeIndex i = at->second;
+    const NodeState& old = *next.nodes_[i];
+    next.gpu_count_ -= old.inventory.gpus.size();
+    if (!old.inventory_error.ok()) --next.inventory_errors_;
+    std::shared_ptr<const NodeState> state = Build(name, entry->second);
+    next.gpu_count_ += state->inventory.gpus.size();
+    if (!state->inventory_error.ok()) ++next.inventory_errors_;
+    next.views_[i] = ViewOf(*state);
+    changed_blocks[i / ClusterSnapshot::kNodesPerGpuStateBlock] = true;
+    next.nodes_[i] = std::move(state);
+  }
+  for (size_t block = 0; block < changed_blocks.size(); ++block) {
+    if (changed_blocks[block]) LayOutGpuStateBlock(next, block, &prev);
+  }
+}
+
+void ClusterModel::RebuildNodeSet(ClusterSnapshot& next, const ClusterSnapshot& prev) {
+  next.nodes_.reserve(nodes_.size());
+  next.views_.reserve(nodes_.size());
+  for (const auto& [name, entry] : nodes_) {
+    std::shared_ptr<const NodeState> state;
+    if (!dirty_.contains(name)) {
+      if (auto i = prev.FindNode(name)) state = prev.nodes_[*i];
+    }
+    if (state == nullptr) state = Build(name, entry);
+    next.gpu_count_ += state->inventory.gpus.size();
+    if (!state->inventory_error.ok()) ++next.inventory_errors_;
+    next.views_.push_back(ViewOf(*state));
+    next.nodes_.push_back(std::move(state));
+  }
+  auto index = std::make_shared<absl::flat_hash_map<std::string, NodeIndex>>();
+  index->reserve(next.nodes_.size());
+  for (NodeIndex i = 0; i < next.nodes_.size(); ++i) index->emplace(next.nodes_[i]->name, i);
+  next.index_ = std::move(index);
+  const size_t blocks = (next.nodes_.size() + ClusterSnapshot::kNodesPerGpuStateBlock - 1) /
+                        ClusterSnapshot::kNodesPerGpuStateBlock;
+  for (size_t block = 0; block < blocks; ++block) LayOutGpuStateBlock(next, block, nullptr);
+}
+
 std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
   absl::MutexLock lock(&mu_);
   // Nothing changed: the current snapshot is already the truth.
@@ -437,47 +530,9 @@ std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
   const ClusterSnapshot& prev = *current_;
 
   if (!node_set_changed_ && prev.index_ != nullptr) {
-    // Same nodes in the same order (the common case: pods come and go): copy
-    // the previous arrays and rebuild only the nodes that changed, so a
-    // publish costs O(nodes) pointer copies plus O(changed) rebuilds, with
-    // no per-node name lookups.
-    next->nodes_ = prev.nodes_;
-    next->views_ = prev.views_;
-    next->index_ = prev.index_;
-    next->gpu_count_ = prev.gpu_count_;
-    next->inventory_errors_ = prev.inventory_errors_;
-    for (const std::string& name : dirty_) {
-      auto entry = nodes_.find(name);
-      auto at = prev.index_->find(name);
-      if (entry == nodes_.end() || at == prev.index_->end()) continue;  // cannot happen: the set is unchanged
-      const NodeIndex i = at->second;
-      const NodeState& old = *next->nodes_[i];
-      next->gpu_count_ -= old.inventory.gpus.size();
-      if (!old.inventory_error.ok()) --next->inventory_errors_;
-      std::shared_ptr<const NodeState> state = Build(name, entry->second);
-      next->gpu_count_ += state->inventory.gpus.size();
-      if (!state->inventory_error.ok()) ++next->inventory_errors_;
-      next->views_[i] = ViewOf(*state);
-      next->nodes_[i] = std::move(state);
-    }
+    RebuildChangedNodes(*next, prev);
   } else {
-    next->nodes_.reserve(nodes_.size());
-    next->views_.reserve(nodes_.size());
-    for (const auto& [name, entry] : nodes_) {
-      std::shared_ptr<const NodeState> state;
-      if (!dirty_.contains(name)) {
-        if (auto i = prev.FindNode(name)) state = prev.nodes_[*i];
-      }
-      if (state == nullptr) state = Build(name, entry);
-      next->gpu_count_ += state->inventory.gpus.size();
-      if (!state->inventory_error.ok()) ++next->inventory_errors_;
-      next->views_.push_back(ViewOf(*state));
-      next->nodes_.push_back(std::move(state));
-    }
-    auto index = std::make_shared<absl::flat_hash_map<std::string, NodeIndex>>();
-    index->reserve(next->nodes_.size());
-    for (NodeIndex i = 0; i < next->nodes_.size(); ++i) index->emplace(next->nodes_[i]->name, i);
-    next->index_ = std::move(index);
+    RebuildNodeSet(*next, prev);
   }
   AttachTelemetry(*next, prev);
   dirty_.clear();

@@ -123,6 +123,15 @@ class ClusterModel {
   // changed when `next` keeps `prev`'s node order).
   void AttachTelemetry(ClusterSnapshot& next, const ClusterSnapshot& prev) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static std::shared_ptr<const NodeState> Build(const std::string& name, const NodeEntry& e);
+  // Publish, the node set unchanged: `next` is `prev` with the dirty nodes rebuilt.
+  void RebuildChangedNodes(ClusterSnapshot& next, const ClusterSnapshot& prev) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Publish after nodes came or went: `next` holds every node, `prev`'s
+  // states kept where the node is not dirty.
+  void RebuildNodeSet(ClusterSnapshot& next, const ClusterSnapshot& prev) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Lays the GPU states of block `block`'s nodes out anew from their
+  // NodeStates, or from `prev`'s copy of the block patched where a node
+  // changed (ClusterSnapshot::gpu_state_blocks_), and points their views there.
+  static void LayOutGpuStateBlock(ClusterSnapshot& s, size_t block, const ClusterSnapshot* prev);
   // Nodes of one kind of machine publish the same topology annotation: they
   // share one object (same text, same bandwidths), so a request over
   // thousands of nodes reads a few topologies that stay in cache.

@@ -50,7 +50,9 @@ struct NodeState {
   NodeInventory inventory;
   absl::Status inventory_error;     ///< Not OK: inventory unparsable, node treated as having no GPUs.
   std::vector<GpuUsage> usage;      ///< By GPU index; sized to cover every index pods hold.
-  std::vector<GpuState> gpu_states; ///< The inventory joined with `usage` (NodeView::gpu_states).
+  /// The inventory joined with `usage`. The snapshot packs every node's in
+  /// one block, which NodeView::gpu_states points at.
+  std::vector<GpuState> gpu_states;
   std::vector<PodHolding> pods;     ///< Pods holding GPUs here, sorted by uid.
   std::vector<std::string> problems;///< Inconsistencies found (overcommitted GPU, unknown GPU index).
   std::vector<GpuBinding> bindings; ///< Shares of pods with a known bind time, newest first.
@@ -88,7 +90,19 @@ class ClusterSnapshot {
   friend class ClusterModel;
 
   std::vector<std::shared_ptr<const NodeState>> nodes_;  // sorted by name
-  std::vector<NodeView> views_;                          // views_[i] points into *nodes_[i]
+  std::vector<NodeView> views_;  // views_[i] points into *nodes_[i] and its GPU state block
+  // Every node's GPU states, packed node after node in blocks of
+  // kNodesPerGpuStateBlock nodes; each view points into its node's block
+  // rather than into its NodeState. Filter and prioritize read them on every
+  // node of a request: packed, they span few pages (the TLB holds them all)
+  // and, nodes named in order, stream. Blocks are shared between snapshots
+  // as nodes are: a publish copies only the blocks of the nodes that changed.
+  struct GpuStateBlock {
+    std::vector<GpuState> states;
+    std::vector<uint32_t> at;  // the block's k-th node's are states[at[k] .. at[k + 1])
+  };
+  static constexpr size_t kNodesPerGpuStateBlock = 256;  // 56 KiB of 8-GPU nodes
+  std::vector<std::shared_ptr<const GpuStateBlock>> gpu_state_blocks_;
   // Live GPU metrics by node index, apart from nodes_ so that a telemetry
   // refresh swaps pointers instead of copying nodes; empty when no node has any.
   std::vector<std::shared_ptr<const NodeTelemetry>> telemetry_;

@@ -1,6 +1,7 @@
 // The read-only view of one candidate node that plugins see.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -38,7 +39,8 @@ struct NodeView {
   absl::Span<const GpuUsage> usage;              ///< Indexed by GPU index; indices past the end are idle.
   /// `gpus` joined with `usage` (JoinGpuStates): same order, same size. What
   /// fit and placement read per GPU, packed; everything that builds a view
-  /// fills it.
+  /// fills it. A snapshot's views point into blocks that pack every node's
+  /// (ClusterSnapshot), so a pass over thousands of nodes reads few pages.
   absl::Span<const GpuState> gpu_states = {};
   /// Measured GPU load (scheduler/model/telemetry.h); null when no source reports the node.
   const NodeTelemetry* telemetry = nullptr;
@@ -79,11 +81,17 @@ struct NodeView {
 inline constexpr size_t kPrefetchDistance = 4;
 
 inline void PrefetchNode(const NodeView& node) {
-  // Every cache line of the packed GPU states (8 GPUs: 7 lines); the first
-  // lines only would leave the rest to stall the plugins.
-  constexpr size_t kLine = 64;
-  const auto* states = reinterpret_cast<const char*>(node.gpu_states.data());
-  for (size_t at = 0; at < node.gpu_states.size() * sizeof(GpuState); at += kLine) __builtin_prefetch(states + at);
+  // Every cache line of the packed GPU states (8 GPUs: 224 bytes, 4 or 5
+  // lines as they fall); the first lines only would leave the rest to stall
+  // the plugins.
+  constexpr uintptr_t kLine = 64;
+  if (!node.gpu_states.empty()) {
+    const auto first = reinterpret_cast<uintptr_t>(node.gpu_states.data());
+    const uintptr_t last = first + node.gpu_states.size() * sizeof(GpuState) - 1;
+    for (uintptr_t line = first & ~(kLine - 1); line <= last; line += kLine) {
+      __builtin_prefetch(reinterpret_cast<const void*>(line));
+    }
+  }
   __builtin_prefetch(node.host);       // null when unknown: a prefetch never faults
   __builtin_prefetch(node.telemetry);  // null when unmeasured
 }

@@ -16,123 +16,136 @@ GpuChoice FirstOf(const RankedGpus& ranked, size_t count) {
   return choice;
 }
 
+// The choice for a pod that asks for no GPU: none. (Built in place: a
+// GpuChoice moved into an optional trips GCC 12's maybe-uninitialized.)
+std::optional<GpuChoice> NoGpus() { return std::optional<GpuChoice>(std::in_place); }
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const Profile>> Profile::Create(std::vector<WeightedPlugin> plugins) {
   if (plugins.empty()) return absl::InvalidArgumentError("a profile needs at least one plugin");
   absl::flat_hash_set<std::string> seen;
-  int choosers = 0, set_pickers = 0;
+  int choosers = 0, set_choosers = 0;
   for (const WeightedPlugin& p : plugins) {
     if (p.plugin == nullptr) return absl::InvalidArgumentError("a profile plugin is null");
-    if (!seen.insert(std::string(p.plugin->Name())).second) {
-      return absl::InvalidArgumentError(absl::StrCat("plugin \"", Absl(p.plugin->Name()), "\" appears twice"));
+    const std::string_view name = p.plugin->Name();
+    if (!seen.insert(std::string(name)).second) {
+      return absl::InvalidArgumentError(absl::StrCat("plugin \"", Absl(name), "\" appears twice"));
     }
     if (p.weight < 1 || p.weight > 100) {
-      return absl::InvalidArgumentError(absl::StrCat("plugin \"", Absl(p.plugin->Name()),
-                                                     "\": weight must be 1..100, got ", p.weight));
+      return absl::InvalidArgumentError(
+          absl::StrCat("plugin \"", Absl(name), "\": weight must be 1..100, got ", p.weight));
     }
-    if (dynamic_cast<const GpuChooserPlugin*>(p.plugin.get()) != nullptr) ++choosers;
-    if (dynamic_cast<const GpuSetPlugin*>(p.plugin.get()) != nullptr) ++set_pickers;
+    const Points points = p.plugin->points();
+    if (points.has(Point::kGpuChoice)) ++choosers;
+    if (points.has(Point::kGpuSetChoice)) ++set_choosers;
+    if (points.has(Point::kGpuSetFilter) && !points.has(Point::kGpuSetChoice)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("plugin \"", Absl(name), "\" filters GPU sets but does not choose them"));
+    }
   }
   if (choosers != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a profile needs exactly one plugin that chooses GPUs (such as gpu-share); found ", choosers));
   }
-  if (set_pickers > 1) {
+  if (set_choosers > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a profile may have one plugin that picks the set of GPUs (such as nvlink-topology); found ", set_pickers));
+        "a profile may have one plugin that picks the set of GPUs (such as nvlink-topology); found ", set_choosers));
   }
   return std::shared_ptr<const Profile>(new Profile(std::move(plugins)));
 }
 
 Profile::Profile(std::vector<WeightedPlugin> plugins) : plugins_(std::move(plugins)) {
   for (const WeightedPlugin& p : plugins_) {
-    if (const auto* f = dynamic_cast<const FilterPlugin*>(p.plugin.get())) filters_.push_back(f);
-    if (const auto* s = dynamic_cast<const ScorePlugin*>(p.plugin.get())) {
-      const bool is_chooser = dynamic_cast<const GpuChooserPlugin*>(p.plugin.get()) != nullptr;
-      scorers_.push_back({s, p.weight, s->Memoizable(), is_chooser});
+    const Plugin* plugin = p.plugin.get();
+    const Points points = plugin->points();
+    if (points.has(Point::kNodeFilter)) filters_.push_back({plugin, /*gpus=*/false});
+    if (points.has(Point::kGpuChoice)) {
+      chooser_ = plugin;
+      filters_.push_back({plugin, /*gpus=*/true});
     }
-    if (const auto* c = dynamic_cast<const GpuChooserPlugin*>(p.plugin.get())) chooser_ = c;
-    if (const auto* g = dynamic_cast<const GpuSetPlugin*>(p.plugin.get())) gpu_set_ = g;
-    if (const auto* g = dynamic_cast<const GpuFilterPlugin*>(p.plugin.get())) gpu_filters_.push_back(g);
+    if (points.has(Point::kGpuExclusion)) excluders_.push_back(plugin);
+    if (points.has(Point::kGpuSetChoice)) {
+      gpu_set_ = plugin;
+      gpu_set_filters_ = points.has(Point::kGpuSetFilter);
+    }
+    if (points.has(Point::kNodeScore)) {
+      scorers_.push_back({plugin, p.weight, plugin->Memoizable(), points.has(Point::kGpuChoice)});
+    }
   }
 }
 
-FilterVerdict Profile::Filter(const PodGpuRequest& request, const NodeView& node) const {
-  for (const FilterPlugin* f : filters_) {
-    FilterVerdict v = f->Filter(request, node);
+FilterVerdict Profile::Filter(const CycleState& cycle, const NodeView& node) const {
+  const bool wants_gpus = cycle.wants_gpus();
+  for (const FilterStep& f : filters_) {
+    if (f.gpus && !wants_gpus) continue;  // no GPU asked: none to fit
+    FilterVerdict v = f.gpus ? f.plugin->FilterGpus(cycle, node) : f.plugin->FilterNode(cycle, node);
     if (!v.ok()) return v;
   }
+  if (!wants_gpus) return FilterVerdict::Success();
   // The filters passed, so the pod fits by what pods reserved. Without the
   // GPUs ruled out it may not.
   GpuIndexList excluded;
-  const GpuFilterPlugin* first_excluding = nullptr;
-  for (const GpuFilterPlugin* g : gpu_filters_) {
+  const Plugin* first_excluding = nullptr;
+  for (const Plugin* g : excluders_) {
     const size_t before = excluded.size();
-    g->ExcludeGpus(request, node, excluded);
+    g->ExcludeGpus(cycle, node, excluded);
     if (first_excluding == nullptr && excluded.size() > before) first_excluding = g;
   }
-  const bool set_filters = gpu_set_ != nullptr && gpu_set_->FiltersGpuSets();
-  if (first_excluding == nullptr && !set_filters) return FilterVerdict::Success();
-  const std::optional<GpuChoice> choice = ChooseGpusAvoiding(request, node, excluded);
+  if (first_excluding == nullptr && !gpu_set_filters_) return FilterVerdict::Success();
+  const std::optional<GpuChoice> choice = ChooseGpusAvoiding(cycle, node, excluded);
   if (first_excluding != nullptr && !choice.has_value()) {
-    FilterVerdict v = first_excluding->ExplainExcluded(request, node);
+    FilterVerdict v = first_excluding->ExplainExcluded(cycle, node);
     // A plugin that cannot explain still rejects: its GPUs are ruled out.
     if (v.ok()) v = FilterVerdict::NotNow("gpus_ruled_out", "the GPUs that could take the pod are ruled out");
     return v;
   }
-  if (set_filters && choice.has_value()) return gpu_set_->FilterGpuSet(request, node, *choice);
+  if (gpu_set_filters_ && choice.has_value()) return gpu_set_->FilterGpuSet(cycle, node, *choice);
   return FilterVerdict::Success();
 }
 
-std::optional<GpuChoice> Profile::ChooseGpus(const PodGpuRequest& request, const NodeView& node) const {
-  return ChooseGpusAvoiding(request, node, ExcludedGpus(request, node));
+std::optional<GpuChoice> Profile::ChooseGpus(const CycleState& cycle, const NodeView& node) const {
+  if (!cycle.wants_gpus()) return NoGpus();
+  return ChooseGpusAvoiding(cycle, node, ExcludedGpus(cycle, node));
 }
 
-GpuIndexList Profile::ExcludedGpus(const PodGpuRequest& request, const NodeView& node) const {
+GpuIndexList Profile::ExcludedGpus(const CycleState& cycle, const NodeView& node) const {
   GpuIndexList excluded;
-  for (const GpuFilterPlugin* g : gpu_filters_) g->ExcludeGpus(request, node, excluded);
+  if (!cycle.wants_gpus()) return excluded;
+  for (const Plugin* g : excluders_) g->ExcludeGpus(cycle, node, excluded);
   return excluded;
 }
 
-std::optional<GpuChoice> Profile::ChooseGpusAvoiding(const PodGpuRequest& request, const NodeView& node,
+std::optional<GpuChoice> Profile::ChooseGpusAvoiding(const CycleState& cycle, const NodeView& node,
                                                      const GpuIndexList& excluded) const {
+  if (!cycle.wants_gpus()) return NoGpus();
   // The common case: nothing to refine, the chooser's own choice.
-  if (request.count <= 0 || (gpu_set_ == nullptr && excluded.empty())) return chooser_->ChooseGpus(request, node);
-  std::optional<RankedGpus> ranked = chooser_->RankGpus(request, node);
-  if (!ranked.has_value()) {
-    // A chooser that cannot rank: its choice stands when it avoids the GPUs
-    // ruled out, and otherwise there is none (its next best is unknown).
-    std::optional<GpuChoice> choice = chooser_->ChooseGpus(request, node);
-    if (choice.has_value() && std::any_of(choice->gpu_indices.begin(), choice->gpu_indices.end(), [&](int32_t i) {
-          return std::find(excluded.begin(), excluded.end(), i) != excluded.end();
-        })) {
-      return std::nullopt;
-    }
-    return choice;
-  }
+  if (gpu_set_ == nullptr && excluded.empty()) return chooser_->ChooseGpus(cycle, node);
+  RankedGpus ranked;
+  chooser_->RankGpus(cycle, node, ranked);
   if (!excluded.empty()) {
-    ranked->erase(std::remove_if(ranked->begin(), ranked->end(),
-                                 [&](const RankedGpu& g) {
-                                   return std::find(excluded.begin(), excluded.end(), g.index) != excluded.end();
-                                 }),
-                  ranked->end());
+    ranked.erase(std::remove_if(ranked.begin(), ranked.end(),
+                                [&](const RankedGpu& g) {
+                                  return std::find(excluded.begin(), excluded.end(), g.index) != excluded.end();
+                                }),
+                 ranked.end());
   }
-  const auto count = static_cast<size_t>(request.count);
-  if (ranked->size() < count) return std::nullopt;
+  const size_t count = cycle.gpu_count();
+  if (ranked.size() < count) return std::nullopt;
   if (gpu_set_ != nullptr) {
-    std::optional<GpuChoice> set = gpu_set_->ChooseGpuSet(request, node, *ranked);
+    std::optional<GpuChoice> set = gpu_set_->ChooseGpuSet(cycle, node, ranked);
     if (set.has_value() && set->gpu_indices.size() == count) return set;
   }
-  return FirstOf(*ranked, count);  // no set plugin, or no opinion: the chooser's own order
+  return FirstOf(ranked, count);  // no set chooser, or no opinion: the chooser's own order
 }
 
-std::vector<GpuShare> Profile::SharesFor(const PodGpuRequest& request, const NodeView& node,
+std::vector<GpuShare> Profile::SharesFor(const CycleState& cycle, const NodeView& node,
                                          const GpuChoice& choice) const {
-  return chooser_->SharesFor(request, node, choice);
+  if (!cycle.wants_gpus()) return {};
+  return chooser_->SharesFor(cycle, node, choice);
 }
 
-std::vector<int64_t> Profile::Score(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
+std::vector<int64_t> Profile::Score(const CycleState& cycle, absl::Span<const NodeView* const> nodes,
                                     std::vector<std::optional<GpuChoice>>* choices) const {
   const size_t n = nodes.size();
   std::vector<std::optional<GpuChoice>> local;
@@ -144,8 +157,8 @@ std::vector<int64_t> Profile::Score(const PodGpuRequest& request, absl::Span<con
   std::vector<size_t> fitting;
   fitting.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    if (i + kPrefetchDistance < n) PrefetchNode(nodes[i + kPrefetchDistance]);
-    chosen[i] = ChooseGpus(request, nodes[i]);
+    if (i + kPrefetchDistance < n) PrefetchNode(*nodes[i + kPrefetchDistance]);
+    chosen[i] = ChooseGpus(cycle, *nodes[i]);
     if (chosen[i].has_value()) fitting.push_back(i);
   }
 
@@ -154,7 +167,7 @@ std::vector<int64_t> Profile::Score(const PodGpuRequest& request, absl::Span<con
   for (size_t s = 0; s < scorers_.size(); ++s) {
     for (size_t k = 0; k < fitting.size(); ++k) {
       const size_t i = fitting[k];
-      raw[k] = RawScore(s, request, nodes[i], *chosen[i]);
+      raw[k] = RawScore(s, cycle, *nodes[i], *chosen[i]);
     }
     AddWeighted(s, absl::MakeSpan(raw), absl::MakeSpan(weighted));
   }
@@ -179,11 +192,11 @@ std::vector<int64_t> Profile::WireScores(absl::Span<const int64_t> totals) {
   return wire;
 }
 
-int64_t Profile::RawScore(size_t scorer, const PodGpuRequest& request, const NodeView& node,
+int64_t Profile::RawScore(size_t scorer, const CycleState& cycle, const NodeView& node,
                           const GpuChoice& choice) const {
   const WeightedScorer& s = scorers_[scorer];
   if (s.is_chooser && choice.chooser_score.has_value()) return *choice.chooser_score;
-  return s.plugin->Score(request, node, choice);
+  return s.plugin->ScoreNode(cycle, node, choice);
 }
 
 void Profile::AddWeighted(size_t scorer, absl::Span<int64_t> raw, absl::Span<int64_t> totals) const {

@@ -22,43 +22,44 @@ struct WeightedPlugin {
 
 /// Immutable once built: requests share one profile through a shared_ptr, and
 /// a reload publishes a new one.
+///
+/// Every method takes the request's CycleState. A pod that asks for no GPU
+/// (`!cycle.wants_gpus()`) is decided here: it gets no GPUs on every node,
+/// and only the node filters and the node scores are asked about it.
 class Profile {
  public:
   /// Checks the combination: at least one plugin, exactly one GPU chooser,
-  /// at most one GPU set plugin, no plugin twice.
+  /// at most one GPU set chooser, only it filtering GPU sets, no plugin twice.
   static absl::StatusOr<std::shared_ptr<const Profile>> Create(std::vector<WeightedPlugin> plugins);
 
-  /// Runs every filter plugin in order; the first rejection wins. (The GPU
-  /// chooser's plugin is expected to filter on fit as well, so that the
-  /// rejection carries its precise reason.) Then, when GPU filter plugins
-  /// rule GPUs out and too few are left, the first of them that ruled any
-  /// out explains the rejection. Then a GPU set plugin that filters judges
-  /// the set ChooseGpus gives.
-  [[nodiscard]] FilterVerdict Filter(const PodGpuRequest& request, const NodeView& node) const;
+  /// Asks the node filters in profile order, the chooser's FilterGpus in
+  /// its place among them; the first rejection wins. Then, when GPU
+  /// exclusion plugins rule GPUs out and too few are left, the first of
+  /// them that ruled any out explains the rejection. Then a GPU set filter
+  /// judges the set ChooseGpus gives.
+  [[nodiscard]] FilterVerdict Filter(const CycleState& cycle, const NodeView& node) const;
 
   /// The GPUs the pod would get on `node`, or nullopt if it does not fit now.
   /// Choosers are deterministic, so this is how the choice prioritize scored
   /// is kept for bind: asked again on a node that has not changed since, it
   /// gives the same GPUs; on one that has, it gives the GPUs that fit now.
-  /// With a GPU set plugin or GPUs ruled out by a GPU filter plugin, the
-  /// chooser ranks the GPUs that fit, the ruled-out ones are dropped, and the
-  /// set plugin picks among the rest (the chooser's first ones when there is
-  /// none or it has no opinion).
-  [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& request,
-                                                    const NodeView& node) const;
+  /// With a GPU set chooser or GPUs ruled out, the chooser ranks the GPUs
+  /// that fit, the ruled-out ones are dropped, and the set chooser picks
+  /// among the rest (the chooser's first ones when there is none or it has
+  /// no opinion). An empty choice for a pod that asks for no GPU.
+  [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const CycleState& cycle, const NodeView& node) const;
 
   /// What the pod would hold on each GPU of `choice` (the chooser decides:
   /// a whole-GPU pod reserves the GPU's memory, a shared one its request).
-  [[nodiscard]] std::vector<GpuShare> SharesFor(const PodGpuRequest& request, const NodeView& node,
+  [[nodiscard]] std::vector<GpuShare> SharesFor(const CycleState& cycle, const NodeView& node,
                                                 const GpuChoice& choice) const;
 
-  /// Scores every node in 0..kMaxWireScore: for each node the chooser picks
-  /// GPUs (a node where it finds none scores 0), every score plugin scores
-  /// and normalises, the scores are weighed and summed at plugin resolution,
-  /// and the sums go to the wire once, by WireScores.
+  /// Scores every node in 0..kMaxWireScore: for each node the GPUs are
+  /// chosen (a node where none are found scores 0), every score plugin
+  /// scores and normalises, the scores are weighed and summed at plugin
+  /// resolution, and the sums go to the wire once, by WireScores.
   /// \param choices if non-null, receives the choice per node (nullopt: no fit).
-  [[nodiscard]] std::vector<int64_t> Score(const PodGpuRequest& request,
-                                           absl::Span<const NodeView> nodes,
+  [[nodiscard]] std::vector<int64_t> Score(const CycleState& cycle, absl::Span<const NodeView* const> nodes,
                                            std::vector<std::optional<GpuChoice>>* choices) const;
 
   /// The wire scores of the nodes where the pod fits, from their weighted
@@ -80,20 +81,20 @@ class Profile {
   // (scheduler/memo/score_memo.h).
 
   /// Whether the GPU choice before any GPU is ruled out (the chooser's and
-  /// the GPU set plugin's) is Memoizable(): then a node's choice for one
+  /// the GPU set chooser's) is Memoizable(): then a node's choice for one
   /// request stays valid while the node's version does, and so do the raw
-  /// scores of memoizable score plugins on it. GPU filter plugins and the
-  /// other score plugins are asked anew every time.
+  /// scores of memoizable score plugins on it. GPU exclusion plugins and
+  /// the other score plugins are asked anew every time.
   [[nodiscard]] bool memoizable() const;
   /// Whether score plugin `scorer` is Memoizable().
   [[nodiscard]] bool scorer_memoizable(size_t scorer) const { return scorers_[scorer].memoizable; }
-  /// Whether any plugin rules single GPUs out (a GpuFilterPlugin).
-  [[nodiscard]] bool has_gpu_filters() const { return !gpu_filters_.empty(); }
-  /// The GPUs of `node` the GPU filter plugins rule out for the pod.
-  [[nodiscard]] GpuIndexList ExcludedGpus(const PodGpuRequest& request, const NodeView& node) const;
-  /// ChooseGpus once ExcludedGpus is known: ChooseGpus(r, n) is
-  /// ChooseGpusAvoiding(r, n, ExcludedGpus(r, n)).
-  [[nodiscard]] std::optional<GpuChoice> ChooseGpusAvoiding(const PodGpuRequest& request, const NodeView& node,
+  /// Whether any plugin rules single GPUs out (Point::kGpuExclusion).
+  [[nodiscard]] bool has_gpu_exclusions() const { return !excluders_.empty(); }
+  /// The GPUs of `node` the GPU exclusion plugins rule out for the pod.
+  [[nodiscard]] GpuIndexList ExcludedGpus(const CycleState& cycle, const NodeView& node) const;
+  /// ChooseGpus once ExcludedGpus is known: ChooseGpus(c, n) is
+  /// ChooseGpusAvoiding(c, n, ExcludedGpus(c, n)).
+  [[nodiscard]] std::optional<GpuChoice> ChooseGpusAvoiding(const CycleState& cycle, const NodeView& node,
                                                             const GpuIndexList& excluded) const;
 
   // Score() in stages, for a caller that keeps per-node results between
@@ -107,7 +108,7 @@ class Profile {
   [[nodiscard]] int64_t total_weight() const;
   /// Score plugin `scorer`'s raw (not yet normalised) score of one node
   /// (`choice.chooser_score` when `scorer` is the chooser and it gave one).
-  [[nodiscard]] int64_t RawScore(size_t scorer, const PodGpuRequest& request, const NodeView& node,
+  [[nodiscard]] int64_t RawScore(size_t scorer, const CycleState& cycle, const NodeView& node,
                                  const GpuChoice& choice) const;
   /// Normalises score plugin `scorer`'s raw scores of all fitting nodes in
   /// place, then adds weight × score (clamped to 0..kMaxPluginScore) into
@@ -117,20 +118,26 @@ class Profile {
 
  private:
   struct WeightedScorer {
-    const ScorePlugin* plugin;
+    const Plugin* plugin;
     int64_t weight;
     bool memoizable;
-    bool is_chooser;  // the GPU chooser too: its GpuChoice::chooser_score stands for its Score
+    bool is_chooser;  // the GPU chooser too: its GpuChoice::chooser_score stands for its ScoreNode
+  };
+  // A filter in profile order: a node filter, or the chooser's FilterGpus.
+  struct FilterStep {
+    const Plugin* plugin;
+    bool gpus;  // FilterGpus (asked only of pods that want GPUs), else FilterNode
   };
 
   explicit Profile(std::vector<WeightedPlugin> plugins);
 
   std::vector<WeightedPlugin> plugins_;
-  std::vector<const FilterPlugin*> filters_;
-  std::vector<const GpuFilterPlugin*> gpu_filters_;
+  std::vector<FilterStep> filters_;
+  std::vector<const Plugin*> excluders_;
   std::vector<WeightedScorer> scorers_;
-  const GpuChooserPlugin* chooser_ = nullptr;
-  const GpuSetPlugin* gpu_set_ = nullptr;  // optional
+  const Plugin* chooser_ = nullptr;
+  const Plugin* gpu_set_ = nullptr;  // optional
+  bool gpu_set_filters_ = false;     // gpu_set_ filters its sets
 };
 
 }  // namespace tessera

@@ -28,6 +28,11 @@ class Unlocker {
 
 }  // namespace
 
+bool ScoreMemo::AtItsPosition(const std::vector<Entry>& entries, size_t i, uint64_t version) {
+  // Any entry with a version is the one the index names for it.
+  return i < entries.size() && entries[i].version == version;
+}
+
 size_t ScoreMemo::MaxEntries(size_t largest_request) {
   return largest_request + largest_request / 4 + kSweepSlack;
 }
@@ -35,21 +40,21 @@ size_t ScoreMemo::MaxEntries(size_t largest_request) {
 ScoreMemo::ScoreMemo(std::shared_ptr<const Profile> profile, size_t max_requests, WorkerPool* pool)
     : profile_(std::move(profile)),
       memoizable_(profile_->memoizable()),
-      has_gpu_filters_(profile_->has_gpu_filters()),
+      has_gpu_exclusions_(profile_->has_gpu_exclusions()),
       max_requests_(std::max<size_t>(1, max_requests)),
       pool_(pool != nullptr && pool->threads() > 0 ? pool : nullptr) {}
 
-std::vector<int64_t> ScoreMemo::Score(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
+std::vector<int64_t> ScoreMemo::Score(const CycleState& cycle, absl::Span<const NodeView* const> nodes,
                                       std::vector<std::optional<GpuChoice>>* choices, Counters* this_call) const {
   Counters call;
   std::vector<int64_t> scores;
   if (!memoizable_ || !mu_.TryLock()) {
     requests_bypassed_.fetch_add(1, std::memory_order_relaxed);
     call.requests_bypassed = 1;
-    scores = profile_->Score(request, nodes, choices);
+    scores = profile_->Score(cycle, nodes, choices);
   } else {
     const Unlocker unlock(mu_);
-    scores = ScoreLocked(request, nodes, choices, call);
+    scores = ScoreLocked(cycle, nodes, choices, call);
   }
   if (this_call != nullptr) *this_call = call;
   return scores;
@@ -61,9 +66,9 @@ std::vector<int64_t> ScoreMemo::Score(const PodGpuRequest& request, absl::Span<c
 // wire exactly as Profile::Score does.
 class ScoreMemo::Stages {
  public:
-  Stages(const Profile& profile, bool has_gpu_filters, const PodGpuRequest& request,
-         absl::Span<const NodeView> nodes, std::vector<std::optional<GpuChoice>>* choices)
-      : profile_(profile), has_gpu_filters_(has_gpu_filters), request_(request), nodes_(nodes), choices_(choices),
+  Stages(const Profile& profile, bool has_gpu_exclusions, const CycleState& cycle,
+         absl::Span<const NodeView* const> nodes, std::vector<std::optional<GpuChoice>>* choices)
+      : profile_(profile), has_gpu_exclusions_(has_gpu_exclusions), cycle_(cycle), nodes_(nodes), choices_(choices),
         raw_(profile.score_plugin_count()) {
     fitting_.reserve(nodes.size());
     for (std::vector<int64_t>& r : raw_) r.reserve(nodes.size());
@@ -72,16 +77,16 @@ class ScoreMemo::Stages {
 
   // Node `i` as its answer (kept or just computed) has it.
   void Add(size_t i, const Entry& answer) {
-    const NodeView& node = nodes_[i];
+    const NodeView& node = *nodes_[i];
     if (!answer.choice.has_value()) return;  // ruling GPUs out never makes room
     // GPUs ruled out now (live load) may take the kept choice away; the kept
     // raw scores hold only for the kept choice.
     const GpuChoice* choice = &*answer.choice;
     bool kept = true;
-    if (has_gpu_filters_) {
-      const GpuIndexList excluded = profile_.ExcludedGpus(request_, node);
+    if (has_gpu_exclusions_) {
+      const GpuIndexList excluded = profile_.ExcludedGpus(cycle_, node);
       if (!excluded.empty()) {
-        avoiding_ = profile_.ChooseGpusAvoiding(request_, node, excluded);
+        avoiding_ = profile_.ChooseGpusAvoiding(cycle_, node, excluded);
         if (!avoiding_.has_value()) return;
         kept = *avoiding_ == *answer.choice;
         choice = &*avoiding_;
@@ -90,7 +95,7 @@ class ScoreMemo::Stages {
     fitting_.push_back(i);
     for (size_t s = 0; s < raw_.size(); ++s) {
       raw_[s].push_back(kept && profile_.scorer_memoizable(s) ? answer.raw[s]
-                                                              : profile_.RawScore(s, request_, node, *choice));
+                                                              : profile_.RawScore(s, cycle_, node, *choice));
     }
     if (choices_ != nullptr) (*choices_)[i] = *choice;
   }
@@ -109,23 +114,23 @@ class ScoreMemo::Stages {
 
  private:
   const Profile& profile_;
-  const bool has_gpu_filters_;
-  const PodGpuRequest& request_;
-  const absl::Span<const NodeView> nodes_;
+  const bool has_gpu_exclusions_;
+  const CycleState& cycle_;
+  const absl::Span<const NodeView* const> nodes_;
   std::vector<std::optional<GpuChoice>>* const choices_;
   std::vector<size_t> fitting_;
   std::vector<std::vector<int64_t>> raw_;  // per score plugin, per fitting node
   std::optional<GpuChoice> avoiding_;
 };
 
-std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
+std::vector<int64_t> ScoreMemo::ScoreLocked(const CycleState& cycle, absl::Span<const NodeView* const> nodes,
                                             std::vector<std::optional<GpuChoice>>* choices,
                                             Counters& this_call) const {
-  Slot& slot = SlotFor(request);
+  Slot& slot = SlotFor(cycle.request());
   const uint64_t use = ++slot.uses;
-  Stages stages(*profile_, has_gpu_filters_, request, nodes, choices);
-  const Pass pass = pool_ == nullptr ? PassOnCaller(request, nodes, slot, use, stages)
-                                     : PassWithPool(request, nodes, slot, use, stages);
+  Stages stages(*profile_, has_gpu_exclusions_, cycle, nodes, choices);
+  const Pass pass = pool_ == nullptr ? PassOnCaller(cycle, nodes, slot, use, stages)
+                                     : PassWithPool(cycle, nodes, slot, use, stages);
 
   const size_t n = nodes.size();
   const uint64_t n_parallel = pass.parallel ? pass.computed : 0;
@@ -141,7 +146,7 @@ std::vector<int64_t> ScoreMemo::ScoreLocked(const PodGpuRequest& request, absl::
   return stages.Wire();
 }
 
-ScoreMemo::Pass ScoreMemo::PassOnCaller(const PodGpuRequest& request, absl::Span<const NodeView> nodes, Slot& slot,
+ScoreMemo::Pass ScoreMemo::PassOnCaller(const CycleState& cycle, absl::Span<const NodeView* const> nodes, Slot& slot,
                                         uint64_t use, Stages& stages) const {
   // One pass, each node computed straight into the slot where its version is
   // new and read at once (before the next one can move it). A new request
@@ -157,30 +162,36 @@ ScoreMemo::Pass ScoreMemo::PassOnCaller(const PodGpuRequest& request, absl::Span
   }
   Entry unversioned;
   for (size_t i = 0; i < n; ++i) {
-    if (all_new && i + kPrefetchDistance < n) PrefetchNode(nodes[i + kPrefetchDistance]);
-    const uint64_t version = nodes[i].version;
+    if (all_new && i + kPrefetchDistance < n) PrefetchNode(*nodes[i + kPrefetchDistance]);
+    const uint64_t version = nodes[i]->version;
     if (version == 0) {
-      Evaluate(request, nodes[i], unversioned);
+      Evaluate(cycle, *nodes[i], unversioned);
       ++pass.computed;
       stages.Add(i, unversioned);
       continue;
     }
     ++pass.versioned;
-    const auto [it, inserted] = slot.at.try_emplace(version, static_cast<uint32_t>(entries.size()));
-    if (inserted) {
-      Entry& entry = entries.emplace_back();
-      entry.version = version;
-      Evaluate(request, nodes[i], entry);
-      ++pass.computed;
+    uint32_t at = 0;
+    if (AtItsPosition(entries, i, version)) {
+      at = static_cast<uint32_t>(i);
+    } else {
+      const auto [it, inserted] = slot.at.try_emplace(version, static_cast<uint32_t>(entries.size()));
+      if (inserted) {
+        Entry& entry = entries.emplace_back();
+        entry.version = version;
+        Evaluate(cycle, *nodes[i], entry);
+        ++pass.computed;
+      }
+      at = it->second;
     }
-    Entry& entry = entries[it->second];
+    Entry& entry = entries[at];
     entry.last_use = use;
     stages.Add(i, entry);
   }
   return pass;
 }
 
-ScoreMemo::Pass ScoreMemo::PassWithPool(const PodGpuRequest& request, absl::Span<const NodeView> nodes, Slot& slot,
+ScoreMemo::Pass ScoreMemo::PassWithPool(const CycleState& cycle, absl::Span<const NodeView* const> nodes, Slot& slot,
                                         uint64_t use, Stages& stages) const {
   // The answers kept at their version; the rest computed into `computed`, on
   // the pool when there are many, each thread writing its own run of
@@ -195,13 +206,16 @@ ScoreMemo::Pass ScoreMemo::PassWithPool(const PodGpuRequest& request, absl::Span
   answers.assign(n, nullptr);
   unknown.clear();
   for (size_t i = 0; i < n; ++i) {
-    const uint64_t version = nodes[i].version;
+    const uint64_t version = nodes[i]->version;
     if (version != 0) {
       ++pass.versioned;
-      if (const auto it = slot.at.find(version); it != slot.at.end()) {
-        Entry& entry = entries[it->second];
-        entry.last_use = use;
-        answers[i] = &entry;
+      Entry* kept = AtItsPosition(entries, i, version) ? &entries[i] : nullptr;
+      if (kept == nullptr) {
+        if (const auto it = slot.at.find(version); it != slot.at.end()) kept = &entries[it->second];
+      }
+      if (kept != nullptr) {
+        kept->last_use = use;
+        answers[i] = kept;
         continue;
       }
     }
@@ -211,8 +225,8 @@ ScoreMemo::Pass ScoreMemo::PassWithPool(const PodGpuRequest& request, absl::Span
   computed.resize(unknown.size());
   const auto compute = [&](size_t begin, size_t end) {
     for (size_t k = begin; k < end; ++k) {
-      if (k + kPrefetchDistance < end) PrefetchNode(nodes[unknown[k + kPrefetchDistance]]);
-      Evaluate(request, nodes[unknown[k]], computed[k]);
+      if (k + kPrefetchDistance < end) PrefetchNode(*nodes[unknown[k + kPrefetchDistance]]);
+      Evaluate(cycle, *nodes[unknown[k]], computed[k]);
     }
   };
   pass.parallel = unknown.size() >= kMinParallelNodes;
@@ -224,9 +238,16 @@ ScoreMemo::Pass ScoreMemo::PassWithPool(const PodGpuRequest& request, absl::Span
   pass.computed = unknown.size();
   for (size_t k = 0; k < unknown.size(); ++k) answers[unknown[k]] = &computed[k];
   for (size_t i = 0; i < n; ++i) stages.Add(i, *answers[i]);
+  KeepComputed(nodes, slot, use);
+  return pass;
+}
 
-  // Keep what was computed at a version. The same version named twice in one
-  // request was computed twice, identically; the first is kept.
+void ScoreMemo::KeepComputed(absl::Span<const NodeView* const> nodes, Slot& slot, uint64_t use) const {
+  std::vector<Entry>& entries = slot.entries;
+  const std::vector<size_t>& unknown = scratch_.unknown;
+  std::vector<Entry>& computed = scratch_.computed;
+  // The same version named twice in one request was computed twice,
+  // identically; the first is kept.
   if (entries.empty()) {
     // A new request: the slot takes the computed array whole (and leaves its
     // own, emptied, as the next request's working space); answers not
@@ -234,31 +255,30 @@ ScoreMemo::Pass ScoreMemo::PassWithPool(const PodGpuRequest& request, absl::Span
     entries.swap(computed);
     slot.at.reserve(entries.size());
     for (size_t k = 0; k < entries.size(); ++k) {
-      const uint64_t version = nodes[unknown[k]].version;
+      const uint64_t version = nodes[unknown[k]]->version;
       const bool indexed = version != 0 && slot.at.try_emplace(version, static_cast<uint32_t>(k)).second;
       entries[k].version = indexed ? version : 0;
       entries[k].last_use = indexed ? use : 0;
     }
   } else {
     for (size_t k = 0; k < unknown.size(); ++k) {
-      const uint64_t version = nodes[unknown[k]].version;
+      const uint64_t version = nodes[unknown[k]]->version;
       if (version == 0 || !slot.at.try_emplace(version, static_cast<uint32_t>(entries.size())).second) continue;
       Entry& entry = entries.emplace_back(std::move(computed[k]));
       entry.version = version;
       entry.last_use = use;
     }
   }
-  return pass;
 }
 
-void ScoreMemo::Evaluate(const PodGpuRequest& request, const NodeView& node, Entry& entry) const {
-  entry.choice = profile_->ChooseGpusAvoiding(request, node, GpuIndexList{});
+void ScoreMemo::Evaluate(const CycleState& cycle, const NodeView& node, Entry& entry) const {
+  entry.choice = profile_->ChooseGpusAvoiding(cycle, node, GpuIndexList{});
   entry.raw.clear();
   if (!entry.choice.has_value()) return;
   const size_t scorers = profile_->score_plugin_count();
   entry.raw.resize(scorers, 0);
   for (size_t s = 0; s < scorers; ++s) {
-    if (profile_->scorer_memoizable(s)) entry.raw[s] = profile_->RawScore(s, request, node, *entry.choice);
+    if (profile_->scorer_memoizable(s)) entry.raw[s] = profile_->RawScore(s, cycle, node, *entry.choice);
   }
 }
 

@@ -12,7 +12,7 @@
 // so the answer is Profile::Score's, bit for bit.
 //
 // Plugins that read what the version does not name (load-aware: live
-// telemetry and the clock) are asked on every request: GPU filter plugins
+// telemetry and the clock) are asked on every request: GPU exclusion plugins
 // rule GPUs out anew (where they take the kept choice away, the node is
 // chosen and scored afresh), and non-memoisable score plugins score the
 // kept choice anew. Only the chooser must be memoisable.
@@ -31,7 +31,7 @@
 // with the default policy), and a new request or a policy reload computes
 // every node. Given a WorkerPool, a request with at least
 // kMinParallelNodes nodes to compute spreads them over the pool's threads;
-// everything else (lookups, GPU filters, normalisation) stays on the
+// everything else (lookups, GPU exclusions, normalisation) stays on the
 // caller, so the answer is the same whichever thread computed what.
 #pragma once
 
@@ -98,7 +98,7 @@ class ScoreMemo {
   /// so that is rare).
   /// \param this_call if non-null, receives what this call did (for metrics:
   ///   counters() would mix in concurrent calls).
-  [[nodiscard]] std::vector<int64_t> Score(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
+  [[nodiscard]] std::vector<int64_t> Score(const CycleState& cycle, absl::Span<const NodeView* const> nodes,
                                            std::vector<std::optional<GpuChoice>>* choices,
                                            Counters* this_call = nullptr) const;
 
@@ -148,26 +148,35 @@ class ScoreMemo {
     bool parallel = false;  // computed on the pool
   };
 
-  std::vector<int64_t> ScoreLocked(const PodGpuRequest& request, absl::Span<const NodeView> nodes,
+  std::vector<int64_t> ScoreLocked(const CycleState& cycle, absl::Span<const NodeView* const> nodes,
                                    std::vector<std::optional<GpuChoice>>* choices, Counters& this_call) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Answers every node from `slot` or computes it, into `stages` in node
   // order: on the caller alone, or with the pool (a second pass then keeps
   // what was computed).
-  Pass PassOnCaller(const PodGpuRequest& request, absl::Span<const NodeView> nodes, Slot& slot, uint64_t use,
+  Pass PassOnCaller(const CycleState& cycle, absl::Span<const NodeView* const> nodes, Slot& slot, uint64_t use,
                     Stages& stages) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Pass PassWithPool(const PodGpuRequest& request, absl::Span<const NodeView> nodes, Slot& slot, uint64_t use,
+  Pass PassWithPool(const CycleState& cycle, absl::Span<const NodeView* const> nodes, Slot& slot, uint64_t use,
                     Stages& stages) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After PassWithPool: keeps in `slot` what it computed (scratch_) at a
+  // version, read by request `use`.
+  void KeepComputed(absl::Span<const NodeView* const> nodes, Slot& slot, uint64_t use) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Slot& SlotFor(const PodGpuRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the answer for the node named `i`th, at `version`, is
+  // entries[i]: so it is when the nodes are named in the order they were
+  // when the answers were computed (replicas of one workload are asked about
+  // one list), and then the index is not asked.
+  static bool AtItsPosition(const std::vector<Entry>& entries, size_t i, uint64_t version);
   // Drops the answers request `use` did not read (old versions of nodes that
   // changed), keeping the others' order, and re-indexes.
   static void Sweep(Slot& slot, uint64_t use);
   // The profile's choice and raw scores on one node, as Profile::Score computes them.
-  void Evaluate(const PodGpuRequest& request, const NodeView& node, Entry& entry) const;
+  void Evaluate(const CycleState& cycle, const NodeView& node, Entry& entry) const;
 
   const std::shared_ptr<const Profile> profile_;
   const bool memoizable_;
-  const bool has_gpu_filters_;
+  const bool has_gpu_exclusions_;
   const size_t max_requests_;
   WorkerPool* const pool_;  // null: every node is computed on the caller
 

@@ -246,7 +246,7 @@ TEST(PolicyLoaderTest, WeightsReachTheProfileAndDefaultToOne) {
     const GpuChoice none;
     std::vector<int64_t> totals = {0};
     for (size_t s = 0; s < (*profile)->score_plugin_count(); ++s) {
-      std::vector<int64_t> raw = {(*profile)->RawScore(s, PodGpuRequest{}, node, none)};
+      std::vector<int64_t> raw = {(*profile)->RawScore(s, CycleState(PodGpuRequest{}), node, none)};
       (*profile)->AddWeighted(s, absl::MakeSpan(raw), absl::MakeSpan(totals));
     }
     EXPECT_EQ(totals[0], c.want_sum);

@@ -306,27 +306,24 @@ TEST_F(FgdPluginTest, AShareGoesToTheGpuWhereFragmentationGrowsLeast) {
   const NodeView view = WithHost(node.View(), host_);
   PodGpuRequest pod = Pod().Fraction(500);
   pod.host.cpu = MilliCpu(1000);
-  std::optional<GpuChoice> choice = plugin_.ChooseGpus(pod, view);
+  std::optional<GpuChoice> choice = plugin_.ChooseGpus(CycleState(pod), view);
   ASSERT_TRUE(choice.has_value());
   EXPECT_EQ(choice->gpu_indices[0], 0);
   // F before: 700 is enough for the half kind, not the whole one: 0.5 · 700.
   // F after: 200 is too small for both: 200.  Δ = 150 → trunc(100 · σ(0.15)) = 53.
-  EXPECT_EQ(plugin_.Score(pod, view, *choice), 53);
+  EXPECT_EQ(plugin_.ScoreNode(CycleState(pod), view, *choice), 53);
 }
 
 TEST_F(FgdPluginTest, WholeGpusAreTheLowestIdleOnesAndNoGpuPodsGetNone) {
   const Node node = Node("n").Gpus(3, "G2", 0).Hold(0, 300);
   const NodeView view = WithHost(node.View(), host_);
-  EXPECT_EQ(plugin_.ChooseGpus(Pod().Count(2), view)->gpu_indices, (absl::InlinedVector<int32_t, 8>{1, 2}));
+  EXPECT_EQ(plugin_.ChooseGpus(CycleState(Pod().Count(2)), view)->gpu_indices, (absl::InlinedVector<int32_t, 8>{1, 2}));
   PodGpuRequest cpu_only;
   cpu_only.count = 0;
   cpu_only.host.cpu = MilliCpu(7500);
-  EXPECT_TRUE(plugin_.Filter(cpu_only, view).ok());
-  std::optional<GpuChoice> none = plugin_.ChooseGpus(cpu_only, view);
-  ASSERT_TRUE(none.has_value());
-  EXPECT_TRUE(none->gpu_indices.empty());
+  // The profile gives it no GPUs (profile_test.cc); fgd still scores it.
   // Taking 7.5 of 8 cores leaves too little for either kind: all 2700 free becomes fragment.
-  EXPECT_EQ(plugin_.Score(cpu_only, view, *none), FragmentationScore(0.5 * 700, 2700));
+  EXPECT_EQ(plugin_.ScoreNode(CycleState(cpu_only), view, GpuChoice{}), FragmentationScore(0.5 * 700, 2700));
 }
 
 TEST_F(FgdPluginTest, TheRankingBeginsWithTheChoiceAndOrdersSharesByScore) {
@@ -344,9 +341,9 @@ TEST_F(FgdPluginTest, TheRankingBeginsWithTheChoiceAndOrdersSharesByScore) {
     const NodeView view = WithHost(node.View(), host_);
     for (const PodGpuRequest& pod : {PodGpuRequest(Pod().Fraction(300)), PodGpuRequest(Pod().Fraction(500)),
                                      PodGpuRequest(Pod().Count(2))}) {
-      const std::optional<GpuChoice> choice = plugin_.ChooseGpus(pod, view);
-      const std::optional<RankedGpus> ranked = plugin_.RankGpus(pod, view);
-      ASSERT_TRUE(ranked.has_value());
+      const std::optional<GpuChoice> choice = plugin_.ChooseGpus(CycleState(pod), view);
+      const RankedGpus ranked_gpus = testing::Ranked(plugin_, CycleState(pod), view);
+      const RankedGpus* ranked = &ranked_gpus;
       if (!choice.has_value()) {
         EXPECT_LT(ranked->size(), static_cast<size_t>(pod.count));
         continue;
@@ -359,7 +356,7 @@ TEST_F(FgdPluginTest, TheRankingBeginsWithTheChoiceAndOrdersSharesByScore) {
         GpuChoice a, b;
         a.gpu_indices.push_back((*ranked)[k - 1].index);
         b.gpu_indices.push_back((*ranked)[k].index);
-        EXPECT_GE(plugin_.Score(pod, view, a), plugin_.Score(pod, view, b));
+        EXPECT_GE(plugin_.ScoreNode(CycleState(pod), view, a), plugin_.ScoreNode(CycleState(pod), view, b));
       }
     }
   }
@@ -384,12 +381,12 @@ TEST_F(FgdPluginTest, AShareCarriesItsScoreAndItIsTheScore) {
         for (const int64_t milli : {200, 500, 900}) {
           PodGpuRequest pod = Pod().Fraction(milli);
           pod.host.cpu = MilliCpu(1000 * static_cast<int64_t>(rng() % 9));
-          const std::optional<GpuChoice> choice = plugin->ChooseGpus(pod, view);
+          const std::optional<GpuChoice> choice = plugin->ChooseGpus(CycleState(pod), view);
           if (!choice.has_value()) continue;
           ASSERT_TRUE(choice->chooser_score.has_value());
-          EXPECT_EQ(*choice->chooser_score, plugin->Score(pod, view, *choice));
+          EXPECT_EQ(*choice->chooser_score, plugin->ScoreNode(CycleState(pod), view, *choice));
         }
-        const std::optional<GpuChoice> whole = plugin->ChooseGpus(Pod().Count(2), view);
+        const std::optional<GpuChoice> whole = plugin->ChooseGpus(CycleState(Pod().Count(2)), view);
         if (whole.has_value()) {
           EXPECT_FALSE(whole->chooser_score.has_value()) << "whole GPUs are scored by Score";
         }
@@ -410,9 +407,9 @@ TEST(GpuFitRankingTest, TheRankingBeginsWithTheChoiceForBothSelections) {
       }
       PodGpuRequest pod = Pod().Fraction(400);
       pod.salt = static_cast<uint64_t>(round);
-      const std::optional<GpuChoice> choice = plugin.ChooseGpus(pod, node.View());
-      const std::optional<RankedGpus> ranked = plugin.RankGpus(pod, node.View());
-      ASSERT_TRUE(ranked.has_value());
+      const std::optional<GpuChoice> choice = plugin.ChooseGpus(CycleState(pod), node.View());
+      const RankedGpus ranked_gpus = testing::Ranked(plugin, CycleState(pod), node.View());
+      const RankedGpus* ranked = &ranked_gpus;
       if (!choice.has_value()) {
         EXPECT_TRUE(ranked->empty());
         continue;
@@ -435,12 +432,12 @@ TEST(HostStrandingPluginTest, ScoresTheChoiceUnderTheExtendedMeasure) {
   pod.host.cpu = MilliCpu(4000);
   GpuChoice choice;
   choice.gpu_indices.push_back(0);
-  EXPECT_EQ(plugin.Score(pod, view, choice), 0) << "host unknown: nothing stranded, no order to add";
+  EXPECT_EQ(plugin.ScoreNode(CycleState(pod), view, choice), 0) << "host unknown: nothing stranded, no order to add";
   view.host = &host;
   // fgd: F 0 → 1500 (the whole-GPU kind lacks CPU after): trunc(100 · σ(−1.5)) = 18.
-  EXPECT_EQ(fgd.Score(pod, view, choice), 18);
+  EXPECT_EQ(fgd.ScoreNode(CycleState(pod), view, choice), 18);
   // Stranding: F 2500 (6 cores serve 1.5 of 4 GPUs) → 2750: trunc(100 · σ(−0.25)) = 43.
-  EXPECT_EQ(plugin.Score(pod, view, choice), 43);
+  EXPECT_EQ(plugin.ScoreNode(CycleState(pod), view, choice), 43);
 }
 
 TEST(HostStrandingPluginTest, TakesTheSameWorkloadArgAsFgd) {

@@ -1,5 +1,7 @@
 #include "policies/gpu_share.h"
 
+#include <random>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -90,7 +92,7 @@ TEST(GpuShareFilter, EveryVerdictCarriesItsPreciseReason) {
   };
   for (const FilterCase& c : cases) {
     SCOPED_TRACE(c.name);
-    const FilterVerdict v = Plugin(c.args).Filter(c.pod, c.node.View());
+    const FilterVerdict v = Plugin(c.args).FilterGpus(CycleState(c.pod), c.node.View());
     EXPECT_EQ(v.code, c.code) << v.message;
     EXPECT_EQ(v.reason_code, c.reason_code);
     EXPECT_THAT(v.message, HasSubstr(c.message_part));
@@ -104,6 +106,53 @@ struct ChooseCase {
   PlacementStrategy gpu_strategy;
   std::vector<int32_t> want;  // empty: no fit
 };
+
+// The fit test, as the file comment of gpu_share.h states it, written plainly.
+bool FitsByTheRules(const GpuShareArgs& a, const PodGpuRequest& r, int64_t card_mib, const GpuUsage& u) {
+  const int64_t usable = std::max<int64_t>(0, card_mib - a.memory_reserve.value());
+  const int64_t memory_limit = std::max(r.memory.value(), r.memory_limit.value());
+  if (r.memory.value() > 0) {
+    if (card_mib == 0 || r.memory.value() > usable) return false;
+    if (!r.whole_gpu && memory_limit * 100 > usable * a.max_memory_limit_percent) return false;
+  }
+  if (r.whole_gpu) return u.pods == 0;
+  if (u.guaranteed.value() + r.guaranteed.value() > 1000) return false;
+  if (u.limit.value() + r.limit.value() > 10 * a.max_limit_percent) return false;
+  if (card_mib == 0) return true;
+  return u.memory.value() + r.memory.value() <= usable &&
+         (u.memory_limit.value() + memory_limit) * 100 <= usable * a.max_memory_limit_percent;
+}
+
+TEST(GpuShareFilter, TheFitTestFollowsTheRulesOnRandomGpusAndPods) {
+  std::mt19937 rng(16);
+  auto pick = [&](std::initializer_list<int64_t> values) { return *(values.begin() + rng() % values.size()); };
+  for (int round = 0; round < 3000; ++round) {
+    SCOPED_TRACE(round);
+    GpuShareArgs args;
+    args.memory_reserve = MemoryMiB(pick({0, 256, 1024}));
+    args.max_limit_percent = pick({100, 150, 200});
+    args.max_memory_limit_percent = pick({100, 120});
+    const int64_t card = pick({0, 16384, 40960});
+    Node node("n");
+    node.Gpus(1, testing::kA100, card);
+    for (int pods = static_cast<int>(rng() % 3); pods > 0; --pods) {
+      node.Hold(0, pick({100, 250, 500, 1000}), pick({0, 4096, 20000}), pick({-1, 600, 1000}));
+    }
+    Pod pod;
+    if (rng() % 3 != 0) pod.Fraction(pick({100, 250, 500, 900})).Limit(pick({500, 1000}));
+    if (rng() % 2 == 0) pod.Memory(pick({2048, 10240, 40000}));
+    if (rng() % 3 == 0) pod.MemoryLimit(pick({4096, 16384, 45000}));
+    PodGpuRequest r = pod;
+    if (r.limit < r.guaranteed) r.limit = r.guaranteed;
+    const NodeView view = node.View();
+    const GpuSharePlugin plugin(args);
+    const CycleState cycle(r);
+    const bool expected = FitsByTheRules(args, r, card, view.UsageOf(0));
+    EXPECT_EQ(plugin.FitsOneGpu(cycle, view, 0), expected);
+    EXPECT_EQ(plugin.FilterGpus(cycle, view).ok(), expected) << plugin.FilterGpus(cycle, view).message;
+    EXPECT_EQ(plugin.ChooseGpus(cycle, view).has_value(), expected);
+  }
+}
 
 TEST(GpuShareChooseGpus, BinpackAndSpreadPickTheExpectedGpus) {
   using S = PlacementStrategy;
@@ -132,7 +181,7 @@ TEST(GpuShareChooseGpus, BinpackAndSpreadPickTheExpectedGpus) {
     SCOPED_TRACE(c.name);
     GpuShareArgs args;
     args.gpu_strategy = c.gpu_strategy;
-    const std::optional<GpuChoice> choice = Plugin(args).ChooseGpus(c.pod, c.node.View());
+    const std::optional<GpuChoice> choice = Plugin(args).ChooseGpus(CycleState(c.pod), c.node.View());
     if (c.want.empty()) {
       EXPECT_FALSE(choice.has_value());
       continue;
@@ -153,9 +202,9 @@ TEST(GpuShareScore, BinpackPrefersTheFullerNodeAndSpreadTheEmptier) {
     const GpuSharePlugin plugin(args);
     std::vector<int64_t> scores;
     for (const Node* n : {&busy, &idle}) {
-      const auto choice = plugin.ChooseGpus(pod, n->View());
+      const auto choice = plugin.ChooseGpus(CycleState(pod), n->View());
       ASSERT_TRUE(choice.has_value());
-      scores.push_back(plugin.Score(pod, n->View(), *choice));
+      scores.push_back(plugin.ScoreNode(CycleState(pod), n->View(), *choice));
     }
     // busy: (1000+500+250)/2000 = 875‰; idle: 250/2000 = 125‰.
     EXPECT_EQ(scores[0], s == PlacementStrategy::kBinpack ? 875 : 125);
@@ -177,12 +226,12 @@ TEST(GpuShareShares, WholeGpusReserveTheCardAndFractionsTheirRequest) {
   const GpuSharePlugin plugin({});
   GpuChoice choice;
   choice.gpu_indices = {1};
-  const auto whole = plugin.SharesFor(Pod(), node.View(), choice);
+  const auto whole = plugin.SharesFor(CycleState(Pod()), node.View(), choice);
   ASSERT_EQ(whole.size(), 1u);
   EXPECT_EQ(whole[0].guaranteed, kOneGpu);
   EXPECT_EQ(whole[0].memory, MemoryMiB(testing::kA100Mib));
   EXPECT_EQ(whole[0].uuid, "GPU-n-1");
-  const auto part = plugin.SharesFor(Pod().Fraction(250).Limit(800).Memory(4096), node.View(), choice);
+  const auto part = plugin.SharesFor(CycleState(Pod().Fraction(250).Limit(800).Memory(4096)), node.View(), choice);
   EXPECT_EQ(part[0].guaranteed, MilliGpu(250));
   EXPECT_EQ(part[0].limit, MilliGpu(800));
   EXPECT_EQ(part[0].memory, MemoryMiB(4096));

@@ -77,28 +77,28 @@ TEST(LoadAwareScore, IdleMeasuredGpuBeatsBusyOne) {
   const MeasuredNode idle{Node("idle").Gpus(1), Telemetry({Measured(0, 5)}), {}};
   const MeasuredNode busy{Node("busy").Gpus(1), Telemetry({Measured(0, 70)}), {}};
   const Pod pod = Pod().Fraction(250);
-  EXPECT_GT(plugin.Score(pod, idle.View(), Gpus({0})), plugin.Score(pod, busy.View(), Gpus({0})));
+  EXPECT_GT(plugin.ScoreNode(CycleState(pod), idle.View(), Gpus({0})), plugin.ScoreNode(CycleState(pod), busy.View(), Gpus({0})));
 }
 
 TEST(LoadAwareScore, MissingStaleOrEmptyTelemetryIsNeutral) {
   const LoadAwarePlugin plugin(DefaultArgs(), &FixedNow);
   const Pod pod = Pod().Fraction(250);
   const Node bare = Node("bare").Gpus(2);
-  EXPECT_EQ(plugin.Score(pod, bare.View(), Gpus({0})), 50);
+  EXPECT_EQ(plugin.ScoreNode(CycleState(pod), bare.View(), Gpus({0})), 50);
 
   const MeasuredNode stale{Node("stale").Gpus(1), Telemetry({Measured(0, 99, absl::Minutes(4))}), {}};
-  EXPECT_EQ(plugin.Score(pod, stale.View(), Gpus({0})), 50);
+  EXPECT_EQ(plugin.ScoreNode(CycleState(pod), stale.View(), Gpus({0})), 50);
 
   GpuTelemetry nothing;
   nothing.index = 0;
   nothing.sampled_at = kNow;
   const MeasuredNode empty{Node("empty").Gpus(1), Telemetry({nothing}), {}};
-  EXPECT_EQ(plugin.Score(pod, empty.View(), Gpus({0})), 50);
+  EXPECT_EQ(plugin.ScoreNode(CycleState(pod), empty.View(), Gpus({0})), 50);
 
   // A GPU the telemetry does not list counts neutral beside a measured one.
   const MeasuredNode partial{Node("partial").Gpus(2), Telemetry({Measured(1, 0)}), {}};
-  const int64_t both = plugin.Score(pod, partial.View(), Gpus({0, 1}));
-  const int64_t measured_only = plugin.Score(pod, partial.View(), Gpus({1}));
+  const int64_t both = plugin.ScoreNode(CycleState(pod), partial.View(), Gpus({0, 1}));
+  const int64_t measured_only = plugin.ScoreNode(CycleState(pod), partial.View(), Gpus({1}));
   EXPECT_EQ(both, (measured_only + 50 + 1) / 2);
 }
 
@@ -106,7 +106,7 @@ TEST(LoadAwareScore, NeutralScoreIsConfigurable) {
   LoadAwareArgs args;
   args.neutral_score = 30;
   const LoadAwarePlugin plugin(args, &FixedNow);
-  EXPECT_EQ(plugin.Score(Pod().Fraction(100), Node("n").Gpus(1).View(), Gpus({0})), 30);
+  EXPECT_EQ(plugin.ScoreNode(CycleState(Pod().Fraction(100)), Node("n").Gpus(1).View(), Gpus({0})), 30);
 }
 
 TEST(LoadAwareScore, ComputeScoreIsHeadroomAfterThePodsOwnEstimate) {
@@ -116,9 +116,9 @@ TEST(LoadAwareScore, ComputeScoreIsHeadroomAfterThePodsOwnEstimate) {
   const LoadAwarePlugin plugin(args, &FixedNow);
   const MeasuredNode n{Node("n").Gpus(1), Telemetry({Measured(0, 20)}), {}};
   // 20% measured + 0.25 guaranteed + (0.5 - 0.25) x 50% burst = 57.5% -> 42.5 -> 43.
-  EXPECT_EQ(plugin.Score(Pod().Fraction(250).Limit(500), n.View(), Gpus({0})), 43);
+  EXPECT_EQ(plugin.ScoreNode(CycleState(Pod().Fraction(250).Limit(500)), n.View(), Gpus({0})), 43);
   // A whole-GPU pod gets the card to itself: only the measured load competes.
-  EXPECT_EQ(plugin.Score(Pod(), n.View(), Gpus({0})), 80);
+  EXPECT_EQ(plugin.ScoreNode(CycleState(Pod()), n.View(), Gpus({0})), 80);
 }
 
 TEST(LoadAwareScore, PodsBoundSinceTheSampleAreEstimated) {
@@ -127,18 +127,18 @@ TEST(LoadAwareScore, PodsBoundSinceTheSampleAreEstimated) {
   const LoadAwarePlugin plugin(args, &FixedNow);
   const Pod pod = Pod().Fraction(100);
   MeasuredNode n{Node("n").Gpus(2), Telemetry({Measured(0, 10, absl::Seconds(30)), Measured(1, 10)}), {}};
-  const int64_t before = plugin.Score(pod, n.View(), Gpus({0}));
+  const int64_t before = plugin.ScoreNode(CycleState(pod), n.View(), Gpus({0}));
   // Bound 5 s ago to GPU 0, after GPU 0's sample (30 s old): estimated.
   n.bindings = {GpuBinding{.bound_at = kNow - absl::Seconds(5), .index = 0, .guaranteed = MilliGpu(500),
                            .limit = MilliGpu(500), .memory = MemoryMiB(0)}};
-  EXPECT_LT(plugin.Score(pod, n.View(), Gpus({0})), before);
+  EXPECT_LT(plugin.ScoreNode(CycleState(pod), n.View(), Gpus({0})), before);
   // The same pod bound 60 s ago: GPU 0's sample already shows it.
   n.bindings[0].bound_at = kNow - absl::Seconds(60);
-  EXPECT_EQ(plugin.Score(pod, n.View(), Gpus({0})), before);
+  EXPECT_EQ(plugin.ScoreNode(CycleState(pod), n.View(), Gpus({0})), before);
   // A pod on another GPU changes nothing here.
   n.bindings = {GpuBinding{.bound_at = kNow, .index = 1, .guaranteed = MilliGpu(500), .limit = MilliGpu(500),
                            .memory = MemoryMiB(0)}};
-  EXPECT_EQ(plugin.Score(pod, n.View(), Gpus({0})), before);
+  EXPECT_EQ(plugin.ScoreNode(CycleState(pod), n.View(), Gpus({0})), before);
 }
 
 TEST(LoadAwareScore, WarmupKeepsEstimatingPodsBoundJustBeforeTheSample) {
@@ -147,11 +147,11 @@ TEST(LoadAwareScore, WarmupKeepsEstimatingPodsBoundJustBeforeTheSample) {
   const LoadAwarePlugin plugin(args, &FixedNow);
   const Pod pod = Pod().Fraction(100);
   MeasuredNode n{Node("n").Gpus(1), Telemetry({Measured(0, 10, absl::Seconds(10))}), {}};
-  const int64_t before = plugin.Score(pod, n.View(), Gpus({0}));
+  const int64_t before = plugin.ScoreNode(CycleState(pod), n.View(), Gpus({0}));
   // Bound 30 s ago, 20 s before the sample: still starting up, still estimated.
   n.bindings = {GpuBinding{.bound_at = kNow - absl::Seconds(30), .index = 0, .guaranteed = MilliGpu(500),
                            .limit = MilliGpu(500), .memory = MemoryMiB(0)}};
-  EXPECT_LT(plugin.Score(pod, n.View(), Gpus({0})), before);
+  EXPECT_LT(plugin.ScoreNode(CycleState(pod), n.View(), Gpus({0})), before);
 }
 
 TEST(LoadAwareScore, MemoryActuallyUsedLowersTheScore) {
@@ -162,8 +162,8 @@ TEST(LoadAwareScore, MemoryActuallyUsedLowersTheScore) {
   const MeasuredNode roomy{Node("a").Gpus(1), Telemetry({WithMemory(Measured(0, 0), 8192, 73728)}), {}};
   const MeasuredNode crowded{Node("b").Gpus(1), Telemetry({WithMemory(Measured(0, 0), 65536, 16384)}), {}};
   // (8192 + 8192) / 81920 used -> 80; (65536 + 8192) / 81920 -> 10.
-  EXPECT_EQ(plugin.Score(pod, roomy.View(), Gpus({0})), 80);
-  EXPECT_EQ(plugin.Score(pod, crowded.View(), Gpus({0})), 10);
+  EXPECT_EQ(plugin.ScoreNode(CycleState(pod), roomy.View(), Gpus({0})), 80);
+  EXPECT_EQ(plugin.ScoreNode(CycleState(pod), crowded.View(), Gpus({0})), 10);
 }
 
 TEST(LoadAwareScore, HotSpotsArePenalisedBeyondTheLinearHeadroom) {
@@ -174,10 +174,10 @@ TEST(LoadAwareScore, HotSpotsArePenalisedBeyondTheLinearHeadroom) {
   const LoadAwarePlugin plugin(args, &FixedNow);
   const MeasuredNode n{Node("n").Gpus(1), Telemetry({Measured(0, 90)}), {}};
   // Headroom 10, and the whole penalty at 90% demand halfway from 80% to 100%: 10 x 0.5 = 5.
-  EXPECT_EQ(plugin.Score(Pod(), n.View(), Gpus({0})), 5);
+  EXPECT_EQ(plugin.ScoreNode(CycleState(Pod()), n.View(), Gpus({0})), 5);
   LoadAwareArgs gentle = args;
   gentle.hot_spot_penalty_percent = 0;
-  EXPECT_EQ(LoadAwarePlugin(gentle, &FixedNow).Score(Pod(), n.View(), Gpus({0})), 10);
+  EXPECT_EQ(LoadAwarePlugin(gentle, &FixedNow).ScoreNode(CycleState(Pod()), n.View(), Gpus({0})), 10);
 }
 
 TEST(LoadAwareScore, SmActivityReplacesTheShortWindowWhenReported) {
@@ -188,9 +188,9 @@ TEST(LoadAwareScore, SmActivityReplacesTheShortWindowWhenReported) {
   GpuTelemetry g = Measured(0, 100);  // a kernel always running...
   g.sm_active = PerMille(300);        // ...on 30% of the SMs
   const MeasuredNode n{Node("n").Gpus(1), Telemetry({g}), {}};
-  EXPECT_EQ(LoadAwarePlugin(args, &FixedNow).Score(Pod(), n.View(), Gpus({0})), 70);
+  EXPECT_EQ(LoadAwarePlugin(args, &FixedNow).ScoreNode(CycleState(Pod()), n.View(), Gpus({0})), 70);
   args.use_sm_active = false;
-  EXPECT_EQ(LoadAwarePlugin(args, &FixedNow).Score(Pod(), n.View(), Gpus({0})), 0);
+  EXPECT_EQ(LoadAwarePlugin(args, &FixedNow).ScoreNode(CycleState(Pod()), n.View(), Gpus({0})), 0);
 }
 
 TEST(LoadAwareScore, WindowsAreBlendedByWeight) {
@@ -203,7 +203,7 @@ TEST(LoadAwareScore, WindowsAreBlendedByWeight) {
   g.utilization = PerMille(800);
   g.sustained_utilization = PerMille(400);
   const MeasuredNode n{Node("n").Gpus(1), Telemetry({g}), {}};
-  EXPECT_EQ(LoadAwarePlugin(args, &FixedNow).Score(Pod(), n.View(), Gpus({0})), 50);  // 1000 - 500
+  EXPECT_EQ(LoadAwarePlugin(args, &FixedNow).ScoreNode(CycleState(Pod()), n.View(), Gpus({0})), 50);  // 1000 - 500
 }
 
 // gpu-share choosing the GPUs and load-aware ruling GPUs out, as a policy
@@ -228,21 +228,21 @@ TEST(LoadAwareGpuFilter, BusyGpusAreRuledOutOnlyWhenAsked) {
   const MeasuredNode n{Node("n").Gpus(3), Telemetry({Measured(0, 20), Measured(1, 97), Measured(2, 95)}), {}};
   const Pod two = Pod().Fraction(500).Count(2);
   const auto permissive = GpuShareWithLoadAware(DefaultArgs());
-  EXPECT_TRUE(permissive->Filter(two, n.View()).ok());
-  EXPECT_EQ(permissive->ChooseGpus(two, n.View()), Gpus({0, 1}));
+  EXPECT_TRUE(permissive->Filter(CycleState(two), n.View()).ok());
+  EXPECT_EQ(permissive->ChooseGpus(CycleState(two), n.View()), Gpus({0, 1}));
 
   const auto strict = GpuShareWithLoadAware(RejectingBusyAbove(90));
-  const FilterVerdict v = strict->Filter(two, n.View());
+  const FilterVerdict v = strict->Filter(CycleState(two), n.View());
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.code, FilterCode::kUnschedulable);
   EXPECT_EQ(v.reason_code, LoadAwarePlugin::kBusyReason);
   EXPECT_EQ(v.message,
             "GPU 1 at 97 percent utilisation (5m avg) above the 90 percent threshold; "
             "GPU 2 at 95 percent utilisation (5m avg) above the 90 percent threshold");
-  EXPECT_EQ(strict->ChooseGpus(two, n.View()), std::nullopt);
+  EXPECT_EQ(strict->ChooseGpus(CycleState(two), n.View()), std::nullopt);
   // One cool GPU is enough for a one-GPU pod, and it is the one it gets.
-  EXPECT_TRUE(strict->Filter(Pod().Fraction(500), n.View()).ok());
-  EXPECT_EQ(strict->ChooseGpus(Pod().Fraction(500), n.View()), Gpus({0}));
+  EXPECT_TRUE(strict->Filter(CycleState(Pod().Fraction(500)), n.View()).ok());
+  EXPECT_EQ(strict->ChooseGpus(CycleState(Pod().Fraction(500)), n.View()), Gpus({0}));
 }
 
 TEST(LoadAwareGpuFilter, ThePodGetsACoolGpuEvenWhereTheChooserPreferredTheHotOne) {
@@ -250,27 +250,28 @@ TEST(LoadAwareGpuFilter, ThePodGetsACoolGpuEvenWhereTheChooserPreferredTheHotOne
   const MeasuredNode n{Node("n").Gpus(4).Hold(0, 500), Telemetry({Measured(0, 97), Measured(1, 97), Measured(2, 5),
                                                                    Measured(3, 5)}), {}};
   const Pod quarter = Pod().Fraction(250);
-  EXPECT_EQ(GpuShareWithLoadAware(DefaultArgs())->ChooseGpus(quarter, n.View()), Gpus({0}));
+  EXPECT_EQ(GpuShareWithLoadAware(DefaultArgs())->ChooseGpus(CycleState(quarter), n.View()), Gpus({0}));
 
   const auto strict = GpuShareWithLoadAware(RejectingBusyAbove(90));
-  EXPECT_TRUE(strict->Filter(quarter, n.View()).ok());
-  EXPECT_EQ(strict->ChooseGpus(quarter, n.View()), Gpus({2}));
+  EXPECT_TRUE(strict->Filter(CycleState(quarter), n.View()).ok());
+  EXPECT_EQ(strict->ChooseGpus(CycleState(quarter), n.View()), Gpus({2}));
   // Prioritize scores the same GPUs bind will get.
   std::vector<std::optional<GpuChoice>> choices;
-  (void)strict->Score(quarter, std::vector<NodeView>{n.View()}, &choices);
+  const std::vector<NodeView> views = {n.View()};
+  (void)strict->Score(CycleState(quarter), testing::Pointers(views), &choices);
   EXPECT_EQ(choices[0], Gpus({2}));
   // Two GPUs: the two cool ones, never a hot one beside a cool one.
-  EXPECT_EQ(strict->ChooseGpus(Pod().Fraction(250).Count(2), n.View()), Gpus({2, 3}));
+  EXPECT_EQ(strict->ChooseGpus(CycleState(Pod().Fraction(250).Count(2)), n.View()), Gpus({2, 3}));
 }
 
 TEST(LoadAwareGpuFilter, UnknownAndStaleGpusAreNeverRuledOut) {
   const auto strict = GpuShareWithLoadAware(RejectingBusyAbove(90));
   const MeasuredNode stale{Node("n").Gpus(1), Telemetry({Measured(0, 99, absl::Minutes(5))}), {}};
-  EXPECT_TRUE(strict->Filter(Pod().Fraction(500), stale.View()).ok());
+  EXPECT_TRUE(strict->Filter(CycleState(Pod().Fraction(500)), stale.View()).ok());
   const MeasuredNode unlisted{Node("n").Gpus(2), Telemetry({Measured(0, 99)}), {}};
-  EXPECT_TRUE(strict->Filter(Pod().Fraction(500), unlisted.View()).ok());
-  EXPECT_EQ(strict->ChooseGpus(Pod().Fraction(500), unlisted.View()), Gpus({1}));
-  EXPECT_TRUE(strict->Filter(Pod().Fraction(500), Node("bare").Gpus(1).View()).ok());
+  EXPECT_TRUE(strict->Filter(CycleState(Pod().Fraction(500)), unlisted.View()).ok());
+  EXPECT_EQ(strict->ChooseGpus(CycleState(Pod().Fraction(500)), unlisted.View()), Gpus({1}));
+  EXPECT_TRUE(strict->Filter(CycleState(Pod().Fraction(500)), Node("bare").Gpus(1).View()).ok());
 }
 
 TEST(LoadAwareGpuFilter, FallsBackToTheShortWindowAndNamesIt) {
@@ -278,7 +279,7 @@ TEST(LoadAwareGpuFilter, FallsBackToTheShortWindowAndNamesIt) {
   g.utilization = PerMille(925);
   g.sustained_utilization = PerMille(GpuTelemetry::kUnknown);
   const MeasuredNode n{Node("n").Gpus(1), Telemetry({g}), {}};
-  const FilterVerdict v = GpuShareWithLoadAware(RejectingBusyAbove(90))->Filter(Pod().Fraction(100), n.View());
+  const FilterVerdict v = GpuShareWithLoadAware(RejectingBusyAbove(90))->Filter(CycleState(Pod().Fraction(100)), n.View());
   EXPECT_EQ(v.message, "GPU 0 at 92.5 percent utilisation (1m avg) above the 90 percent threshold");
 }
 
@@ -286,12 +287,12 @@ TEST(LoadAwareGpuFilter, GpusWithoutRoomAreLeftToTheChooserToExplain) {
   const auto strict = GpuShareWithLoadAware(RejectingBusyAbove(90));
   // GPU 0 is cool but full by reservation; GPU 1 has room but is busy.
   const MeasuredNode n{Node("n").Gpus(2).Hold(0, 1000), Telemetry({Measured(0, 10), Measured(1, 99)}), {}};
-  const FilterVerdict v = strict->Filter(Pod().Fraction(250), n.View());
+  const FilterVerdict v = strict->Filter(CycleState(Pod().Fraction(250)), n.View());
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.message, "GPU 1 at 99 percent utilisation (5m avg) above the 90 percent threshold");
   // Nothing has room: gpu-share's rejection, which says so, not ours.
   const MeasuredNode full{Node("n").Gpus(1).Hold(0, 1000), Telemetry({Measured(0, 99)}), {}};
-  const FilterVerdict gpu_share = strict->Filter(Pod().Fraction(250), full.View());
+  const FilterVerdict gpu_share = strict->Filter(CycleState(Pod().Fraction(250)), full.View());
   ASSERT_FALSE(gpu_share.ok());
   EXPECT_NE(gpu_share.reason_code, LoadAwarePlugin::kBusyReason);
 }
@@ -299,22 +300,22 @@ TEST(LoadAwareGpuFilter, GpusWithoutRoomAreLeftToTheChooserToExplain) {
 TEST(LoadAwareGpuFilter, MemoryGuardWantsTheGuaranteedMemoryActuallyFree) {
   const auto guarded = GpuShareWithLoadAware(DefaultArgs());  // the guard is on by default
   MeasuredNode n{Node("n").Gpus(1), Telemetry({WithMemory(Measured(0, 10), 75000, 6920)}), {}};
-  const FilterVerdict v = guarded->Filter(Pod().Fraction(250).Memory(10240), n.View());
+  const FilterVerdict v = guarded->Filter(CycleState(Pod().Fraction(250).Memory(10240)), n.View());
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.reason_code, LoadAwarePlugin::kMemoryReason);
   EXPECT_EQ(v.message, "GPU 0 has 6920 MiB of memory free in fact (measured, 75000 MiB in use), pod needs 10240 MiB");
-  EXPECT_TRUE(guarded->Filter(Pod().Fraction(250).Memory(4096), n.View()).ok());
+  EXPECT_TRUE(guarded->Filter(CycleState(Pod().Fraction(250).Memory(4096)), n.View()).ok());
 
   // Memory reserved by a pod bound since the sample is not free either. (The
   // pod holds its share, as every binding's pod does in the cluster model.)
   n.node.Hold(0, 250, 4096);
   n.bindings = {GpuBinding{.bound_at = kNow, .index = 0, .guaranteed = MilliGpu(250), .limit = MilliGpu(250),
                            .memory = MemoryMiB(4096)}};
-  EXPECT_FALSE(guarded->Filter(Pod().Fraction(250).Memory(4096), n.View()).ok());
+  EXPECT_FALSE(guarded->Filter(CycleState(Pod().Fraction(250).Memory(4096)), n.View()).ok());
 
   LoadAwareArgs off;
   off.memory_guard = false;
-  EXPECT_TRUE(GpuShareWithLoadAware(off)->Filter(Pod().Fraction(250).Memory(10240), n.View()).ok());
+  EXPECT_TRUE(GpuShareWithLoadAware(off)->Filter(CycleState(Pod().Fraction(250).Memory(10240)), n.View()).ok());
 }
 
 TEST(LoadAwareGpuFilter, MemoryGuardSteersThePodToTheGpuWithMemoryFreeInFact) {
@@ -322,8 +323,8 @@ TEST(LoadAwareGpuFilter, MemoryGuardSteersThePodToTheGpuWithMemoryFreeInFact) {
   const MeasuredNode n{Node("n").Gpus(2), Telemetry({WithMemory(Measured(0, 10), 71680, 10240),
                                                       WithMemory(Measured(1, 10), 1024, 80896)}), {}};
   const auto guarded = GpuShareWithLoadAware(DefaultArgs());
-  EXPECT_EQ(guarded->ChooseGpus(Pod().Fraction(250).Memory(16384), n.View()), Gpus({1}));
-  EXPECT_EQ(guarded->ChooseGpus(Pod().Fraction(250).Memory(4096), n.View()), Gpus({0}));
+  EXPECT_EQ(guarded->ChooseGpus(CycleState(Pod().Fraction(250).Memory(16384)), n.View()), Gpus({1}));
+  EXPECT_EQ(guarded->ChooseGpus(CycleState(Pod().Fraction(250).Memory(4096)), n.View()), Gpus({0}));
 }
 
 TEST(LoadAwareArgs, ReadsEveryArgAndRefusesNonsense) {

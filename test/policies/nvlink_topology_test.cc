@@ -64,7 +64,7 @@ Node Pcie8(std::string name = "pcie") {
 }
 
 std::vector<int32_t> Chosen(const Profile& profile, const PodGpuRequest& pod, const Node& node) {
-  std::optional<GpuChoice> choice = profile.ChooseGpus(pod, node.View());
+  std::optional<GpuChoice> choice = profile.ChooseGpus(CycleState(pod), node.View());
   if (!choice.has_value()) return {};
   return {choice->gpu_indices.begin(), choice->gpu_indices.end()};
 }
@@ -147,9 +147,9 @@ TEST(NvlinkTopologyChoice, IsTheBestSetAmongTheGpusThatFitInRandomStates) {
       Pod pod;
       pod.Count(2 + static_cast<int32_t>(rng() % static_cast<uint32_t>(topology->gpu_count() - 1)));
       if (rng() % 2 == 0) pod.Fraction(100 * static_cast<int64_t>(1 + rng() % 6));
-      const std::optional<RankedGpus> ranked = gpu_share.RankGpus(pod, node.View());
-      ASSERT_TRUE(ranked.has_value());
-      const std::optional<GpuChoice> choice = profile->ChooseGpus(pod, node.View());
+      const RankedGpus ranked_gpus = testing::Ranked(gpu_share, CycleState(pod), node.View());
+      const RankedGpus* ranked = &ranked_gpus;
+      const std::optional<GpuChoice> choice = profile->ChooseGpus(CycleState(pod), node.View());
       if (ranked->size() < static_cast<size_t>(pod.request().count)) {
         EXPECT_FALSE(choice.has_value());
         continue;
@@ -192,7 +192,7 @@ TEST(NvlinkTopologyScore, RatesTheSetAgainstWhatAnIdleNodeOffers) {
   auto score = [&](const Node& node, std::vector<int32_t> gpus) {
     GpuChoice choice;
     for (int32_t g : gpus) choice.gpu_indices.push_back(g);
-    return plugin.Score(Pod().Count(static_cast<int32_t>(gpus.size())), node.View(), choice);
+    return plugin.ScoreNode(CycleState(Pod().Count(static_cast<int32_t>(gpus.size()))), node.View(), choice);
   };
   EXPECT_EQ(score(dgx1, {0, 3}), 100) << "a double NVLink: the best pair there is";
   EXPECT_EQ(score(dgx1, {1, 3}), 50) << "a single NVLink: half the bottleneck and half the total";
@@ -212,12 +212,12 @@ TEST(NvlinkTopologyScore, PrioritizeRanksTheBetterConnectedNodeFirst) {
   std::vector<NodeView> views;
   for (const Node& n : nodes) views.push_back(n.View());
   std::vector<std::optional<GpuChoice>> choices;
-  const std::vector<int64_t> scores = profile->Score(Pod().Count(2), views, &choices);
+  const std::vector<int64_t> scores = profile->Score(CycleState(Pod().Count(2)), testing::Pointers(views), &choices);
   EXPECT_GT(scores[1], scores[0]) << "idle offers a double link, fragmented only single ones";
   EXPECT_GT(scores[0], scores[2]);
   // Bind asks ChooseGpus again: it must give the set prioritize scored.
   for (size_t i = 0; i < nodes.size(); ++i) {
-    EXPECT_EQ(choices[i], profile->ChooseGpus(Pod().Count(2), views[i])) << nodes[i].name();
+    EXPECT_EQ(choices[i], profile->ChooseGpus(CycleState(Pod().Count(2)), views[i])) << nodes[i].name();
   }
 }
 
@@ -255,13 +255,13 @@ TEST(NvlinkTopologyFilter, RequireNvlinkRejectsWithAPreciseReason) {
   ASSERT_NE(profile, nullptr);
   for (const FilterCase& c : cases) {
     SCOPED_TRACE(c.name);
-    const FilterVerdict v = profile->Filter(c.pod, c.node.View());
+    const FilterVerdict v = profile->Filter(CycleState(c.pod), c.node.View());
     EXPECT_EQ(v.code, c.code) << v.message;
     EXPECT_EQ(v.reason_code, c.reason_code);
     EXPECT_THAT(v.message, HasSubstr(c.message_part));
   }
   // Off by default: the PCIe node passes.
-  EXPECT_TRUE(TopologyProfile()->Filter(Pod().Count(2), Pcie8().View()).ok());
+  EXPECT_TRUE(TopologyProfile()->Filter(CycleState(Pod().Count(2)), Pcie8().View()).ok());
 }
 
 TEST(NvlinkTopologyProfile, WithoutThePluginChoicesAreGpuSharesOwn) {
@@ -270,23 +270,22 @@ TEST(NvlinkTopologyProfile, WithoutThePluginChoicesAreGpuSharesOwn) {
   const std::vector<Node> nodes = {Dgx1().Hold(0, 500).Hold(6, 300), Pcie8().Hold(3, 1000), DgxA100()};
   for (const Node& n : nodes) {
     for (const Pod& pod : {Pod(), Pod().Count(2), Pod().Count(3).Fraction(250)}) {
-      EXPECT_EQ(alone->ChooseGpus(pod, n.View()), gpu_share.ChooseGpus(pod, n.View())) << n.name();
+      EXPECT_EQ(alone->ChooseGpus(CycleState(pod), n.View()), gpu_share.ChooseGpus(CycleState(pod), n.View())) << n.name();
       // RankGpus begins with exactly that choice.
-      const std::optional<RankedGpus> ranked = gpu_share.RankGpus(pod, n.View());
-      const std::optional<GpuChoice> choice = gpu_share.ChooseGpus(pod, n.View());
-      ASSERT_TRUE(ranked.has_value() && choice.has_value());
+      const RankedGpus ranked_gpus = testing::Ranked(gpu_share, CycleState(pod), n.View());
+      const RankedGpus* ranked = &ranked_gpus;
+      const std::optional<GpuChoice> choice = gpu_share.ChooseGpus(CycleState(pod), n.View());
+      ASSERT_TRUE(choice.has_value());
       for (size_t i = 0; i < choice->gpu_indices.size(); ++i) EXPECT_EQ((*ranked)[i].index, choice->gpu_indices[i]);
     }
   }
 }
 
 // A second plugin that picks GPU sets, to show a profile takes one only.
-class OtherSetPicker final : public GpuSetPlugin {
+class OtherSetPicker final : public Plugin {
  public:
+  OtherSetPicker() : Plugin(Point::kGpuSetChoice, /*memoizable=*/true) {}
   std::string_view Name() const override { return "other-sets"; }
-  std::optional<GpuChoice> ChooseGpuSet(const PodGpuRequest&, const NodeView&, const RankedGpus&) const override {
-    return std::nullopt;
-  }
 };
 
 TEST(NvlinkTopologyProfile, AProfileTakesOneSetPlugin) {

@@ -17,6 +17,7 @@
 #include "policies/gpu_packing.h"
 #include "policies/host_resources_fit.h"
 #include "policies/random_score.h"
+#include "scheduler/framework/profile.h"
 #include "test/testing/builders.h"
 
 namespace tessera {
@@ -77,10 +78,10 @@ struct ScoreCase {
   int64_t score;
 };
 
-void ExpectScores(const ScorePlugin& plugin, const std::vector<ScoreCase>& cases) {
+void ExpectScores(const Plugin& plugin, const std::vector<ScoreCase>& cases) {
   for (const ScoreCase& c : cases) {
     SCOPED_TRACE(c.name);
-    EXPECT_EQ(plugin.Score(c.pod, c.node.View(), GpuChoice{}), c.score);
+    EXPECT_EQ(plugin.ScoreNode(CycleState(c.pod), c.node.View(), GpuChoice{}), c.score);
   }
 }
 
@@ -148,7 +149,7 @@ TEST(RandomScoreTest, OneFittingNodeGetsTheFullScoreAndEachIsEquallyLikely) {
     PodGpuRequest pod = Pod();
     pod.salt = salt;
     std::vector<int64_t> scores;
-    for (const HostNode& n : nodes) scores.push_back(plugin.Score(pod, n.View(), GpuChoice{}));
+    for (const HostNode& n : nodes) scores.push_back(plugin.ScoreNode(CycleState(pod), n.View(), GpuChoice{}));
     plugin.NormalizeScores(absl::MakeSpan(scores));
     ASSERT_EQ(std::count(scores.begin(), scores.end(), kMaxPluginScore), 1);
     ASSERT_EQ(std::count(scores.begin(), scores.end(), 0), 7);
@@ -157,54 +158,60 @@ TEST(RandomScoreTest, OneFittingNodeGetsTheFullScoreAndEachIsEquallyLikely) {
   for (int w : wins) EXPECT_NEAR(w, 1000, 150);
   PodGpuRequest pod = Pod();
   pod.salt = 5;
-  EXPECT_EQ(plugin.Score(pod, nodes[0].View(), GpuChoice{}), plugin.Score(pod, nodes[0].View(), GpuChoice{}))
+  EXPECT_EQ(plugin.ScoreNode(CycleState(pod), nodes[0].View(), GpuChoice{}),
+            plugin.ScoreNode(CycleState(pod), nodes[0].View(), GpuChoice{}))
       << "the same pod on the same node draws the same key";
 }
 
 TEST(GpuFitTest, BestTakesTheTightestGpuAndRandomAnyGpuThatFits) {
   const HostNode node(Node("n").Gpus(4).Hold(0, 900).Hold(1, 300).Hold(2, 600), 96000);
   const GpuFitPlugin best(GpuSelection::kBest), random(GpuSelection::kRandom);
-  EXPECT_EQ(best.ChooseGpus(Pod().Fraction(300), node.View())->gpu_indices[0], 2);
+  EXPECT_EQ(best.ChooseGpus(CycleState(Pod().Fraction(300)), node.View())->gpu_indices[0], 2);
   std::set<int32_t> seen;
   for (uint64_t salt = 1; salt <= 200; ++salt) {
     PodGpuRequest pod = Pod().Fraction(300);
     pod.salt = salt;
-    std::optional<GpuChoice> choice = random.ChooseGpus(pod, node.View());
+    std::optional<GpuChoice> choice = random.ChooseGpus(CycleState(pod), node.View());
     ASSERT_TRUE(choice.has_value());
     seen.insert(choice->gpu_indices[0]);
   }
   EXPECT_EQ(seen, (std::set<int32_t>{1, 2, 3})) << "GPU 0 has only 100 free";
-  EXPECT_EQ(random.ChooseGpus(Pod(), node.View())->gpu_indices, (absl::InlinedVector<int32_t, 8>{3}))
+  EXPECT_EQ(random.ChooseGpus(CycleState(Pod()), node.View())->gpu_indices, (absl::InlinedVector<int32_t, 8>{3}))
       << "a whole GPU is the idle one";
-  EXPECT_FALSE(random.ChooseGpus(Pod().Count(2), node.View()).has_value()) << "only one GPU is idle";
+  EXPECT_FALSE(random.ChooseGpus(CycleState(Pod().Count(2)), node.View()).has_value()) << "only one GPU is idle";
 }
 
 TEST(GpuFitTest, APodThatAsksForNoGpuFitsEverywhereAndGetsNone) {
-  const GpuFitPlugin plugin(GpuSelection::kBest);
+  std::vector<WeightedPlugin> plugins;
+  plugins.push_back({std::make_unique<GpuFitPlugin>(GpuSelection::kBest), 1});
+  absl::StatusOr<std::shared_ptr<const Profile>> profile = Profile::Create(std::move(plugins));
+  ASSERT_TRUE(profile.ok()) << profile.status();
   const HostNode full(Node("n").Gpus(1).Hold(0, 1000), 96000);
-  EXPECT_TRUE(plugin.Filter(CpuOnly(1000), full.View()).ok());
-  std::optional<GpuChoice> choice = plugin.ChooseGpus(CpuOnly(1000), full.View());
+  const CycleState cpu_only(CpuOnly(1000));
+  EXPECT_TRUE((*profile)->Filter(cpu_only, full.View()).ok());
+  std::optional<GpuChoice> choice = (*profile)->ChooseGpus(cpu_only, full.View());
   ASSERT_TRUE(choice.has_value());
   EXPECT_TRUE(choice->gpu_indices.empty());
-  EXPECT_TRUE(plugin.SharesFor(CpuOnly(1000), full.View(), *choice).empty());
-  EXPECT_FALSE(plugin.Filter(Pod().Fraction(100), full.View()).ok());
+  EXPECT_TRUE((*profile)->SharesFor(cpu_only, full.View(), *choice).empty());
+  EXPECT_FALSE((*profile)->Filter(CycleState(Pod().Fraction(100)), full.View()).ok());
 }
 
 TEST(HostResourcesFitTest, ChecksCpuAndMemoryOnlyWhereTheyAreKnown) {
   const HostResourcesFitPlugin plugin;
   HostNode node(Node("n").Gpus(1), 4000, 8000);
   PodGpuRequest big = CpuOnly(6000);
-  FilterVerdict v = plugin.Filter(big, node.View());
+  FilterVerdict v = plugin.FilterNode(CycleState(big), node.View());
   EXPECT_EQ(v.code, FilterCode::kUnschedulable);
   EXPECT_EQ(v.message, "node has 4000 milli-CPU free, pod needs 6000");
-  v = plugin.Filter(CpuOnly(9000), node.View());
+  v = plugin.FilterNode(CycleState(CpuOnly(9000)), node.View());
   EXPECT_EQ(v.code, FilterCode::kUnschedulableUnresolvable);
   EXPECT_EQ(v.reason_code, "cpu_too_small");
   PodGpuRequest memory = CpuOnly(1000);
   memory.host.memory = MemoryMiB(400000);
-  EXPECT_EQ(plugin.Filter(memory, node.View()).reason_code, "memory_too_small");
-  EXPECT_TRUE(plugin.Filter(CpuOnly(4000), node.View()).ok());
-  EXPECT_TRUE(plugin.Filter(CpuOnly(9000), node.UnknownHost().View()).ok()) << "unknown host: kube-scheduler checks it";
+  EXPECT_EQ(plugin.FilterNode(CycleState(memory), node.View()).reason_code, "memory_too_small");
+  EXPECT_TRUE(plugin.FilterNode(CycleState(CpuOnly(4000)), node.View()).ok());
+  EXPECT_TRUE(plugin.FilterNode(CycleState(CpuOnly(9000)), node.UnknownHost().View()).ok())
+      << "unknown host: kube-scheduler checks it";
 }
 
 TEST(PlacementPluginsTest, FactoriesRefuseUnknownArgs) {

@@ -174,14 +174,14 @@ class RealPrometheusTest : public ::testing::Test {
   int64_t LoadAwareScore(const std::string& node, const PodGpuRequest& pod) {
     GpuChoice gpu0;
     gpu0.gpu_indices.push_back(0);
-    return load_aware_->Score(pod, View(node), gpu0);
+    return load_aware_->ScoreNode(CycleState(pod), View(node), gpu0);
   }
 
   // The profile's wire scores (0..10) for node-a and node-b.
   std::vector<int64_t> WireScores(const PodGpuRequest& pod) {
     snapshot_ = model_.Current();
     const std::vector<NodeView> views = {View("node-a"), View("node-b")};
-    return policy_.profile->Score(pod, views, nullptr);
+    return policy_.profile->Score(CycleState(pod), testing::Pointers(views), nullptr);
   }
 
   static SharedPrometheus* shared_;
@@ -202,18 +202,18 @@ TEST_F(RealPrometheusTest, ScoresAndFilterReasonsFollowTheExportersValues) {
   SetLoad(95, 5);
   ASSERT_TRUE(RefreshUntil([&] { return Measured("node-a", 950, 950) && Measured("node-b", 50, 50); }))
       << prometheus_->Log();
-  const FilterVerdict hot = policy_.profile->Filter(pod, View("node-a"));
+  const FilterVerdict hot = policy_.profile->Filter(CycleState(pod), View("node-a"));
   EXPECT_FALSE(hot.ok());
   EXPECT_THAT(hot.message, HasSubstr("GPU 0 at 95 percent utilisation (1s max) above the 90 percent threshold"));
-  EXPECT_TRUE(policy_.profile->Filter(pod, View("node-b")).ok());
+  EXPECT_TRUE(policy_.profile->Filter(CycleState(pod), View("node-b")).ok());
   EXPECT_LT(LoadAwareScore("node-a", pod), LoadAwareScore("node-b", pod));
   std::vector<int64_t> wire = WireScores(pod);
   EXPECT_LT(wire[0], wire[1]);
 
   SetLoad(5, 95);
   ASSERT_TRUE(RefreshUntil([&] { return Measured("node-a", 50, 50) && Measured("node-b", 950, 950); }));
-  EXPECT_TRUE(policy_.profile->Filter(pod, View("node-a")).ok());
-  EXPECT_THAT(policy_.profile->Filter(pod, View("node-b")).message, HasSubstr("at 95 percent utilisation (1s max)"));
+  EXPECT_TRUE(policy_.profile->Filter(CycleState(pod), View("node-a")).ok());
+  EXPECT_THAT(policy_.profile->Filter(CycleState(pod), View("node-b")).message, HasSubstr("at 95 percent utilisation (1s max)"));
   EXPECT_GT(LoadAwareScore("node-a", pod), LoadAwareScore("node-b", pod));
   wire = WireScores(pod);
   EXPECT_GT(wire[0], wire[1]);
@@ -230,9 +230,9 @@ TEST_F(RealPrometheusTest, APodGetsTheCoolGpuOfANodeWhoseOtherGpuIsBusy) {
   ASSERT_TRUE(RefreshUntil([&] { return Gpu("node-a", 0) != nullptr && Gpu("node-a", 0)->utilization == PerMille(950) &&
                                         Gpu("node-a", 1) != nullptr && Gpu("node-a", 1)->utilization == PerMille(50); }))
       << prometheus_->Log();
-  EXPECT_TRUE(policy_.profile->Filter(one, View("node-a")).ok());
-  EXPECT_EQ(policy_.profile->ChooseGpus(one, View("node-a")), gpu1);
-  const FilterVerdict both = policy_.profile->Filter(two, View("node-a"));
+  EXPECT_TRUE(policy_.profile->Filter(CycleState(one), View("node-a")).ok());
+  EXPECT_EQ(policy_.profile->ChooseGpus(CycleState(one), View("node-a")), gpu1);
+  const FilterVerdict both = policy_.profile->Filter(CycleState(two), View("node-a"));
   EXPECT_FALSE(both.ok());
   EXPECT_EQ(both.message, "GPU 0 at 95 percent utilisation (1s max) above the 90 percent threshold");
 
@@ -241,7 +241,7 @@ TEST_F(RealPrometheusTest, APodGetsTheCoolGpuOfANodeWhoseOtherGpuIsBusy) {
   ASSERT_TRUE(RefreshUntil([&] { return Gpu("node-a", 0)->utilization == PerMille(50) &&
                                         Gpu("node-a", 0)->sustained_utilization == PerMille(50) &&
                                         Gpu("node-a", 1)->utilization == PerMille(950); }));
-  EXPECT_EQ(policy_.profile->ChooseGpus(one, View("node-a")), gpu0);
+  EXPECT_EQ(policy_.profile->ChooseGpus(CycleState(one), View("node-a")), gpu0);
 }
 
 TEST_F(RealPrometheusTest, EstimatesForJustBoundPodsApplyUntilNewSamplesArrive) {
@@ -275,12 +275,12 @@ TEST_F(RealPrometheusTest, DataGoesStaleWhenTheExporterFails) {
   const PodGpuRequest pod = testing::Pod().Fraction(250);
   SetLoad(95, 5);
   ASSERT_TRUE(RefreshUntil([&] { return Measured("node-a", 950, 950); })) << prometheus_->Log();
-  ASSERT_FALSE(policy_.profile->Filter(pod, View("node-a")).ok());
+  ASSERT_FALSE(policy_.profile->Filter(CycleState(pod), View("node-a")).ok());
 
   // Scrapes fail (the next test's SetUp brings the exporter back).
   shared_->exporter.Set("/metrics", {.status = 503, .content_type = "text/plain", .body = "exporter down"});
   ASSERT_TRUE(RefreshUntil([&] { return View("node-a").telemetry == nullptr; }));
-  EXPECT_TRUE(policy_.profile->Filter(pod, View("node-a")).ok());
+  EXPECT_TRUE(policy_.profile->Filter(CycleState(pod), View("node-a")).ok());
   EXPECT_EQ(LoadAwareScore("node-a", pod), load_aware_->args().neutral_score);
   EXPECT_EQ(LoadAwareScore("node-b", pod), load_aware_->args().neutral_score);
 }
@@ -302,7 +302,7 @@ TEST_F(RealPrometheusTest, PrometheusDownGivesNeutralScoresAndIsCounted) {
   ASSERT_TRUE(RefreshUntil([&] { return View("node-a").telemetry == nullptr; }));
   EXPECT_EQ(LoadAwareScore("node-a", pod), load_aware_->args().neutral_score);
   EXPECT_EQ(LoadAwareScore("node-b", pod), load_aware_->args().neutral_score);
-  EXPECT_TRUE(policy_.profile->Filter(pod, View("node-a")).ok());
+  EXPECT_TRUE(policy_.profile->Filter(CycleState(pod), View("node-a")).ok());
 }
 
 TEST(PrometheusProcessTest, AMissingBinaryIsAnErrorWithTheInstallHint) {

@@ -9,6 +9,7 @@
 
 #include "scheduler/cache/cluster_snapshot.h"
 #include "scheduler/framework/node_view.h"
+#include "scheduler/framework/plugin.h"
 #include "scheduler/model/gpu.h"
 #include "scheduler/model/gpu_request.h"
 
@@ -114,6 +115,21 @@ class Pod {
  private:
   PodGpuRequest r_;
 };
+
+/// What `chooser` ranks on `node` for the pod of `cycle` (Plugin::RankGpus).
+inline RankedGpus Ranked(const Plugin& chooser, const CycleState& cycle, const NodeView& node) {
+  RankedGpus ranked;
+  chooser.RankGpus(cycle, node, ranked);
+  return ranked;
+}
+
+/// Pointers to `views`, as Profile::Score and ScoreMemo::Score take them.
+inline std::vector<const NodeView*> Pointers(const std::vector<NodeView>& views) {
+  std::vector<const NodeView*> out;
+  out.reserve(views.size());
+  for (const NodeView& v : views) out.push_back(&v);
+  return out;
+}
 
 /// A bound pod `uid` holding `milli` (guaranteed and limit, no memory) of GPU `gpu` of `node`.
 inline PodHolding Holding(std::string uid, std::string node, int32_t gpu, int64_t milli) {

@@ -16,7 +16,7 @@
 namespace tessera::config_test {
 
 /// A GPU chooser and filter. Args: gpus (1..8, default 1), order (first|last).
-class FakeChooser final : public FilterPlugin, public GpuChooserPlugin {
+class FakeChooser final : public Plugin {
  public:
   static constexpr std::string_view kName = "fake-chooser";
 
@@ -27,27 +27,13 @@ class FakeChooser final : public FilterPlugin, public GpuChooserPlugin {
     return std::make_unique<FakeChooser>(gpus, last);
   }
 
-  FakeChooser(int64_t gpus, bool last) : gpus_(gpus), last_(last) {}
+  FakeChooser(int64_t gpus, bool last) : Plugin(Point::kGpuChoice, /*memoizable=*/false), gpus_(gpus), last_(last) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
-  std::vector<GpuShare> SharesFor(const PodGpuRequest& r, const NodeView&, const GpuChoice& c) const override {
-    std::vector<GpuShare> shares;
-    for (int32_t i : c.gpu_indices) {
-      GpuShare s;
-      s.index = i;
-      s.guaranteed = r.guaranteed;
-      s.limit = r.limit;
-      shares.push_back(s);
+  void RankGpus(const CycleState&, const NodeView&, RankedGpus& ranked) const override {
+    for (int64_t i = 0; i < gpus_; ++i) {
+      ranked.push_back(RankedGpu{.index = static_cast<int32_t>(last_ ? 7 - i : i), .tier = static_cast<int32_t>(i)});
     }
-    return shares;
-  }
-  [[nodiscard]] FilterVerdict Filter(const PodGpuRequest&, const NodeView&) const override {
-    return FilterVerdict::Success();
-  }
-  [[nodiscard]] std::optional<GpuChoice> ChooseGpus(const PodGpuRequest&, const NodeView&) const override {
-    GpuChoice choice;
-    for (int64_t i = 0; i < gpus_; ++i) choice.gpu_indices.push_back(static_cast<int32_t>(last_ ? 7 - i : i));
-    return choice;
   }
 
  private:
@@ -58,7 +44,7 @@ class FakeChooser final : public FilterPlugin, public GpuChooserPlugin {
 /// A scorer that gives every node the same score. Args: score (0..100,
 /// default 50), reserve (memory), models (string list), strict (bool; when
 /// true, models must not be empty: a cross-field check).
-class FakeScorer final : public ScorePlugin {
+class FakeScorer final : public Plugin {
  public:
   static absl::StatusOr<std::unique_ptr<Plugin>> New(std::string name, PluginArgs& args) {
     const int64_t score = args.Int("score", 0, 100, 50);
@@ -71,10 +57,11 @@ class FakeScorer final : public ScorePlugin {
     return std::make_unique<FakeScorer>(std::move(name), score);
   }
 
-  FakeScorer(std::string name, int64_t score) : name_(std::move(name)), score_(score) {}
+  FakeScorer(std::string name, int64_t score)
+      : Plugin(Point::kNodeScore, /*memoizable=*/false), name_(std::move(name)), score_(score) {}
 
   [[nodiscard]] std::string_view Name() const override { return name_; }
-  [[nodiscard]] int64_t Score(const PodGpuRequest&, const NodeView&, const GpuChoice&) const override {
+  [[nodiscard]] int64_t ScoreNode(const CycleState&, const NodeView&, const GpuChoice&) const override {
     return score_;
   }
 

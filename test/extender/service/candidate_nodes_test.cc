@@ -32,12 +32,11 @@ TEST(CandidateNodesTest, EveryFormJoinsTheGpusItReadsWithWhatTheSnapshotSaysPods
   model.UpsertNode("n1", TwoGpus(), absl::OkStatus());
   model.UpsertPod(Holding("a", "n1", 1, 600));
   const std::shared_ptr<const ClusterSnapshot> snapshot = model.Publish();
-  const GpuState idle{.index = 0, .memory = MemoryMiB(40960), .usage = {}};
-  const GpuState held{.index = 1, .memory = MemoryMiB(40960),
-                      .usage = GpuUsage{.guaranteed = MilliGpu(600), .limit = MilliGpu(600), .memory = MemoryMiB(0),
-                                        .memory_limit = MemoryMiB(0), .pods = 1}};
-  GpuState held_unknown = held;
-  held_unknown.usage = {};
+  const GpuState idle(0, MemoryMiB(40960), GpuUsage{});
+  const GpuState held(1, MemoryMiB(40960),
+                      GpuUsage{.guaranteed = MilliGpu(600), .limit = MilliGpu(600), .memory = MemoryMiB(0),
+                               .memory_limit = MemoryMiB(0), .pods = 1});
+  const GpuState held_unknown(1, MemoryMiB(40960), GpuUsage{});
 
   struct Case {
     std::string name;
@@ -59,10 +58,10 @@ TEST(CandidateNodesTest, EveryFormJoinsTheGpusItReadsWithWhatTheSnapshotSaysPods
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const CandidateNodes candidates(*c.args, *snapshot);
-    ASSERT_EQ(candidates.views().size(), c.states.size());
+    ASSERT_EQ(candidates.size(), c.states.size());
     for (size_t i = 0; i < c.states.size(); ++i) {
-      EXPECT_EQ(States(candidates.views()[i]), c.states[i]) << "node " << i;
-      EXPECT_EQ(candidates.views()[i].gpu_states.size(), candidates.views()[i].gpus.size()) << "node " << i;
+      EXPECT_EQ(States(candidates.view(i)), c.states[i]) << "node " << i;
+      EXPECT_EQ(candidates.view(i).gpu_states.size(), candidates.view(i).gpus.size()) << "node " << i;
     }
   }
 }

@@ -91,8 +91,8 @@ TEST_F(HostResourcesExtenderTest, ACpuOnlyPodsScoresAreTheProfilesWithCountZeroA
   const std::map<std::string, int64_t> scores = Scores(f_, Args("40", names));
   // The same profile run directly: the wire carries exactly its answer.
   const auto snapshot = f_.model().Current();
-  std::vector<NodeView> views;
-  for (const std::string& n : names) views.push_back(snapshot->View(*snapshot->FindNode(n)));
+  std::vector<const NodeView*> views;
+  for (const std::string& n : names) views.push_back(&snapshot->View(*snapshot->FindNode(n)));
   absl::StatusOr<std::shared_ptr<const Profile>> profile =
       LoadPolicyText(ReadFile(std::string(TESSERA_SOURCE_DIR) + "/config/examples/default-policy.yaml"), "p.yaml",
                      NewBuiltinRegistry());
@@ -100,7 +100,7 @@ TEST_F(HostResourcesExtenderTest, ACpuOnlyPodsScoresAreTheProfilesWithCountZeroA
   const PodGpuRequest cpu_only =
       ProfileRequest(std::nullopt, HostRequest{.cpu = MilliCpu(40 * kCores), .memory = MemoryMiB(1024)});
   EXPECT_EQ(cpu_only.count, 0);
-  const std::vector<int64_t> direct = (*profile)->Score(cpu_only, views, nullptr);
+  const std::vector<int64_t> direct = (*profile)->Score(CycleState(cpu_only), views, nullptr);
   for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(scores.at(names[i]), direct[i]) << names[i];
 }
 

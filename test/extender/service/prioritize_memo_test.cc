@@ -51,12 +51,12 @@ TEST(PrioritizeMemoTest, EveryShippedPolicyKeepsItsChoiceAndLoadAwareScoresAnew)
     ASSERT_NE(profile, nullptr);
     EXPECT_TRUE(profile->memoizable()) << name;
   }
-  // load-aware reads live telemetry and the clock: its GPU filter and score
+  // load-aware reads live telemetry and the clock: its GPU exclusion and score
   // are asked every time, gpu-share's choice and score are kept.
   const auto load_aware = LoadExample("load-aware-policy.yaml");
   ASSERT_NE(load_aware, nullptr);
   EXPECT_TRUE(load_aware->memoizable());
-  EXPECT_TRUE(load_aware->has_gpu_filters());
+  EXPECT_TRUE(load_aware->has_gpu_exclusions());
   EXPECT_EQ(load_aware->PluginNames(), (std::vector<std::string>{"gpu-share", "load-aware"}));
   EXPECT_TRUE(load_aware->scorer_memoizable(0));
   EXPECT_FALSE(load_aware->scorer_memoizable(1));
@@ -164,12 +164,12 @@ TEST(PrioritizeMemoTest, AnswersAsProfileScoreUnderEveryShippedPolicyThroughRand
     for (int round = 0; round < 150; ++round) {
       for (uint64_t k = cluster.rng()() % 3; k > 0; --k) cluster.Change();
       const auto snapshot = cluster.Publish();
-      std::vector<NodeView> views;
+      std::vector<const NodeView*> views;
       for (NodeIndex i = 0; i < snapshot->node_count(); ++i) {
-        if (cluster.rng()() % 8 != 0) views.push_back(snapshot->View(i));  // filter passed most nodes
+        if (cluster.rng()() % 8 != 0) views.push_back(&snapshot->View(i));  // filter passed most nodes
       }
       std::shuffle(views.begin(), views.end(), cluster.rng());
-      const PodGpuRequest& pod = requests[cluster.rng()() % requests.size()];
+      const CycleState pod(requests[cluster.rng()() % requests.size()]);
       std::vector<std::optional<GpuChoice>> memo_choices, profile_choices;
       ASSERT_EQ(memo.Score(pod, views, &memo_choices), profile->Score(pod, views, &profile_choices))
           << name << ", round " << round;
@@ -195,9 +195,9 @@ TEST(PrioritizeMemoTest, EveryShippedPolicyAnswersAsProfileScoreWithNodesCompute
     for (int round = 0; round < 8; ++round) {
       cluster.Change();
       const auto snapshot = cluster.Publish();
-      std::vector<NodeView> views;
-      for (NodeIndex i = 0; i < snapshot->node_count(); ++i) views.push_back(snapshot->View(i));
-      const PodGpuRequest& pod = requests[static_cast<size_t>(round) % requests.size()];
+      std::vector<const NodeView*> views;
+      for (NodeIndex i = 0; i < snapshot->node_count(); ++i) views.push_back(&snapshot->View(i));
+      const CycleState pod(requests[static_cast<size_t>(round) % requests.size()]);
       std::vector<std::optional<GpuChoice>> memo_choices, profile_choices;
       ASSERT_EQ(memo.Score(pod, views, &memo_choices), profile->Score(pod, views, &profile_choices))
           << name << ", round " << round;
@@ -240,15 +240,15 @@ TEST(PrioritizeMemoTest, LoadAwareFollowsTelemetryThatChangesUnderAKeptChoice) {
       cluster.model().SetNodeTelemetry(ChangingCluster::Name(static_cast<int>(cluster.rng()() % 16)), std::move(t));
     }
     const auto snapshot = cluster.Publish();
-    std::vector<NodeView> views;
-    for (NodeIndex i = 0; i < snapshot->node_count(); ++i) views.push_back(snapshot->View(i));
-    const PodGpuRequest& pod = requests[cluster.rng()() % requests.size()];
+    std::vector<const NodeView*> views;
+    for (NodeIndex i = 0; i < snapshot->node_count(); ++i) views.push_back(&snapshot->View(i));
+    const CycleState pod(requests[cluster.rng()() % requests.size()]);
     std::vector<std::optional<GpuChoice>> memo_choices, profile_choices;
     ASSERT_EQ(memo.Score(pod, views, &memo_choices), (*profile)->Score(pod, views, &profile_choices))
         << "round " << round;
     ASSERT_EQ(memo_choices, profile_choices) << "round " << round;
     for (size_t i = 0; i < views.size(); ++i) {
-      const std::optional<GpuChoice> plain = (*profile)->ChooseGpusAvoiding(pod, views[i], GpuIndexList{});
+      const std::optional<GpuChoice> plain = (*profile)->ChooseGpusAvoiding(pod, *views[i], GpuIndexList{});
       if (plain != memo_choices[i]) ++hot_choices_avoided;
     }
   }

@@ -123,11 +123,11 @@ TEST(ClusterModel, EveryViewPacksItsInventoryJoinedWithWhatPodsHoldInInventoryOr
     std::vector<GpuState> states;
   };
   const std::vector<Case> cases = {
-      {"sparse", {{.index = 0, .memory = MemoryMiB(1000), .usage = {}},
-                  {.index = 2, .memory = MemoryMiB(3000), .usage = Held(500, 100, 2)},
-                  {.index = 5, .memory = MemoryMiB(6000), .usage = Held(200, 0, 1)}}},
-      {"dense", {{.index = 0, .memory = MemoryMiB(4096), .usage = {}},
-                 {.index = 1, .memory = MemoryMiB(4096), .usage = Held(1000, 0, 1)}}},
+      {"sparse", {GpuState(0, MemoryMiB(1000), GpuUsage{}),
+                  GpuState(2, MemoryMiB(3000), Held(500, 100, 2)),
+                  GpuState(5, MemoryMiB(6000), Held(200, 0, 1))}},
+      {"dense", {GpuState(0, MemoryMiB(4096), GpuUsage{}),
+                 GpuState(1, MemoryMiB(4096), Held(1000, 0, 1))}},
       {"bad", {}},
   };
   for (int round = 0; round < 2; ++round) {  // as built, and once another node changed
@@ -304,6 +304,33 @@ TEST(IncrementalPublish, RebuildsOnlyChangedNodesAndMatchesAFullRebuild) {
   EXPECT_EQ(broken->gpu_count(), 76u);
   EXPECT_EQ(broken->nodes_with_inventory_errors(), 1u);
   EXPECT_FALSE(broken->View(*broken->FindNode("n5")).inventory_ok());
+}
+
+TEST(ClusterModelTest, EveryViewReadsItsNodesGpuStatesThroughPublishesThatChangeAFewNodes) {
+  // 600 nodes: three blocks of GPU states. Publishes change what pods hold
+  // on a node (its block is patched), a node's GPU count (its block is laid
+  // out anew) and nothing in the third block (shared with the last snapshot).
+  ClusterModel m;
+  const auto name = [](int i) { return absl::StrCat("node-", 1000 + i); };  // name order is index order
+  for (int i = 0; i < 600; ++i) m.UpsertNode(name(i), Gpus(1 + i % 8), absl::OkStatus());
+  std::shared_ptr<const ClusterSnapshot> last = m.Publish();
+  const auto expect_every_view_right = [](const ClusterSnapshot& s) {
+    for (NodeIndex i = 0; i < s.node_count(); ++i) {
+      const std::vector<GpuState>& want = s.node(i).gpu_states;
+      ASSERT_EQ(std::vector<GpuState>(s.View(i).gpu_states.begin(), s.View(i).gpu_states.end()), want)
+          << s.node(i).name;
+    }
+  };
+  expect_every_view_right(*last);
+  for (int round = 0; round < 6; ++round) {
+    SCOPED_TRACE(round);
+    m.UpsertPod(Pod(absl::StrCat("p", round), name(7 + round), {0}, 100 * (1 + round)));
+    if (round % 2 == 1) m.UpsertNode(name(300 + round), Gpus(1 + (round + 3) % 8), absl::OkStatus());
+    const std::shared_ptr<const ClusterSnapshot> next = m.Publish();
+    expect_every_view_right(*next);
+    EXPECT_EQ(next->View(599).gpu_states.data(), last->View(599).gpu_states.data()) << "an untouched block is shared";
+    last = next;
+  }
 }
 
 }  // namespace

@@ -18,54 +18,64 @@ using ::testing::HasSubstr;
 using testing::Node;
 using testing::Pod;
 
-// Picks the first GPU; rejects nodes named "full" (not now) and "never".
-class FakeChooser final : public GpuChooserPlugin, public FilterPlugin {
+// Ranks the node's first GPU; rejects nodes named "full" (not now) and "never".
+class FakeChooser final : public Plugin {
  public:
+  FakeChooser() : Plugin(Point::kGpuChoice, /*memoizable=*/false) {}
   std::string_view Name() const override { return "chooser"; }
-  std::optional<GpuChoice> ChooseGpus(const PodGpuRequest&, const NodeView& n) const override {
-    if (n.gpus.empty() || n.name == "full") return std::nullopt;
-    GpuChoice c;
-    c.gpu_indices.push_back(n.gpus.front().index);
-    return c;
+  void RankGpus(const CycleState&, const NodeView& n, RankedGpus& ranked) const override {
+    if (n.gpus.empty() || n.name == "full") return;
+    ranked.push_back(RankedGpu{.index = n.gpus.front().index, .tier = 0});
   }
-  std::vector<GpuShare> SharesFor(const PodGpuRequest& r, const NodeView&, const GpuChoice& c) const override {
-    std::vector<GpuShare> shares;
-    for (int32_t i : c.gpu_indices) {
-      GpuShare s;
-      s.index = i;
-      s.guaranteed = r.guaranteed;
-      s.limit = r.limit;
-      shares.push_back(s);
-    }
-    return shares;
-  }
-  FilterVerdict Filter(const PodGpuRequest&, const NodeView& n) const override {
+  FilterVerdict FilterGpus(const CycleState&, const NodeView& n) const override {
     if (n.name == "never") return FilterVerdict::Never("never", "chooser says never");
     return FilterVerdict::Success();
   }
 };
 
 // Rejects everything with its own reason: shows that the first rejection wins.
-class FakeRejecter final : public FilterPlugin {
+class FakeRejecter final : public Plugin {
  public:
+  FakeRejecter() : Plugin(Point::kNodeFilter, /*memoizable=*/false) {}
   std::string_view Name() const override { return "rejecter"; }
-  FilterVerdict Filter(const PodGpuRequest&, const NodeView&) const override {
+  FilterVerdict FilterNode(const CycleState&, const NodeView&) const override {
     return FilterVerdict::NotNow("rejected", "rejecter says no");
   }
 };
 
 // Scores a node by its GPU count × 10.
-class FakeScore final : public ScorePlugin {
+class FakeScore final : public Plugin {
  public:
-  explicit FakeScore(std::string name) : name_(std::move(name)) {}
+  explicit FakeScore(std::string name) : Plugin(Point::kNodeScore, /*memoizable=*/false), name_(std::move(name)) {}
   std::string_view Name() const override { return name_; }
-  int64_t Score(const PodGpuRequest&, const NodeView& n, const GpuChoice&) const override {
+  int64_t ScoreNode(const CycleState&, const NodeView& n, const GpuChoice&) const override {
     return static_cast<int64_t>(n.gpus.size()) * 10;
   }
 
  private:
   std::string name_;
 };
+
+// Declares the points it is given and implements none: for Create's checks.
+class Declares final : public Plugin {
+ public:
+  Declares(std::string name, Points points) : Plugin(points, /*memoizable=*/false), name_(std::move(name)) {}
+  std::string_view Name() const override { return name_; }
+
+ private:
+  std::string name_;
+};
+
+const CycleState& WholeGpu() {
+  static const CycleState cycle{PodGpuRequest{}};
+  return cycle;
+}
+
+std::vector<const NodeView*> Pointers(const std::vector<NodeView>& views) {
+  std::vector<const NodeView*> out;
+  for (const NodeView& v : views) out.push_back(&v);
+  return out;
+}
 
 std::vector<WeightedPlugin> Plugins(std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> list) {
   std::vector<WeightedPlugin> out;
@@ -103,6 +113,31 @@ TEST(Profile, CreateRefusesBadCombinations) {
          return Plugins(std::move(l));
        },
        "weight must be 1..100"},
+      {"two GPU choosers",
+       [] {
+         std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> l;
+         l.emplace_back(std::make_unique<FakeChooser>(), 1);
+         l.emplace_back(std::make_unique<Declares>("another", Point::kGpuChoice), 1);
+         return Plugins(std::move(l));
+       },
+       "exactly one plugin that chooses GPUs (such as gpu-share); found 2"},
+      {"two GPU set choosers",
+       [] {
+         std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> l;
+         l.emplace_back(std::make_unique<FakeChooser>(), 1);
+         l.emplace_back(std::make_unique<Declares>("set-a", Point::kGpuSetChoice), 1);
+         l.emplace_back(std::make_unique<Declares>("set-b", Point::kGpuSetChoice), 1);
+         return Plugins(std::move(l));
+       },
+       "one plugin that picks the set of GPUs"},
+      {"a GPU set filter that does not choose sets",
+       [] {
+         std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> l;
+         l.emplace_back(std::make_unique<FakeChooser>(), 1);
+         l.emplace_back(std::make_unique<Declares>("set-filter", Point::kGpuSetFilter), 1);
+         return Plugins(std::move(l));
+       },
+       "filters GPU sets but does not choose them"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -119,8 +154,8 @@ TEST(Profile, TheFirstRejectionWins) {
   auto profile = Profile::Create(Plugins(std::move(l)));
   ASSERT_TRUE(profile.ok()) << profile.status();
   const Node never("never"), other("other");
-  EXPECT_EQ((*profile)->Filter(Pod(), never.View()).message, "chooser says never");
-  EXPECT_EQ((*profile)->Filter(Pod(), other.View()).message, "rejecter says no");
+  EXPECT_EQ((*profile)->Filter(WholeGpu(), never.View()).message, "chooser says never");
+  EXPECT_EQ((*profile)->Filter(WholeGpu(), other.View()).message, "rejecter says no");
 }
 
 TEST(Profile, ScoresAreWeighedAtPluginResolutionThenPutOnTheWireAndChoicesAreDeterministic) {
@@ -136,31 +171,32 @@ TEST(Profile, ScoresAreWeighedAtPluginResolutionThenPutOnTheWireAndChoicesAreDet
   std::vector<std::optional<GpuChoice>> choices;
   // Sums 160, 200, 240: six is the best (10), four the least good that fits
   // (1), five halfway (1 + 4); full and none do not fit (0).
-  EXPECT_THAT((*profile)->Score(Pod(), views, &choices), ElementsAre(1, 5, 10, 0, 0));
+  EXPECT_THAT((*profile)->Score(WholeGpu(), Pointers(views), &choices), ElementsAre(1, 5, 10, 0, 0));
   ASSERT_EQ(choices.size(), 5u);
   // Bind re-asks the chooser: the same snapshot gives the same GPUs.
   for (size_t i = 0; i < views.size(); ++i) {
     SCOPED_TRACE(views[i].name);
-    EXPECT_EQ(choices[i], (*profile)->ChooseGpus(Pod(), views[i]));
+    EXPECT_EQ(choices[i], (*profile)->ChooseGpus(WholeGpu(), views[i]));
   }
   EXPECT_FALSE(choices[3].has_value());
 }
 
-// A chooser that scores too, and says what its Score would say of a choice
-// on nodes named "scored": 77 there, where Score itself gives 33.
-class ScoringChooser final : public GpuChooserPlugin, public ScorePlugin {
+// A chooser that scores too, and says what its ScoreNode would say of a
+// choice on nodes named "scored": 77 there, where ScoreNode itself gives 33.
+class ScoringChooser final : public Plugin {
  public:
+  ScoringChooser() : Plugin(Point::kGpuChoice | Point::kNodeScore, /*memoizable=*/false) {}
   std::string_view Name() const override { return "scoring-chooser"; }
-  std::optional<GpuChoice> ChooseGpus(const PodGpuRequest&, const NodeView& n) const override {
+  void RankGpus(const CycleState&, const NodeView&, RankedGpus& ranked) const override {
+    ranked.push_back(RankedGpu{.index = 0, .tier = 0});
+  }
+  std::optional<GpuChoice> ChooseGpus(const CycleState&, const NodeView& n) const override {
     GpuChoice c;
     c.gpu_indices.push_back(0);
     if (n.name == "scored") c.chooser_score = 77;
     return c;
   }
-  std::vector<GpuShare> SharesFor(const PodGpuRequest&, const NodeView&, const GpuChoice&) const override {
-    return {};
-  }
-  int64_t Score(const PodGpuRequest&, const NodeView&, const GpuChoice&) const override { return 33; }
+  int64_t ScoreNode(const CycleState&, const NodeView&, const GpuChoice&) const override { return 33; }
 };
 
 TEST(Profile, AChoosersOwnScoreOfItsChoiceStandsForItsScoreAndNoOtherPlugins) {
@@ -170,13 +206,85 @@ TEST(Profile, AChoosersOwnScoreOfItsChoiceStandsForItsScoreAndNoOtherPlugins) {
   auto profile = Profile::Create(Plugins(std::move(l)));
   ASSERT_TRUE(profile.ok()) << profile.status();
   const Node scored = Node("scored").Gpus(1), plain = Node("plain").Gpus(1);
-  const std::optional<GpuChoice> carried = (*profile)->ChooseGpus(Pod(), scored.View());
-  const std::optional<GpuChoice> bare = (*profile)->ChooseGpus(Pod(), plain.View());
+  const std::optional<GpuChoice> carried = (*profile)->ChooseGpus(WholeGpu(), scored.View());
+  const std::optional<GpuChoice> bare = (*profile)->ChooseGpus(WholeGpu(), plain.View());
   ASSERT_TRUE(carried.has_value() && bare.has_value());
-  EXPECT_EQ((*profile)->RawScore(0, Pod(), scored.View(), *carried), 77) << "the chooser's score, not asked again";
-  EXPECT_EQ((*profile)->RawScore(0, Pod(), plain.View(), *bare), 33) << "no score carried: Score is asked";
-  EXPECT_EQ((*profile)->RawScore(1, Pod(), scored.View(), *carried), 10) << "another plugin scores for itself";
+  EXPECT_EQ((*profile)->RawScore(0, WholeGpu(), scored.View(), *carried), 77) << "the chooser's score, not asked again";
+  EXPECT_EQ((*profile)->RawScore(0, WholeGpu(), plain.View(), *bare), 33) << "no score carried: ScoreNode is asked";
+  EXPECT_EQ((*profile)->RawScore(1, WholeGpu(), scored.View(), *carried), 10) << "another plugin scores for itself";
   EXPECT_EQ(*carried, *bare) << "the same GPUs are the same choice, whatever score they carry";
+}
+
+// Implements every point and counts what it is asked: GPU points must not
+// be asked about a pod that asks for no GPU.
+class EveryPoint final : public Plugin {
+ public:
+  EveryPoint()
+      : Plugin(Point::kNodeFilter | Point::kGpuChoice | Point::kGpuExclusion | Point::kGpuSetChoice |
+                   Point::kGpuSetFilter | Point::kNodeScore,
+               /*memoizable=*/false) {}
+  std::string_view Name() const override { return "every-point"; }
+  FilterVerdict FilterNode(const CycleState&, const NodeView&) const override {
+    ++node_filters;
+    return FilterVerdict::Success();
+  }
+  FilterVerdict FilterGpus(const CycleState&, const NodeView&) const override { return Asked(); }
+  void RankGpus(const CycleState&, const NodeView&, RankedGpus&) const override { (void)Asked(); }
+  std::optional<GpuChoice> ChooseGpus(const CycleState&, const NodeView&) const override {
+    (void)Asked();
+    return std::nullopt;
+  }
+  std::vector<GpuShare> SharesFor(const CycleState&, const NodeView&, const GpuChoice&) const override {
+    (void)Asked();
+    return {GpuShare{}};
+  }
+  void ExcludeGpus(const CycleState&, const NodeView&, GpuIndexList& excluded) const override {
+    (void)Asked();
+    excluded.push_back(0);
+  }
+  FilterVerdict ExplainExcluded(const CycleState&, const NodeView&) const override { return Asked(); }
+  std::optional<GpuChoice> ChooseGpuSet(const CycleState&, const NodeView&, const RankedGpus&) const override {
+    (void)Asked();
+    return std::nullopt;
+  }
+  FilterVerdict FilterGpuSet(const CycleState&, const NodeView&, const GpuChoice&) const override { return Asked(); }
+  int64_t ScoreNode(const CycleState&, const NodeView&, const GpuChoice& choice) const override {
+    ++node_scores;
+    return choice.gpu_indices.empty() ? 42 : 0;
+  }
+
+  mutable int gpu_points = 0, node_filters = 0, node_scores = 0;
+
+ private:
+  FilterVerdict Asked() const {
+    ++gpu_points;
+    return FilterVerdict::Never("asked", "a GPU point was asked");
+  }
+};
+
+TEST(Profile, APodThatAsksForNoGpuIsDecidedAtTheTopAndNoGpuPointIsAsked) {
+  auto plugin = std::make_unique<EveryPoint>();
+  const EveryPoint* every = plugin.get();
+  std::vector<WeightedPlugin> plugins;
+  plugins.push_back({std::move(plugin), 1});
+  auto profile = Profile::Create(std::move(plugins));
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  const CycleState cpu_only(Pod().Count(0));
+  ASSERT_FALSE(cpu_only.wants_gpus());
+  const Node node = Node("n").Gpus(2);
+  EXPECT_TRUE((*profile)->Filter(cpu_only, node.View()).ok());
+  EXPECT_EQ((*profile)->ChooseGpus(cpu_only, node.View()), GpuChoice{});
+  EXPECT_TRUE((*profile)->SharesFor(cpu_only, node.View(), GpuChoice{}).empty());
+  EXPECT_TRUE((*profile)->ExcludedGpus(cpu_only, node.View()).empty());
+  const std::vector<NodeView> views = {node.View()};
+  EXPECT_THAT((*profile)->Score(cpu_only, Pointers(views), nullptr), ElementsAre(kMaxWireScore));
+  EXPECT_EQ(every->gpu_points, 0);
+  EXPECT_EQ(every->node_filters, 1) << "node filters still see the pod";
+  EXPECT_EQ(every->node_scores, 1) << "and so do node scores, with no GPUs chosen";
+
+  // The same plugin is asked its GPU points for a pod that asks for a GPU.
+  EXPECT_FALSE((*profile)->Filter(WholeGpu(), node.View()).ok());
+  EXPECT_GT(every->gpu_points, 0);
 }
 
 TEST(ProfileWireScores, TheBestNodesGetTenAndTheOrderBelowIsKeptWhereElevenLevelsAllow) {
@@ -219,37 +327,28 @@ TEST(ProfileWireScores, NeverInvertsTheOrderAndOnlyTheHighestSumGetsTen) {
   }
 }
 
-namespace gpu_filters {
+namespace gpu_exclusions {
 
-// Ranks every GPU by index and takes the first `count`: like gpu-share on an idle node.
-class RankingChooser final : public GpuChooserPlugin {
+// Ranks every GPU by index: like gpu-share on an idle node.
+class RankingChooser final : public Plugin {
  public:
+  RankingChooser() : Plugin(Point::kGpuChoice, /*memoizable=*/false) {}
   std::string_view Name() const override { return "ranking-chooser"; }
-  std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& r, const NodeView& n) const override {
-    if (n.gpus.size() < static_cast<size_t>(r.count)) return std::nullopt;
-    GpuChoice c;
-    for (int32_t i = 0; i < r.count; ++i) c.gpu_indices.push_back(n.gpus[static_cast<size_t>(i)].index);
-    return c;
-  }
-  std::optional<RankedGpus> RankGpus(const PodGpuRequest&, const NodeView& n) const override {
-    std::optional<RankedGpus> ranked(std::in_place);
-    for (const GpuDevice& g : n.gpus) ranked->push_back(RankedGpu{.index = g.index, .tier = g.index});
-    return ranked;
-  }
-  std::vector<GpuShare> SharesFor(const PodGpuRequest&, const NodeView&, const GpuChoice&) const override {
-    return {};
+  void RankGpus(const CycleState&, const NodeView& n, RankedGpus& ranked) const override {
+    for (const GpuDevice& g : n.gpus) ranked.push_back(RankedGpu{.index = g.index, .tier = g.index});
   }
 };
 
 // Rules out fixed GPU indices, and says which.
-class RulingOut final : public GpuFilterPlugin {
+class RulingOut final : public Plugin {
  public:
-  RulingOut(std::string name, std::vector<int32_t> indices) : name_(std::move(name)), indices_(std::move(indices)) {}
+  RulingOut(std::string name, std::vector<int32_t> indices)
+      : Plugin(Point::kGpuExclusion, /*memoizable=*/false), name_(std::move(name)), indices_(std::move(indices)) {}
   std::string_view Name() const override { return name_; }
-  void ExcludeGpus(const PodGpuRequest&, const NodeView&, GpuIndexList& excluded) const override {
+  void ExcludeGpus(const CycleState&, const NodeView&, GpuIndexList& excluded) const override {
     excluded.insert(excluded.end(), indices_.begin(), indices_.end());
   }
-  FilterVerdict ExplainExcluded(const PodGpuRequest&, const NodeView&) const override {
+  FilterVerdict ExplainExcluded(const CycleState&, const NodeView&) const override {
     return FilterVerdict::NotNow("ruled_out", absl::StrCat(name_, " ruled out ", absl::StrJoin(indices_, ",")));
   }
 
@@ -260,58 +359,39 @@ class RulingOut final : public GpuFilterPlugin {
 
 struct Case {
   std::string name;
-  bool ranking_chooser;
-  std::vector<std::vector<int32_t>> ruled_out;  // one GPU filter plugin per entry
+  std::vector<std::vector<int32_t>> ruled_out;  // one GPU exclusion plugin per entry
   int32_t count;
   std::optional<std::vector<int32_t>> chosen;  // nullopt: the node is rejected
   std::string rejection;
 };
 
-TEST(ProfileGpuFilters, GpusRuledOutAreNeverChosenAndTooFewLeftRejectTheNode) {
+TEST(ProfileGpuExclusions, GpusRuledOutAreNeverChosenAndTooFewLeftRejectTheNode) {
   const std::vector<Case> cases = {
-      {"nothing ruled out leaves the chooser's choice", true, {{}}, 2, std::vector<int32_t>{0, 1}, ""},
-      {"a ruled-out GPU is skipped for the next in the ranking", true, {{0}}, 2, std::vector<int32_t>{1, 2}, ""},
-      {"too few GPUs left rejects the node with the plugin's reason", true, {{0, 1, 2}}, 2, std::nullopt,
+      {"nothing ruled out leaves the chooser's choice", {{}}, 2, std::vector<int32_t>{0, 1}, ""},
+      {"a ruled-out GPU is skipped for the next in the ranking", {{0}}, 2, std::vector<int32_t>{1, 2}, ""},
+      {"too few GPUs left rejects the node with the plugin's reason", {{0, 1, 2}}, 2, std::nullopt,
        "first ruled out 0,1,2"},
-      {"the plugin that ruled GPUs out explains, not one that ruled none", true, {{}, {1, 2, 3}}, 2, std::nullopt,
+      {"the plugin that ruled GPUs out explains, not one that ruled none", {{}, {1, 2, 3}}, 2, std::nullopt,
        "second ruled out 1,2,3"},
-      {"two plugins' exclusions add up", true, {{0}, {1}}, 2, std::vector<int32_t>{2, 3}, ""},
-      {"a chooser that cannot rank keeps a choice that avoids them", false, {{3}}, 2,
-       std::vector<int32_t>{0, 1}, ""},
-      {"a chooser that cannot rank has no choice when its own is ruled out", false, {{1}}, 2, std::nullopt,
-       "first ruled out 1"},
+      {"two plugins' exclusions add up", {{0}, {1}}, 2, std::vector<int32_t>{2, 3}, ""},
   };
   const Node node = Node("n").Gpus(4);
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> l;
-    if (c.ranking_chooser) {
-      l.emplace_back(std::make_unique<RankingChooser>(), 1);
-    } else {
-      // The ranking chooser with RankGpus hidden.
-      class Plain final : public GpuChooserPlugin {
-       public:
-        std::string_view Name() const override { return "plain-chooser"; }
-        std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& r, const NodeView& n) const override {
-          return RankingChooser().ChooseGpus(r, n);
-        }
-        std::vector<GpuShare> SharesFor(const PodGpuRequest&, const NodeView&, const GpuChoice&) const override {
-          return {};
-        }
-      };
-      l.emplace_back(std::make_unique<Plain>(), 1);
-    }
+    l.emplace_back(std::make_unique<RankingChooser>(), 1);
     const std::vector<std::string> names = {"first", "second"};
     for (size_t i = 0; i < c.ruled_out.size(); ++i) {
       l.emplace_back(std::make_unique<RulingOut>(names[i], c.ruled_out[i]), 1);
     }
     auto profile = Profile::Create(Plugins(std::move(l)));
     ASSERT_TRUE(profile.ok()) << profile.status();
-    const PodGpuRequest pod = Pod().Count(c.count);
+    const CycleState pod(Pod().Count(c.count));
     const std::optional<GpuChoice> choice = (*profile)->ChooseGpus(pod, node.View());
     const FilterVerdict verdict = (*profile)->Filter(pod, node.View());
     std::vector<std::optional<GpuChoice>> scored;
-    const std::vector<int64_t> scores = (*profile)->Score(pod, std::vector<NodeView>{node.View()}, &scored);
+    const std::vector<NodeView> views = {node.View()};
+    const std::vector<int64_t> scores = (*profile)->Score(pod, Pointers(views), &scored);
     EXPECT_EQ(scored[0], choice) << "prioritize scores the GPUs filter and bind see";
     if (!c.chosen.has_value()) {
       EXPECT_EQ(choice, std::nullopt);
@@ -325,7 +405,7 @@ TEST(ProfileGpuFilters, GpusRuledOutAreNeverChosenAndTooFewLeftRejectTheNode) {
   }
 }
 
-}  // namespace gpu_filters
+}  // namespace gpu_exclusions
 
 }  // namespace
 }  // namespace tessera

@@ -24,38 +24,29 @@ using testing::Holding;
 using testing::Pod;
 
 // Takes the first GPUs where the pod's share fits by guaranteed milli.
-class FirstFitChooser final : public GpuChooserPlugin {
+class FirstFitChooser final : public Plugin {
  public:
-  explicit FirstFitChooser(bool memoizable = true) : memoizable_(memoizable) {}
+  explicit FirstFitChooser(bool memoizable = true) : Plugin(Point::kGpuChoice, memoizable) {}
   std::string_view Name() const override { return "first-fit"; }
-  bool Memoizable() const override { return memoizable_; }
-  std::optional<GpuChoice> ChooseGpus(const PodGpuRequest& r, const NodeView& n) const override {
-    GpuChoice c;
+  void RankGpus(const CycleState& cycle, const NodeView& n, RankedGpus& ranked) const override {
     for (const GpuDevice& g : n.gpus) {
-      if (static_cast<int32_t>(c.gpu_indices.size()) == r.count) break;
-      if (n.UsageOf(g.index).guaranteed + r.guaranteed <= kOneGpu) c.gpu_indices.push_back(g.index);
+      if (n.UsageOf(g.index).guaranteed + cycle.request().guaranteed <= kOneGpu) {
+        ranked.push_back(RankedGpu{.index = g.index, .tier = g.index});
+      }
     }
-    if (static_cast<int32_t>(c.gpu_indices.size()) < r.count) return std::nullopt;
-    return c;
   }
-  std::vector<GpuShare> SharesFor(const PodGpuRequest&, const NodeView&, const GpuChoice&) const override {
-    return {};
-  }
-
- private:
-  bool memoizable_;
 };
 
 // Scores the milli-GPU left free on the node (and the pod's salt), min-max
 // normalised, so that one node's change moves every node's final score.
 // Counts its Score calls.
-class CountingFreeScorer final : public ScorePlugin {
+class CountingFreeScorer final : public Plugin {
  public:
   explicit CountingFreeScorer(std::atomic<int>* calls, bool memoizable = true)
-      : calls_(calls), memoizable_(memoizable) {}
+      : Plugin(Point::kNodeScore, memoizable), calls_(calls) {}
   std::string_view Name() const override { return "counting-free"; }
-  bool Memoizable() const override { return memoizable_; }
-  int64_t Score(const PodGpuRequest& r, const NodeView& n, const GpuChoice&) const override {
+  int64_t ScoreNode(const CycleState& cycle, const NodeView& n, const GpuChoice&) const override {
+    const PodGpuRequest& r = cycle.request();
     calls_->fetch_add(1);
     int64_t free = 0;
     for (const GpuDevice& g : n.gpus) free += (kOneGpu - n.UsageOf(g.index).guaranteed).value();
@@ -70,15 +61,14 @@ class CountingFreeScorer final : public ScorePlugin {
 
  private:
   std::atomic<int>* calls_;
-  bool memoizable_;
 };
 
 // Prefers nodes with fewer pods: a second scorer with its own weight.
-class FewPodsScorer final : public ScorePlugin {
+class FewPodsScorer final : public Plugin {
  public:
+  FewPodsScorer() : Plugin(Point::kNodeScore, /*memoizable=*/true) {}
   std::string_view Name() const override { return "few-pods"; }
-  bool Memoizable() const override { return true; }
-  int64_t Score(const PodGpuRequest&, const NodeView& n, const GpuChoice&) const override {
+  int64_t ScoreNode(const CycleState&, const NodeView& n, const GpuChoice&) const override {
     int64_t pods = 0;
     for (const GpuUsage& u : n.usage) pods += u.pods;
     return std::max<int64_t>(0, kMaxPluginScore - 10 * pods);
@@ -119,9 +109,9 @@ void Fill(ClusterModel& model, int nodes) {
   }
 }
 
-std::vector<NodeView> Views(const ClusterSnapshot& s) {
-  std::vector<NodeView> views;
-  for (NodeIndex i = 0; i < s.node_count(); ++i) views.push_back(s.View(i));
+std::vector<const NodeView*> Views(const ClusterSnapshot& s) {
+  std::vector<const NodeView*> views;
+  for (NodeIndex i = 0; i < s.node_count(); ++i) views.push_back(&s.View(i));
   return views;
 }
 
@@ -225,13 +215,13 @@ TEST(ScoreMemoTest, RecomputesOnlyTheNodesThatChanged) {
     const ScoreMemo memo(profile);
     ClusterModel model;
     Fill(model, 10);
-    const PodGpuRequest pod = Pod().Fraction(500);
+    const CycleState pod(Pod().Fraction(500));
     const std::vector<int64_t> first = memo.Score(pod, Views(*model.Publish()), nullptr);
     const ScoreMemo::Counters warm = memo.counters();
     EXPECT_EQ(warm.nodes_computed, 10u) << c.name;
     c.change(model);
     const auto snapshot = model.Publish();
-    const std::vector<NodeView> views = Views(*snapshot);
+    const std::vector<const NodeView*> views = Views(*snapshot);
     calls = 0;
     EXPECT_EQ(memo.Score(pod, views, nullptr), profile->Score(pod, views, nullptr)) << c.name;
     const ScoreMemo::Counters after = memo.counters();
@@ -288,10 +278,10 @@ ScoreMemo::Counters ExpectAnswersAsProfileScoreThroughRandomChanges(int nodes, W
         break;
     }
     const auto snapshot = model.Publish();
-    std::vector<NodeView> views = Views(*snapshot);
+    std::vector<const NodeView*> views = Views(*snapshot);
     std::shuffle(views.begin(), views.end(), rng);  // kube-scheduler's order and subset vary
     views.resize(views.size() - rng() % 5);
-    const PodGpuRequest& pod = requests[rng() % requests.size()];
+    const CycleState pod(requests[rng() % requests.size()]);
     std::vector<std::optional<GpuChoice>> memo_choices, profile_choices;
     const std::vector<int64_t> memo_scores = memo.Score(pod, views, &memo_choices);
     const std::vector<int64_t> profile_scores = profile->Score(pod, views, &profile_choices);
@@ -342,8 +332,8 @@ TEST(ScoreMemoTest, AProfileWhoseChooserIsNotMemoizableIsScoredWithoutTheMemo) {
   const ScoreMemo memo(profile);
   ClusterModel model;
   Fill(model, 6);
-  const std::vector<NodeView> views = Views(*model.Publish());
-  const PodGpuRequest pod = Pod().Fraction(250);
+  const std::vector<const NodeView*> views = Views(*model.Publish());
+  const CycleState pod(Pod().Fraction(250));
   for (int i = 0; i < 2; ++i) EXPECT_EQ(memo.Score(pod, views, nullptr), profile->Score(pod, views, nullptr));
   EXPECT_EQ(memo.counters().requests_bypassed, 2u);
   EXPECT_EQ(memo.counters().nodes_computed, 0u);
@@ -358,8 +348,8 @@ TEST(ScoreMemoTest, AScorerThatIsNotMemoizableScoresEveryRequestWhileTheRestIsKe
   const ScoreMemo memo(profile);
   ClusterModel model;
   Fill(model, 6);
-  const std::vector<NodeView> views = Views(*model.Publish());
-  const PodGpuRequest pod = Pod().Fraction(250);
+  const std::vector<const NodeView*> views = Views(*model.Publish());
+  const CycleState pod(Pod().Fraction(250));
   const std::vector<int64_t> expected = profile->Score(pod, views, nullptr);
   calls = 0;
   for (int i = 0; i < 3; ++i) EXPECT_EQ(memo.Score(pod, views, nullptr), expected);
@@ -370,14 +360,15 @@ TEST(ScoreMemoTest, AScorerThatIsNotMemoizableScoresEveryRequestWhileTheRestIsKe
 
 // Rules out the GPUs listed in a shared, changing set: a stand-in for live
 // load, which no node version names.
-class ChangingGpuFilter final : public GpuFilterPlugin {
+class ChangingGpuFilter final : public Plugin {
  public:
-  explicit ChangingGpuFilter(const std::set<int32_t>* hot) : hot_(hot) {}
+  explicit ChangingGpuFilter(const std::set<int32_t>* hot)
+      : Plugin(Point::kGpuExclusion, /*memoizable=*/false), hot_(hot) {}
   std::string_view Name() const override { return "changing-gpu-filter"; }
-  void ExcludeGpus(const PodGpuRequest&, const NodeView&, GpuIndexList& excluded) const override {
+  void ExcludeGpus(const CycleState&, const NodeView&, GpuIndexList& excluded) const override {
     excluded.insert(excluded.end(), hot_->begin(), hot_->end());
   }
-  FilterVerdict ExplainExcluded(const PodGpuRequest&, const NodeView&) const override {
+  FilterVerdict ExplainExcluded(const CycleState&, const NodeView&) const override {
     return FilterVerdict::NotNow("hot", "hot");
   }
 
@@ -399,7 +390,7 @@ TEST(ScoreMemoTest, GpusRuledOutAnewOnEachRequestGiveProfileScoresAnswer) {
   const ScoreMemo memo(*profile);
   ClusterModel model;
   Fill(model, 9);
-  const std::vector<NodeView> views = Views(*model.Publish());
+  const std::vector<const NodeView*> views = Views(*model.Publish());
   struct Case {
     std::string name;
     std::set<int32_t> hot;
@@ -411,7 +402,7 @@ TEST(ScoreMemoTest, GpusRuledOutAnewOnEachRequestGiveProfileScoresAnswer) {
                                    {"nothing ruled out again", {}}};
   for (const Case& c : cases) {
     hot = c.hot;
-    for (const PodGpuRequest& pod : {PodGpuRequest(Pod().Fraction(250)), PodGpuRequest(Pod().Fraction(500).Count(2))}) {
+    for (const CycleState& pod : {CycleState(Pod().Fraction(250)), CycleState(Pod().Fraction(500).Count(2))}) {
       std::vector<std::optional<GpuChoice>> memo_choices, profile_choices;
       EXPECT_EQ(memo.Score(pod, views, &memo_choices), (*profile)->Score(pod, views, &profile_choices)) << c.name;
       EXPECT_EQ(memo_choices, profile_choices) << c.name;
@@ -435,10 +426,13 @@ TEST(ScoreMemoTest, ViewsWithoutAVersionAreComputedEveryTimeAndNeverKept) {
     const size_t n = p == nullptr ? 6 : ScoreMemo::kMinParallelNodes + 8;
     Fill(model, static_cast<int>(n));
     const auto snapshot = model.Publish();
-    std::vector<NodeView> views = Views(*snapshot);
-    views[0].version = 0;  // as from a request's own Node object
-    views[3].version = 0;
-    const PodGpuRequest pod = Pod().Fraction(250);
+    std::vector<const NodeView*> views = Views(*snapshot);
+    NodeView unversioned_0 = *views[0], unversioned_3 = *views[3];
+    unversioned_0.version = 0;  // as from a request's own Node object
+    unversioned_3.version = 0;
+    views[0] = &unversioned_0;
+    views[3] = &unversioned_3;
+    const CycleState pod(Pod().Fraction(250));
     EXPECT_EQ(memo.Score(pod, views, nullptr), profile->Score(pod, views, nullptr)) << "cold";
     for (int round = 0; round < 3; ++round) {
       const ScoreMemo::Counters before = memo.counters();
@@ -461,10 +455,10 @@ TEST(ScoreMemoTest, ANodeNamedTwiceInOneRequestIsAnsweredAlikeEitherWay) {
     ClusterModel model;
     Fill(model, static_cast<int>(ScoreMemo::kMinParallelNodes) + 8);
     const auto snapshot = model.Publish();
-    std::vector<NodeView> views = Views(*snapshot);
+    std::vector<const NodeView*> views = Views(*snapshot);
     views.push_back(views[1]);
     views.push_back(views[5]);
-    const PodGpuRequest pod = Pod().Fraction(250);
+    const CycleState pod(Pod().Fraction(250));
     EXPECT_EQ(memo.Score(pod, views, nullptr), profile->Score(pod, views, nullptr)) << "cold";
     EXPECT_EQ(memo.Score(pod, views, nullptr), profile->Score(pod, views, nullptr)) << "warm";
   }
@@ -476,7 +470,7 @@ TEST(ScoreMemoTest, DistinctRequestsKeepTheirOwnAnswers) {
   ClusterModel model;
   Fill(model, 8);
   model.UpsertPod(Holding("big", "node-1", 0, 800));
-  const std::vector<NodeView> views = Views(*model.Publish());
+  const std::vector<const NodeView*> views = Views(*model.Publish());
   PodGpuRequest salted = Pod().Fraction(250);
   salted.salt = 3;
   const std::vector<PodGpuRequest> requests = {Pod().Fraction(250), Pod().Fraction(500), Pod(), salted};
@@ -487,11 +481,11 @@ TEST(ScoreMemoTest, DistinctRequestsKeepTheirOwnAnswers) {
   };
   for (const Case& c : std::vector<Case>{{"all kept", 8, 0}, {"fewer kept than asked: evicted in turn", 2, 8}}) {
     const ScoreMemo memo(profile, c.max_requests);
-    for (const PodGpuRequest& r : requests) (void)memo.Score(r, views, nullptr);
+    for (const PodGpuRequest& r : requests) (void)memo.Score(CycleState(r), views, nullptr);
     for (int round = 0; round < 3; ++round) {
       for (const PodGpuRequest& r : requests) {
         const uint64_t before = memo.counters().nodes_computed;
-        EXPECT_EQ(memo.Score(r, views, nullptr), profile->Score(r, views, nullptr)) << c.name;
+        EXPECT_EQ(memo.Score(CycleState(r), views, nullptr), profile->Score(CycleState(r), views, nullptr)) << c.name;
         EXPECT_EQ(memo.counters().nodes_computed - before, c.computed_per_request_after_warmup) << c.name;
       }
     }
@@ -504,13 +498,13 @@ TEST(ScoreMemoTest, OldVersionsAreSweptSoTheMemoStaysBounded) {
   const ScoreMemo memo(profile);
   ClusterModel model;
   Fill(model, 4);
-  const PodGpuRequest pod = Pod().Fraction(100);
+  const CycleState pod(Pod().Fraction(100));
   // Every round renews every node: without the sweep the memo would keep
   // 4 × 200 versions.
   size_t most = 0;
   for (int round = 0; round < 200; ++round) {
     for (int i = 0; i < 4; ++i) model.UpsertPod(Holding(absl::StrCat("p", i), NodeName(i), round % 4, 100));
-    const std::vector<NodeView> views = Views(*model.Publish());
+    const std::vector<const NodeView*> views = Views(*model.Publish());
     ASSERT_EQ(memo.Score(pod, views, nullptr), profile->Score(pod, views, nullptr));
     most = std::max(most, memo.memoized_nodes());
   }
@@ -525,8 +519,8 @@ TEST(ScoreMemoHolderTest, HandsItsPoolToTheMemosItMakes) {
   ScoreMemoHolder holder(&pool);
   ClusterModel model;
   Fill(model, 600);
-  const std::vector<NodeView> views = Views(*model.Publish());
-  const PodGpuRequest pod = Pod().Fraction(250);
+  const std::vector<const NodeView*> views = Views(*model.Publish());
+  const CycleState pod(Pod().Fraction(250));
   ScoreMemo::Counters call;
   EXPECT_EQ(holder.For(profile)->Score(pod, views, nullptr, &call), profile->Score(pod, views, nullptr));
   EXPECT_EQ(call.nodes_computed, 600u);
@@ -559,10 +553,10 @@ TEST(ScoreMemoTest, ConcurrentRequestsAnswerAsProfileScore) {
   std::vector<std::thread> readers;
   for (int t = 0; t < kReaders; ++t) {
     readers.emplace_back([&, t] {
-      const PodGpuRequest pod = t % 2 == 0 ? Pod().Fraction(250) : Pod().Fraction(500);
+      const CycleState pod(t % 2 == 0 ? Pod().Fraction(250) : Pod().Fraction(500));
       for (int i = 0; i < kRequestsEach; ++i) {
         const auto snapshot = model.Current();
-        const std::vector<NodeView> views = Views(*snapshot);
+        const std::vector<const NodeView*> views = Views(*snapshot);
         if (memo.Score(pod, views, nullptr) != profile->Score(pod, views, nullptr)) mismatches.fetch_add(1);
       }
       running.fetch_sub(1);
