@@ -10,7 +10,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "k8s/client/api_server_config.h"
 #include "scheduler/model/quantity_parse.h"
 #include "test/testing/control_plane.h"
 
@@ -25,9 +24,7 @@ class GpuCapacityTest : public ControlPlaneTest {
   void SetUp() override {
     ControlPlaneTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    absl::StatusOr<k8s::ApiServerConfig> config = k8s::LoadKubeconfig(plane().run_dir() + "/admin.kubeconfig", "");
-    ASSERT_TRUE(config.ok()) << config.status();
-    absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = k8s::ApiClient::Create(*config);
+    absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = plane().AdminClient();
     ASSERT_TRUE(client.ok()) << client.status();
     api_ = *std::move(client);
   }

@@ -12,7 +12,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "k8s/client/api_server_config.h"
 #include "test/testing/control_plane.h"
 
 namespace tessera::testing {
@@ -23,9 +22,7 @@ class LeaderLeaseTest : public ControlPlaneTest {
   void SetUp() override {
     ControlPlaneTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    absl::StatusOr<k8s::ApiServerConfig> config = k8s::LoadKubeconfig(plane().run_dir() + "/admin.kubeconfig", "");
-    ASSERT_TRUE(config.ok()) << config.status();
-    absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = k8s::ApiClient::Create(*config);
+    absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = plane().AdminClient();
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);
   }

@@ -461,6 +461,12 @@ absl::Status Expect(const absl::StatusOr<k8s::ApiResponse>& r, std::string_view 
 }
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<k8s::ApiClient>> ControlPlane::AdminClient() const {
+  absl::StatusOr<k8s::ApiServerConfig> config = k8s::LoadKubeconfig(run_dir_ + "/admin.kubeconfig");
+  if (!config.ok()) return config.status();
+  return k8s::ApiClient::Create(*std::move(config));
+}
+
 absl::Status ControlPlane::CreateNamespace(const std::string& name) {
   const json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}};
   return Expect(Call("POST", "/api/v1/namespaces", ns.dump()), "create namespace " + name, {201, 409});

@@ -159,6 +159,9 @@ class ControlPlane {
   absl::Status DeleteAllPods(const std::string& ns);
   /// Any request to the API server as admin (e.g. a MutatingWebhookConfiguration,
   /// a pod written by hand); `body` JSON unless `content_type` says otherwise.
+  /// A client of its own as admin, for tests that hand one to Tessera's own
+  /// components (the lease, the capacity publisher) or call from threads.
+  absl::StatusOr<std::unique_ptr<k8s::ApiClient>> AdminClient() const;
   absl::StatusOr<k8s::ApiResponse> Send(std::string_view method, const std::string& target,
                                         const std::string& body = "", std::string_view content_type = "") {
     return Call(method, target, body, content_type);
