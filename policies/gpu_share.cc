@@ -94,8 +94,10 @@ bool FitsNow(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice&
   if (r.whole_gpu) return fits & u.idle();
   fits &= (u.guaranteed + r.guaranteed) <= kOneGpu;
   fits &= u.limit.value() + r.limit.value() <= 10 * args.max_limit_percent;
-  fits &= (!known) | ((u.memory.value() + memory <= usable) &
-                    ((u.memory_limit.value() + memory_limit) * 100 <= memory_limit_cap));
+  // Named, so that `&` (every test weighed, no branch) reads plain values.
+  const bool memory_fits = u.memory.value() + memory <= usable;
+  const bool limit_fits = (u.memory_limit.value() + memory_limit) * 100 <= memory_limit_cap;
+  fits &= (!known) | (memory_fits & limit_fits);
   return fits;
 }
 
@@ -121,9 +123,12 @@ int32_t CountFitting(const GpuShareArgs& args, const CycleState& cycle, absl::Sp
     if (whole) {
       fits &= g.idle();
     } else {
-      fits &= (g.guaranteed().value() <= most_guaranteed_held) & (g.limit().value() <= most_limit_held);
-      fits &= (!known) | ((g.memory_held().value() + memory <= usable) &
-                          (g.memory_limit_held().value() * 100 + memory_limit_x100 <= memory_limit_cap));
+      const bool share_fits = g.guaranteed().value() <= most_guaranteed_held;
+      const bool burst_fits = g.limit().value() <= most_limit_held;
+      const bool memory_fits = g.memory_held().value() + memory <= usable;
+      const bool limit_fits = g.memory_limit_held().value() * 100 + memory_limit_x100 <= memory_limit_cap;
+      fits &= share_fits & burst_fits;
+      fits &= (!known) | (memory_fits & limit_fits);
     }
     fits &= g.healthy();
     fitting += static_cast<int32_t>(fits);
