@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "scheduler/common/flag_names.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -45,18 +46,6 @@ ABSL_FLAG(bool, print, false, "Probe once, print the annotations as JSON to stdo
 
 namespace tessera::agent {
 namespace {
-
-// --node-name as well as --node_name, like tessera-extender.
-void AcceptDashedFlagNames(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    char* a = argv[i];
-    if (std::strcmp(a, "--") == 0) break;
-    if (std::strncmp(a, "--", 2) != 0) continue;
-    for (char* c = a + 2; *c != '\0' && *c != '='; ++c) {
-      if (*c == '-') *c = '_';
-    }
-  }
-}
 
 std::string EnvOr(const char* name, std::string fallback) {
   const char* v = std::getenv(name);
@@ -152,7 +141,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   absl::SetProgramUsageMessage("Publishes a node's GPU inventory, topology and health for Tessera. See README.md.");
-  AcceptDashedFlagNames(argc, argv);
+  tessera::AcceptDashedFlagNames(argc, argv);  // --node-name as well as --node_name
   absl::ParseCommandLine(argc, argv);
   absl::StatusOr<NodeAgentOptions> options = OptionsFromFlags();
   const bool print = absl::GetFlag(FLAGS_print);

@@ -158,17 +158,6 @@ absl::StatusOr<k8s::LeaseOptions> LeaseFromFlags() {
 
 }  // namespace
 
-void AcceptDashedFlagNames(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    char* a = argv[i];
-    if (std::strcmp(a, "--") == 0) break;
-    if (std::strncmp(a, "--", 2) != 0) continue;
-    for (char* c = a + 2; *c != '\0' && *c != '='; ++c) {
-      if (*c == '-') *c = '_';
-    }
-  }
-}
-
 absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   RangeCheck check;
   const int port = absl::GetFlag(FLAGS_port);

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "extender/server/http_server.h"
+#include "scheduler/common/flag_names.h"  // AcceptDashedFlagNames, for main()
 #include "k8s/admission/pod_mutation.h"
 #include "k8s/sync/leader_lease.h"
 
@@ -54,11 +55,6 @@ struct ProgramOptions {
   /// What the webhook writes into GPU pods (schedulerName, enforcement).
   k8s::PodMutationOptions mutation;
 };
-
-/// Rewrites `--cluster-file=x` to `--cluster_file=x` in place, so flags may be
-/// spelled as Kubernetes tools spell them; abseil names them with underscores.
-/// Stops at `--`.
-void AcceptDashedFlagNames(int argc, char** argv);
 
 /// The parsed flags as options, each checked against its range.
 /// \return InvalidArgument naming the flag, its value and its range
