@@ -12,6 +12,8 @@
 #include "absl/time/time.h"
 #include "scheduler/common/config_errors.h"
 #include "config/file_util.h"
+#include "config/section_reader.h"
+#include "config/tenants_section.h"
 #include "scheduler/framework/plugin_args.h"
 #include "scheduler/common/yaml_load.h"
 #include "scheduler/common/yaml_map.h"
@@ -24,6 +26,8 @@ namespace {
 using yaml_internal::Describe;
 using yaml_internal::ParseInteger;
 using yaml_internal::YamlMap;
+using config_internal::MarkOr;
+using config_internal::SectionReader;
 
 // A policy is a few dozen nodes; the caps only have to stop what no policy is.
 constexpr yaml_internal::YamlLimits kPolicyYamlLimits{
@@ -31,15 +35,6 @@ constexpr yaml_internal::YamlLimits kPolicyYamlLimits{
 
 constexpr int64_t kMinWeight = 1;
 constexpr int64_t kMaxWeight = 100;
-
-// A field's value's position; its key's when the value is null (yaml-cpp
-// places a null at the next token, possibly lines later); the enclosing
-// map's when the field is absent.
-YAML::Mark MarkOr(const YamlMap::Field* field, const YAML::Node& parent) {
-  if (field == nullptr) return parent.Mark();
-  if (field->value.IsNull() || field->value.Mark().is_null()) return field->key_node.Mark();
-  return field->value.Mark();
-}
 
 // apiVersion and kind: required, and exactly `want`.
 void CheckConstant(YamlMap& top, const YAML::Node& root, std::string_view key, std::string_view want,
@@ -52,114 +47,6 @@ void CheckConstant(YamlMap& top, const YAML::Node& root, std::string_view key, s
                absl::StrFormat("must be \"%s\"; got %s", want, Describe(field->value)));
   }
 }
-
-// --- the telemetry section (telemetry/telemetry_settings.h) -----------
-
-// Reads one map of the telemetry section; every problem goes to `errors`
-// and the field keeps its default.
-class SectionReader {
- public:
-  // `field` must hold a map (checked here: nullopt and an error otherwise).
-  static std::optional<SectionReader> Open(const YamlMap::Field& field, const YAML::Node& parent,
-                                           std::string path, ConfigErrors& errors) {
-    if (field.value.IsNull()) return SectionReader(YAML::Node(YAML::NodeType::Map), MarkOr(&field, parent), path, errors);
-    if (!field.value.IsMap()) {
-      errors.Add(field.value.Mark(), path, absl::StrFormat("must be a map; got %s", Describe(field.value)));
-      return std::nullopt;
-    }
-    return SectionReader(field.value, field.value.Mark(), std::move(path), errors);
-  }
-
-  SectionReader(const SectionReader&) = delete;
-  SectionReader(SectionReader&&) = default;
-  ~SectionReader() { map_.ReportUnread(errors_); }
-
-  // A string; `allow_empty` lets "" switch a query off.
-  void String(std::string_view key, bool allow_empty, std::string& out) {
-    const YamlMap::Field* f = Read(key);
-    if (f == nullptr) return;
-    if (!f->value.IsScalar() || (!allow_empty && f->value.Scalar().empty())) {
-      Error(*f, key, absl::StrFormat("must be a%s string; got %s", allow_empty ? "" : " non-empty", Describe(f->value)));
-      return;
-    }
-    out = f->value.Scalar();
-  }
-
-  // A Prometheus label name.
-  void LabelName(std::string_view key, std::string& out) {
-    const YamlMap::Field* f = Read(key);
-    if (f == nullptr) return;
-    const bool valid = f->value.IsScalar() && !f->value.Scalar().empty() &&
-                       !absl::ascii_isdigit(static_cast<unsigned char>(f->value.Scalar()[0])) &&
-                       f->value.Scalar().find_first_not_of(
-                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
-    if (!valid) {
-      Error(*f, key, absl::StrFormat("must be a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*); got %s",
-                                     Describe(f->value)));
-      return;
-    }
-    out = f->value.Scalar();
-  }
-
-  // A duration such as "15s", "3m", "1m30s", "500ms", within [min, max].
-  void Duration(std::string_view key, absl::Duration min, absl::Duration max, absl::Duration& out) {
-    const YamlMap::Field* f = Read(key);
-    if (f == nullptr) return;
-    absl::Duration d;
-    if (!f->value.IsScalar() || !absl::ParseDuration(f->value.Scalar(), &d) || d < min || d > max) {
-      Error(*f, key, absl::StrFormat("must be a duration in %s..%s such as \"15s\" or \"3m\"; got %s",
-                                     absl::FormatDuration(min), absl::FormatDuration(max), Describe(f->value)));
-      return;
-    }
-    out = d;
-  }
-
-  void Bool(std::string_view key, bool& out) {
-    const YamlMap::Field* f = Read(key);
-    if (f == nullptr) return;
-    const std::string text = f->value.IsScalar() ? absl::AsciiStrToLower(f->value.Scalar()) : "";
-    if (text != "true" && text != "false") {
-      Error(*f, key, absl::StrFormat("must be true or false; got %s", Describe(f->value)));
-      return;
-    }
-    out = text == "true";
-  }
-
-  // A nested map; nullopt when absent, null-free and not a map (error recorded).
-  std::optional<SectionReader> Map(std::string_view key) {
-    const YamlMap::Field* f = Read(key);
-    if (f == nullptr) return std::nullopt;
-    return Open(*f, node_, JoinPath(map_.path(), key), errors_);
-  }
-
-  // The value's position of `key`, or the map's when absent.
-  [[nodiscard]] YAML::Mark MarkOf(std::string_view key) const { return MarkOr(map_.Peek(key), node_); }
-  void ErrorAt(std::string_view key, std::string message) {
-    errors_.Add(map_.Peek(key) != nullptr ? MarkOf(key) : mark_, JoinPath(map_.path(), key), std::move(message));
-  }
-  [[nodiscard]] bool Has(std::string_view key) const {
-    const YamlMap::Field* f = map_.Peek(key);
-    return f != nullptr && !f->value.IsNull();
-  }
-
- private:
-  SectionReader(YAML::Node node, YAML::Mark mark, std::string path, ConfigErrors& errors)
-      : node_(node), mark_(mark), map_(node, std::move(path), errors), errors_(errors) {}
-
-  // The field `key` with a non-null value (a null one takes the default).
-  const YamlMap::Field* Read(std::string_view key) {
-    const YamlMap::Field* f = map_.Read(key);
-    return f == nullptr || f->value.IsNull() ? nullptr : f;
-  }
-  void Error(const YamlMap::Field& f, std::string_view key, std::string message) {
-    errors_.Add(f.value.Mark(), JoinPath(map_.path(), key), std::move(message));
-  }
-
-  YAML::Node node_;
-  YAML::Mark mark_;
-  YamlMap map_;
-  ConfigErrors& errors_;
-};
 
 void ReadPrometheus(SectionReader& section, PrometheusSettings& p) {
   const bool has_url = section.Has("url");
@@ -227,7 +114,11 @@ class Loader {
     CheckConstant(top, root, "kind", kPolicyKind, *errors_);
     const YamlMap::Field* plugins = top.Read("plugins");
     const YamlMap::Field* telemetry = top.Read("telemetry");
+    const YamlMap::Field* tenants = top.Read("tenants");
     top.ReportUnread(*errors_);
+    if (tenants != nullptr) {
+      tenants_ = std::make_shared<const TenantSet>(config_internal::ReadTenants(*tenants, root, *errors_));
+    }
     if (telemetry != nullptr) {
       if (std::optional<SectionReader> section = SectionReader::Open(*telemetry, root, "telemetry", *errors_)) {
         telemetry_ = ReadTelemetry(*section);
@@ -271,6 +162,8 @@ class Loader {
 
   // The telemetry section, once Load() has run (nullopt when absent).
   [[nodiscard]] const std::optional<TelemetrySettings>& telemetry() const { return telemetry_; }
+  // The tenants section, once Load() has run (empty when absent).
+  [[nodiscard]] const std::shared_ptr<const TenantSet>& tenants() const { return tenants_; }
 
  private:
   // Validates one entry of `plugins` and runs its factory; nullopt when the
@@ -345,6 +238,7 @@ class Loader {
   std::shared_ptr<ConfigErrors> errors_;
   std::map<std::string, std::string> first_entry_;  // plugin name -> path of its first entry
   std::optional<TelemetrySettings> telemetry_;
+  std::shared_ptr<const TenantSet> tenants_ = std::make_shared<const TenantSet>();
 };
 
 }  // namespace
@@ -362,6 +256,7 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
   auto errors = std::make_shared<ConfigErrors>(std::string(file_name));
   std::shared_ptr<const Profile> profile;
   std::optional<TelemetrySettings> telemetry;
+  std::shared_ptr<const TenantSet> tenants;
   // Bounded: the file may be anything an operator or a ConfigMap put there,
   // and a reload must not hang the control loop (scheduler/common/yaml_load.h).
   yaml_internal::YamlDocuments parsed = yaml_internal::LoadYamlDocuments(yaml, kPolicyYamlLimits);
@@ -382,6 +277,7 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
       Loader loader(registry, errors);
       profile = loader.Load(documents[0]);
       telemetry = loader.telemetry();
+      tenants = loader.tenants();
     }
   } catch (const YAML::Exception& e) {
     errors->Add(e.mark, "", absl::StrFormat("invalid YAML: %s", e.msg));
@@ -393,7 +289,7 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
     if (status.ok()) return absl::InternalError(absl::StrFormat("%s: policy not loaded", file_name));
     return status;
   }
-  return LoadedPolicy{std::move(profile), std::move(telemetry)};
+  return LoadedPolicy{std::move(profile), std::move(telemetry), std::move(tenants)};
 }
 
 absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyFile(const std::string& path,

@@ -13,6 +13,10 @@
 //   telemetry:                        # optional: where live GPU metrics come from (load-aware plugin);
 //     ...                             #   see telemetry/telemetry_settings.h for every field
 //
+//   tenants:                          # optional: teams, their guaranteed and maximum GPUs, run-time
+//     - name: research                #   limits and priority lifetime; config/tenants_section.h
+//       ...
+//
 // Exactly one plugin must be a GPU chooser (Profile::Create checks the mix).
 // Any other key, at the top or in a plugin entry, is an error, as is a key the
 // plugin's factory did not read from `args`.
@@ -37,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/framework/registry.h"
+#include "scheduler/tenancy/tenant_set.h"
 #include "telemetry/telemetry_settings.h"
 
 namespace tessera {
@@ -51,6 +56,8 @@ inline constexpr std::string_view kPolicyKind = "SchedulingPolicy";
 struct LoadedPolicy {
   std::shared_ptr<const Profile> profile;
   std::optional<TelemetrySettings> telemetry;  ///< nullopt: no `telemetry:` section.
+  /// The `tenants:` section (config/tenants_section.h); never null, empty when absent.
+  std::shared_ptr<const TenantSet> tenants = std::make_shared<const TenantSet>();
 };
 
 /// Loads a whole policy from its text, validated like LoadPolicyText (one

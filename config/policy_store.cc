@@ -17,6 +17,7 @@ absl::StatusOr<std::unique_ptr<PolicyStore>> PolicyStore::Open(std::string path,
   absl::MutexLock current_lock(&store->current_mu_);
   store->current_ = std::move(policy->profile);
   store->telemetry_ = std::move(policy->telemetry);
+  store->tenants_ = std::move(policy->tenants);
   return store;
 }
 
@@ -28,6 +29,11 @@ std::shared_ptr<const Profile> PolicyStore::Current() const {
 std::optional<TelemetrySettings> PolicyStore::CurrentTelemetry() const {
   absl::ReaderMutexLock lock(&current_mu_);
   return telemetry_;
+}
+
+std::shared_ptr<const TenantSet> PolicyStore::CurrentTenants() const {
+  absl::ReaderMutexLock lock(&current_mu_);
+  return tenants_;
 }
 
 absl::StatusOr<LoadedPolicy> PolicyStore::LoadLocked() {
@@ -51,6 +57,7 @@ absl::Status PolicyStore::ReloadLocked() {
     absl::MutexLock lock(&current_mu_);
     current_ = std::move(policy->profile);
     telemetry_ = std::move(policy->telemetry);
+    tenants_ = std::move(policy->tenants);
   }
   if (on_reload_) on_reload_(status);
   return status;

@@ -53,6 +53,10 @@ class PolicyStore {
   /// together with the profile: a reload that fails keeps both.
   [[nodiscard]] std::optional<TelemetrySettings> CurrentTelemetry() const;
 
+  /// The file's `tenants:` in force (never null; empty: none), published
+  /// with the profile.
+  [[nodiscard]] std::shared_ptr<const TenantSet> CurrentTenants() const;
+
   /// Loads the file again: on success publishes the new profile, on failure
   /// keeps the old one. Either way calls on_reload with the outcome.
   /// \return the outcome.
@@ -100,6 +104,7 @@ class PolicyStore {
   mutable absl::Mutex current_mu_;
   std::shared_ptr<const Profile> current_ ABSL_GUARDED_BY(current_mu_);
   std::optional<TelemetrySettings> telemetry_ ABSL_GUARDED_BY(current_mu_);
+  std::shared_ptr<const TenantSet> tenants_ ABSL_GUARDED_BY(current_mu_);
 };
 
 }  // namespace tessera

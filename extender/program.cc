@@ -198,7 +198,8 @@ void Program::BuildService() {
                       .profile = [this] { return store_->Current(); },
                       .binder = binder_.get(),
                       .synced = [this] { return Synced(); },
-                      .score_pool = &score_pool_},
+                      .score_pool = &score_pool_,
+                      .tenants = [this] { return store_->CurrentTenants(); }},
       metrics_);
   router_ = std::make_unique<Router>(
       RouterOptions{.url_prefix = options_.url_prefix,

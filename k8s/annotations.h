@@ -22,6 +22,10 @@ inline constexpr std::string_view kGpuAssignment = "tessera.io/gpu-assignment";
 // unknown), comma-separated, for NVIDIA_VISIBLE_DEVICES via the downward API.
 inline constexpr std::string_view kVisibleDevices = "tessera.io/visible-devices";
 
+// Pod label: the tenant a pod belongs to (the policy file's `tenants:`); a
+// pod without it belongs to the tenant that lists its namespace.
+inline constexpr std::string_view kTenantLabel = "tessera.io/tenant";
+
 // Extended resources: GPU use as kube-scheduler, ResourceQuota and preemption
 // count it (README, "From annotation to container"). Integers, as extended
 // resources must be; requests = limits.

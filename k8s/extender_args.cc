@@ -67,6 +67,25 @@ absl::StatusOr<std::optional<std::string_view>> StringEntry(const std::optional<
   return std::optional<std::string_view>(s);
 }
 
+// spec.priority and spec.preemptionPolicy: what preemption needs of a pod.
+absl::Status DecodePodScheduling(object pod, WirePod& out) {
+  absl::StatusOr<std::optional<object>> spec = OptionalObject(pod, "spec", "Pod.spec");
+  if (!spec.ok()) return spec.status();
+  if (!*spec) return absl::OkStatus();
+  if (std::optional<element> priority = Member(**spec, "priority")) {
+    int64_t value = 0;
+    // The API server keeps priorities within int32 (PriorityClass.value).
+    if (priority->get(value) != simdjson::SUCCESS || value < INT32_MIN || value > INT32_MAX) {
+      return WrongType("Pod.spec.priority", "a 32-bit integer", *priority);
+    }
+    out.priority = static_cast<int32_t>(value);
+  }
+  absl::StatusOr<std::string_view> policy = OptionalString(**spec, "preemptionPolicy", "Pod.spec.preemptionPolicy");
+  if (!policy.ok()) return policy.status();
+  out.never_preempts = *policy == "Never";
+  return absl::OkStatus();
+}
+
 absl::StatusOr<WirePod> DecodePod(element e, std::string_view path = "ExtenderArgs.Pod") {
   object pod;
   if (e.get(pod) != simdjson::SUCCESS) return WrongType(path, "an object", e);
@@ -94,6 +113,12 @@ absl::StatusOr<WirePod> DecodePod(element e, std::string_view path = "ExtenderAr
       out.annotations.emplace(std::string(key), std::string(v));
     }
   }
+  absl::StatusOr<std::optional<object>> labels = OptionalObject(**meta, "labels", "Pod.metadata.labels");
+  if (!labels.ok()) return labels.status();
+  absl::StatusOr<std::optional<std::string_view>> tenant = StringEntry(*labels, kTenantLabel, "Pod.metadata.labels");
+  if (!tenant.ok()) return tenant.status();
+  out.tenant_label = tenant->value_or(std::string_view());
+  if (absl::Status st = DecodePodScheduling(pod, out); !st.ok()) return st;
   // An unreadable request is the pod's problem, not a malformed body: the
   // caller says so per node (filter) or on the pod (the watch).
   absl::StatusOr<HostRequest> host = DecodePodHostRequest(e, path);
@@ -378,6 +403,7 @@ class ExtenderArgsReader {
     pod->name = Keep(pod->name);
     pod->namespace_name = Keep(pod->namespace_name);
     pod->uid = Keep(pod->uid);
+    pod->tenant_label = Keep(pod->tenant_label);
     args_.pod = *std::move(pod);
     pod_found_ = true;
     return true;

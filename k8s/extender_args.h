@@ -36,6 +36,13 @@ struct WirePod {
   /// zero when `host_error` says why it could not be read.
   HostRequest host{};
   absl::Status host_error{};
+  /// spec.priority (the API server copies it from the PriorityClass); 0 when absent.
+  int32_t priority = 0;
+  /// spec.preemptionPolicy is "Never": the pod waits rather than evict others.
+  bool never_preempts = false;
+  /// metadata.labels["tessera.io/tenant"]; empty when absent (the tenant is
+  /// then found by namespace).
+  std::string_view tenant_label;
 };
 
 /// The parts of a v1.Node that Tessera reads, and the whole object to echo.

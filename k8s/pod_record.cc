@@ -47,6 +47,8 @@ absl::StatusOr<PodRecord> DecodePodRecord(simdjson::dom::element pod, std::strin
   out.phase = std::string(*phase);
   for (auto& [key, value] : wire->annotations) out.annotations.emplace(key, std::move(value));
   out.host = wire->host;
+  out.priority = wire->priority;
+  out.tenant_label = std::string(wire->tenant_label);
   out.host_error = std::move(wire->host_error);
   // The bind time: PodScheduled's lastTransitionTime (load-aware estimates
   // pods bound after the last utilisation sample). Best effort: absent or

@@ -17,6 +17,7 @@ declare -A allowed=(
   [scheduler/framework]="scheduler/common scheduler/model"
   [scheduler/memo]="scheduler/common scheduler/model scheduler/framework"
   [scheduler/cache]="scheduler/common scheduler/metrics scheduler/model scheduler/framework"
+  [scheduler/tenancy]="scheduler/common scheduler/model scheduler/framework scheduler/cache"
   [policies]="scheduler/common scheduler/model scheduler/framework"
   [k8s/internal]="scheduler/common scheduler/model"
   [k8s]="scheduler/common scheduler/metrics scheduler/model scheduler/cache k8s/internal"
@@ -24,18 +25,18 @@ declare -A allowed=(
   [k8s/client]="scheduler/common scheduler/metrics scheduler/model scheduler/cache k8s k8s/internal"
   [k8s/sync]="scheduler/common scheduler/metrics scheduler/model scheduler/cache k8s k8s/internal k8s/client"
   [telemetry]="scheduler/common scheduler/metrics scheduler/model scheduler/cache k8s"
-  [config]="scheduler/common scheduler/model scheduler/framework scheduler/cache k8s telemetry"
+  [config]="scheduler/common scheduler/model scheduler/framework scheduler/cache scheduler/tenancy k8s telemetry"
   [extender/server]="scheduler/common scheduler/metrics"
   [extender/service]="scheduler/common scheduler/metrics scheduler/model scheduler/framework scheduler/memo
-                      scheduler/cache k8s k8s/admission k8s/client k8s/sync telemetry config extender/server"
+                      scheduler/cache scheduler/tenancy k8s k8s/admission k8s/client k8s/sync telemetry config extender/server"
   [extender]="scheduler/common scheduler/metrics scheduler/model scheduler/framework scheduler/memo
-              scheduler/cache policies k8s k8s/admission k8s/client k8s/sync telemetry config extender/server extender/service"
+              scheduler/cache scheduler/tenancy policies k8s k8s/admission k8s/client k8s/sync telemetry config extender/server extender/service"
   # Beside the extender: the node agent publishes what k8s/ parses.
   [agent/nvml]="scheduler/common scheduler/model"
   [agent]="scheduler/common scheduler/model k8s k8s/client k8s/internal agent/nvml"
-  [sim]="scheduler/common scheduler/model scheduler/framework policies config"
+  [sim]="scheduler/common scheduler/model scheduler/framework scheduler/cache scheduler/tenancy policies config"
   # On top, beside the tests: a fuzz target may reach any decoder.
-  [fuzz]="scheduler/common scheduler/metrics scheduler/model scheduler/framework scheduler/memo scheduler/cache
+  [fuzz]="scheduler/common scheduler/metrics scheduler/model scheduler/framework scheduler/memo scheduler/cache scheduler/tenancy
           policies k8s k8s/admission k8s/internal k8s/client k8s/sync telemetry config extender/server extender/service extender"
 )
 

@@ -69,6 +69,8 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
   holding.assignment = assignment;
   holding.host = request.host;
   holding.bound_at = absl::Now();  // load-aware counts it until a newer utilisation sample
+  holding.priority = pod.priority;
+  holding.tenant_label = pod.tenant_label;
   // The model checks capacity itself: a policy whose GPU choice ignores what
   // pods hold is refused here rather than over-committing a GPU.
   if (absl::Status reserved = model_.Reserve(std::move(holding), absl::Now() + options_.reservation_ttl);
@@ -91,6 +93,8 @@ bool Binder::ReserveHost(const PodRecord& pod, std::string_view node) {
   holding.assignment.node = std::string(node);
   holding.host = pod.host;
   holding.bound_at = absl::Now();
+  holding.priority = pod.priority;
+  holding.tenant_label = pod.tenant_label;
   // Holds no GPU, so the model's capacity guard has nothing to refuse.
   (void)model_.Reserve(std::move(holding), absl::Now() + options_.reservation_ttl);  // replaces one on another node
   model_.Publish();

@@ -2,11 +2,15 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "k8s/extender_args.h"
 #include "k8s/extender_results.h"
 #include "k8s/pod_gpu_request.h"
 #include "scheduler/model/absl_compat.h"
+#include "scheduler/tenancy/tenant_ledger.h"
+#include "scheduler/tenancy/victim_choice.h"
 #include "extender/service/candidate_nodes.h"
+#include "extender/service/preempt_verb.h"
 #include "extender/service/profile_request.h"
 
 namespace tessera {
@@ -25,6 +29,10 @@ constexpr std::string_view kPrioritizedNodesHelp =
 constexpr std::string_view kMemoBypassed = "tessera_prioritize_memo_bypassed_total";
 constexpr std::string_view kMemoBypassedHelp =
     "Prioritize requests scored without the memo (a profile whose GPU choice is not memoisable, or the memo busy).";
+
+constexpr std::string_view kPreemptNodes = "tessera_preempt_nodes_total";
+constexpr std::string_view kPreemptNodesHelp =
+    "Nodes kube-scheduler proposed to the preempt verb: kept with victims that free a GPU, or dropped.";
 
 // One parser per thread that answers requests (I/O and verb threads),
 // reused: a request is decoded and answered on one thread. Its buffers grow
@@ -58,6 +66,33 @@ std::string_view NodeName(const k8s::ExtenderArgs& args, size_t i) {
   return args.nodes ? (*args.nodes)[i].name : (*args.node_names)[i];
 }
 
+// The tenant quota's say on the pod, decided once for the whole request
+// (quotas are cluster-wide): nullopt when it is admitted or there are no
+// tenants; else the verdict every node gets.
+std::optional<FilterVerdict> QuotaRefusal(const TenantSet* tenants, const k8s::WirePod& pod, const CycleState& cycle,
+                                          const ClusterSnapshot& snapshot) {
+  if (tenants == nullptr || tenants->empty() || !cycle.wants_gpus()) return std::nullopt;
+  const std::optional<TenantIndex> tenant = tenants->TenantOf(pod.namespace_name, pod.tenant_label);
+  const QuotaVerdict verdict = TenantLedger(*tenants, snapshot).Admit(tenant, TotalsOfRequest(cycle));
+  switch (verdict.code) {
+    case QuotaVerdict::Code::kAdmit: return std::nullopt;
+    case QuotaVerdict::Code::kOverMax: return FilterVerdict::Never("tenant_over_max", verdict.message);
+    case QuotaVerdict::Code::kNoIdleToBorrow: return FilterVerdict::NotNow("tenant_no_idle_to_borrow", verdict.message);
+  }
+  return std::nullopt;
+}
+
+// A `tessera.io/tenant` label that names no tenant: a typo must not place
+// the pod outside every quota.
+std::optional<std::string> UnknownTenant(const TenantSet* tenants, const k8s::WirePod& pod) {
+  if (tenants == nullptr || tenants->empty() || pod.tenant_label.empty()) return std::nullopt;
+  if (tenants->Find(pod.tenant_label).has_value()) return std::nullopt;
+  std::vector<std::string> names;
+  for (const TenantSpec& t : tenants->tenants()) names.push_back(t.name);
+  return absl::StrCat("pod's label tessera.io/tenant=\"", Absl(pod.tenant_label),
+                      "\" names no tenant of the policy in force (tenants: ", absl::StrJoin(names, ", "), ")");
+}
+
 }  // namespace
 
 ExtenderService::ExtenderService(ExtenderSources sources, MetricsRegistry& metrics)
@@ -66,6 +101,10 @@ ExtenderService::ExtenderService(ExtenderSources sources, MetricsRegistry& metri
       nodes_computed_(metrics.Counter(kPrioritizedNodes, kPrioritizedNodesHelp, {{"answer", "computed"}})),
       nodes_from_memo_(metrics.Counter(kPrioritizedNodes, kPrioritizedNodesHelp, {{"answer", "memo"}})),
       memo_bypassed_(metrics.Counter(kMemoBypassed, kMemoBypassedHelp)),
+      preempt_nodes_kept_(metrics.Counter(kPreemptNodes, kPreemptNodesHelp, {{"answer", "kept"}})),
+      preempt_nodes_dropped_(metrics.Counter(kPreemptNodes, kPreemptNodesHelp, {{"answer", "dropped"}})),
+      preempt_victims_(metrics.Counter("tessera_preempt_victims_total",
+                                       "Pods the preempt verb named as victims, over all nodes it kept.")),
       score_memo_(sources_.score_pool) {}
 
 absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const {
@@ -102,7 +141,15 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
     const CandidateNodes candidates(*args, *snapshot);
     const CycleState cycle(ProfileRequest(*request, args->pod.host));
     const bool wants_gpus = cycle.wants_gpus();
-    for (size_t i = 0; i < n; ++i) {
+    const std::shared_ptr<const TenantSet> tenants = sources_.tenants ? sources_.tenants() : nullptr;
+    const std::optional<std::string> unknown_tenant = UnknownTenant(tenants.get(), args->pod);
+    const std::optional<FilterVerdict> refused =
+        unknown_tenant ? std::nullopt : QuotaRefusal(tenants.get(), args->pod, cycle, *snapshot);
+    if (unknown_tenant) {
+      result.error = *unknown_tenant;
+      rejections["unknown_tenant"] += static_cast<int64_t>(n);
+    }
+    for (size_t i = 0; i < n && !unknown_tenant; ++i) {
       if (i + kPrefetchDistance < n) PrefetchNode(candidates.view(i + kPrefetchDistance));
       const NodeView& view = candidates.view(i);
       if (!candidates.known(i) && !wants_gpus) {
@@ -116,7 +163,7 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
         ++rejections["unknown_node"];
         continue;
       }
-      FilterVerdict verdict = profile->Filter(cycle, view);
+      FilterVerdict verdict = refused ? *refused : profile->Filter(cycle, view);
       switch (verdict.code) {
         case FilterCode::kSuccess:
           result.passed.push_back(static_cast<uint32_t>(i));
@@ -196,12 +243,26 @@ ExtenderService::BindRest ExtenderService::StartBind(std::string_view body, absl
   };
 }
 
-absl::Status ExtenderService::Preempt(std::string_view body) const {
+absl::StatusOr<std::string> ExtenderService::Preempt(std::string_view body) const {
   const ThreadParserLease lease;
   absl::StatusOr<k8s::ExtenderPreemptionArgs> args = k8s::DecodePreemptionArgs(body, ThreadParser());
   if (!args.ok()) return args.status();
-  return absl::UnimplementedError(
-      "preempt is not implemented in this version of Tessera; leave preemptVerb unset");
+  absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(args->pod.annotations);
+  if (!request.ok() || (sources_.synced && !sources_.synced())) {
+    // A pod filter refused for its request, or a model still filling: no
+    // node is accepted (the result has no Error field; an empty map is "none").
+    return std::string("{\"NodeNameToMetaVictims\":{}}");
+  }
+  const std::shared_ptr<const TenantSet> tenants = sources_.tenants ? sources_.tenants() : nullptr;
+  static const TenantSet kNoTenants;
+  PreemptOutcome outcome;
+  std::string answer = AnswerPreemption(*args, ProfileRequest(*request, args->pod.host), *sources_.snapshot(),
+                                        *sources_.profile(), tenants != nullptr ? *tenants : kNoTenants,
+                                        sources_.clock->Now(), &outcome);
+  preempt_nodes_kept_.Inc(static_cast<double>(outcome.nodes_kept));
+  preempt_nodes_dropped_.Inc(static_cast<double>(outcome.nodes_proposed - outcome.nodes_kept));
+  preempt_victims_.Inc(static_cast<double>(outcome.victims));
+  return answer;
 }
 
 }  // namespace tessera

@@ -11,9 +11,11 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "scheduler/cache/cluster_snapshot.h"
+#include "scheduler/common/clock.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/memo/score_memo.h"
 #include "scheduler/metrics/metrics.h"
+#include "scheduler/tenancy/tenant_set.h"
 #include "extender/service/binder.h"
 
 namespace tessera {
@@ -35,6 +37,11 @@ struct ExtenderSources {
   /// seen (a new pod shape, a policy reload); not owned, must outlive the
   /// service. Null: prioritize runs on the request's thread alone.
   WorkerPool* score_pool = nullptr;
+  /// The tenants in force (scheduler/tenancy/tenant_set.h); null or empty:
+  /// no quotas, and preemption weighs priorities alone.
+  std::function<std::shared_ptr<const TenantSet>()> tenants = {};
+  /// What preemption reads as now (run time lost, expired priorities).
+  const Clock* clock = &Clock::Real();
 };
 
 class ExtenderService {
@@ -71,9 +78,14 @@ class ExtenderService {
   /// as Bind() does. Destroyed unrun, the rest releases the reservation.
   BindRest StartBind(std::string_view body, absl::Time deadline = absl::InfiniteFuture()) const;
 
-  /// `POST /preempt` is not served by this version: the body is validated
-  /// (InvalidArgument, HTTP 400, if malformed), then Unimplemented (HTTP 501).
-  absl::Status Preempt(std::string_view body) const;
+  /// `POST /preempt`: ExtenderPreemptionArgs (either victims form) ->
+  /// ExtenderPreemptionResult JSON (`NodeNameToMetaVictims`). For each node
+  /// kube-scheduler proposes, the victims that make the pod fit on some GPU
+  /// there (scheduler/tenancy/victim_choice.h), which may differ from
+  /// kube-scheduler's; a node where none do is left out. A pod without a
+  /// GPU request keeps kube-scheduler's victims.
+  /// \return InvalidArgument for a malformed body (HTTP 400).
+  absl::StatusOr<std::string> Preempt(std::string_view body) const;
 
  private:
   ExtenderSources sources_;
@@ -83,6 +95,9 @@ class ExtenderService {
   Counter& nodes_computed_;
   Counter& nodes_from_memo_;
   Counter& memo_bypassed_;
+  Counter& preempt_nodes_kept_;
+  Counter& preempt_nodes_dropped_;
+  Counter& preempt_victims_;
   // Prioritize's per-node answers of the profile in force, kept between
   // requests; a cache, so the verbs stay logically const.
   mutable ScoreMemoHolder score_memo_;

@@ -153,10 +153,9 @@ HttpResponse Router::Dispatch(const HttpRequest& request, std::string_view verb,
   }
   if (verb == "bind") return BindAnswer(request, service_.Bind(request.body(), deadline));
   if (verb == "preempt") {
-    const absl::Status st = service_.Preempt(request.body());
-    const http::status code =
-        absl::IsUnimplemented(st) ? http::status::not_implemented : http::status::bad_request;
-    return JsonError(request, code, Std(st.message()));
+    absl::StatusOr<std::string> body = service_.Preempt(request.body());
+    if (!body.ok()) return JsonError(request, http::status::bad_request, Std(body.status().message()));
+    return Respond(request, http::status::ok, std::move(*body));
   }
   if (verb == "healthz") return Respond(request, http::status::ok, "{\"status\":\"ok\"}");
   if (verb == "readyz") {

@@ -32,7 +32,7 @@ struct RouterOptions {
 /// Routes:
 ///   POST /filter, /prioritize            the extender verbs (also under url_prefix)
 ///   POST /bind                           binds the pod (API-server mode; 501 with a cluster file)
-///   POST /preempt                        501: Tessera does not answer preemption yet
+///   POST /preempt                        ExtenderPreemptionResult: victims that free a GPU
 ///   GET  /healthz, /readyz, /metrics     liveness, readiness, Prometheus text
 /// Anything else: 404 (unknown path) or 405 (known path, wrong method), each
 /// with a JSON body `{"Error": "<reason>"}`, as are 400s for malformed requests.

@@ -52,6 +52,8 @@ void PodSink::CountHostOnly(const PodRecord& pod) {
   holding.pod_key = absl::StrCat(pod.namespace_name, "/", pod.name);
   holding.assignment.node = pod.node_name;
   holding.host = pod.host;
+  holding.priority = pod.priority;
+  holding.tenant_label = pod.tenant_label;
   model_.UpsertPod(std::move(holding));
 }
 
@@ -137,6 +139,8 @@ void PodSink::UpsertAnnotatedPod(PodRecord pod, bool host_problem) {
   holding.assignment = std::move(*assignment);
   holding.host = pod.host;
   holding.bound_at = pod.scheduled_at;
+  holding.priority = pod.priority;
+  holding.tenant_label = pod.tenant_label;
   // A bind Tessera made itself knows its time better than the condition
   // (same second at best): keep the reservation's.
   if (std::optional<PodHolding> reserved = model_.FindReservation(uid)) holding.bound_at = reserved->bound_at;

@@ -361,6 +361,44 @@ void AddHoldings(const std::vector<const PodHolding*>& holders, bool known, Node
   }
 }
 
+// Σ per consumer of what the node's pods hold.
+std::vector<std::pair<ConsumerKey, GpuTotals>> ConsumersOf(const std::vector<PodHolding>& pods) {
+  std::vector<std::pair<ConsumerKey, GpuTotals>> out;
+  for (const PodHolding& pod : pods) {
+    if (pod.assignment.gpus.empty()) continue;
+    ConsumerKey key = pod.consumer();
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& c) { return c.first == key; });
+    if (it == out.end()) it = out.insert(out.end(), {std::move(key), GpuTotals{}});
+    it->second.Add(TotalsOf(pod.assignment));
+  }
+  return out;
+}
+
+// What a node's healthy GPUs offer.
+GpuTotals HealthyCapacityOf(const NodeState& s) {
+  GpuTotals t;
+  for (const GpuDevice& g : s.inventory.gpus) {
+    if (!g.healthy) continue;
+    t.milli += kOneGpu;
+    t.memory += g.memory;
+    ++t.gpus;
+  }
+  return t;
+}
+
+// Adds (sign +1) or takes away (-1) a node's consumers from `usage`.
+void ApplyConsumers(const NodeState& s, int sign, ConsumerUsage& usage) {
+  for (const auto& [key, totals] : s.consumers) {
+    GpuTotals& t = usage[key];
+    if (sign > 0) {
+      t.Add(totals);
+    } else {
+      t.Subtract(totals);
+      if (t.empty()) usage.erase(key);
+    }
+  }
+}
+
 // The shares of the pods whose bind time is known, newest first.
 std::vector<GpuBinding> BindingsOf(const std::vector<const PodHolding*>& holders) {
   std::vector<GpuBinding> bindings;
@@ -405,6 +443,7 @@ std::shared_ptr<const NodeState> ClusterModel::Build(const std::string& name, co
   const std::vector<const PodHolding*> holders = HoldersOf(e.pods, e.reserved);
   AddHoldings(holders, e.known, *s);
   s->bindings = BindingsOf(holders);
+  s->consumers = ConsumersOf(s->pods);
   s->gpu_states = JoinGpuStates(s->inventory.gpus, s->usage);
   ReportOvercommitment(*s);
   return s;
@@ -476,6 +515,8 @@ void ClusterModel::RebuildChangedNodes(ClusterSnapshot& next, const ClusterSnaps
   next.index_ = prev.index_;
   next.gpu_count_ = prev.gpu_count_;
   next.inventory_errors_ = prev.inventory_errors_;
+  next.capacity_ = prev.capacity_;
+  std::shared_ptr<ConsumerUsage> consumers;  // copied at the first node whose pods hold GPUs
   for (const std::string& name : dirty_) {
     auto entry = nodes_.find(name);
     auto at = prev.index_->find(name);
@@ -487,16 +528,25 @@ void ClusterModel::RebuildChangedNodes(ClusterSnapshot& next, const ClusterSnaps
     std::shared_ptr<const NodeState> state = Build(name, entry->second);
     next.gpu_count_ += state->inventory.gpus.size();
     if (!state->inventory_error.ok()) ++next.inventory_errors_;
+    next.capacity_.Subtract(HealthyCapacityOf(old));
+    next.capacity_.Add(HealthyCapacityOf(*state));
+    if (!old.consumers.empty() || !state->consumers.empty()) {
+      if (consumers == nullptr) consumers = std::make_shared<ConsumerUsage>(*prev.consumers_);
+      ApplyConsumers(old, -1, *consumers);
+      ApplyConsumers(*state, +1, *consumers);
+    }
     next.views_[i] = ViewOf(*state);
     changed_blocks[i / ClusterSnapshot::kNodesPerGpuStateBlock] = true;
     next.nodes_[i] = std::move(state);
   }
+  next.consumers_ = consumers != nullptr ? std::move(consumers) : prev.consumers_;
   for (size_t block = 0; block < changed_blocks.size(); ++block) {
     if (changed_blocks[block]) LayOutGpuStateBlock(next, block, &prev);
   }
 }
 
 void ClusterModel::RebuildNodeSet(ClusterSnapshot& next, const ClusterSnapshot& prev) {
+  auto consumers = std::make_shared<ConsumerUsage>();
   next.nodes_.reserve(nodes_.size());
   next.views_.reserve(nodes_.size());
   for (const auto& [name, entry] : nodes_) {
@@ -507,6 +557,8 @@ void ClusterModel::RebuildNodeSet(ClusterSnapshot& next, const ClusterSnapshot& 
     if (state == nullptr) state = Build(name, entry);
     next.gpu_count_ += state->inventory.gpus.size();
     if (!state->inventory_error.ok()) ++next.inventory_errors_;
+    next.capacity_.Add(HealthyCapacityOf(*state));
+    ApplyConsumers(*state, +1, *consumers);
     next.views_.push_back(ViewOf(*state));
     next.nodes_.push_back(std::move(state));
   }
@@ -514,6 +566,7 @@ void ClusterModel::RebuildNodeSet(ClusterSnapshot& next, const ClusterSnapshot& 
   index->reserve(next.nodes_.size());
   for (NodeIndex i = 0; i < next.nodes_.size(); ++i) index->emplace(next.nodes_[i]->name, i);
   next.index_ = std::move(index);
+  next.consumers_ = std::move(consumers);
   const size_t blocks = (next.nodes_.size() + ClusterSnapshot::kNodesPerGpuStateBlock - 1) /
                         ClusterSnapshot::kNodesPerGpuStateBlock;
   for (size_t block = 0; block < blocks; ++block) LayOutGpuStateBlock(next, block, nullptr);

@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "scheduler/cache/consumer_usage.h"
 #include "scheduler/framework/node_view.h"
 #include "scheduler/model/gpu.h"
 
@@ -41,6 +42,17 @@ struct PodHolding {
   /// load-aware plugin estimate the load of pods that live GPU metrics
   /// sampled before the bind cannot show yet.
   absl::Time bound_at = absl::InfinitePast();
+  /// spec.priority: preemption evicts lower priorities first.
+  int32_t priority = 0;
+  /// The pod's `tessera.io/tenant` label; empty when it has none.
+  std::string tenant_label = {};
+
+  /// The namespace, from `pod_key`.
+  [[nodiscard]] std::string_view namespace_name() const {
+    const std::string_view key = pod_key;
+    return key.substr(0, key.find('/') == std::string_view::npos ? 0 : key.find('/'));
+  }
+  [[nodiscard]] ConsumerKey consumer() const { return ConsumerKey{std::string(namespace_name()), tenant_label}; }
   bool operator==(const PodHolding&) const = default;
 };
 
@@ -61,6 +73,8 @@ struct NodeState {
   /// pod bound here (GPU or not) and of binds in flight to it. nullopt when
   /// the allocatable is unknown (NodeView::host is then null).
   std::optional<HostResources> host;
+  /// What the pods above hold, per consumer (ClusterSnapshot::consumers sums them).
+  std::vector<std::pair<ConsumerKey, GpuTotals>> consumers;
   /// Unique over the process, stamped when the model builds this state; a
   /// node that did not change keeps its state, and so its version, across
   /// publishes (NodeView::version, what ScoreMemo keys on).
@@ -79,6 +93,11 @@ class ClusterSnapshot {
   [[nodiscard]] size_t gpu_count() const { return gpu_count_; }
   /// Nodes whose inventory is unparsable.
   [[nodiscard]] size_t nodes_with_inventory_errors() const { return inventory_errors_; }
+  /// What each consumer's pods hold (binds in flight included), over all nodes.
+  [[nodiscard]] const ConsumerUsage& consumers() const { return *consumers_; }
+  /// The GPUs of every node's inventory that are healthy: 1000 milli each,
+  /// their memory, their count.
+  [[nodiscard]] const GpuTotals& healthy_capacity() const { return capacity_; }
   /// Increases with every publish.
   [[nodiscard]] uint64_t generation() const { return generation_; }
 
@@ -109,6 +128,8 @@ class ClusterSnapshot {
   std::shared_ptr<const absl::flat_hash_map<std::string, NodeIndex>> index_;
   size_t gpu_count_ = 0;
   size_t inventory_errors_ = 0;
+  std::shared_ptr<const ConsumerUsage> consumers_ = std::make_shared<const ConsumerUsage>();
+  GpuTotals capacity_;
   uint64_t generation_ = 0;
 };
 

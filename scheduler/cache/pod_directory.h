@@ -29,6 +29,8 @@ struct PodRecord {
   /// `host_error` says why it could not be read.
   HostRequest host{};
   absl::Status host_error{};
+  int32_t priority = 0;       ///< spec.priority
+  std::string tenant_label{};  ///< metadata.labels["tessera.io/tenant"]; empty when absent.
 
   bool operator==(const PodRecord&) const = default;
 };

@@ -112,8 +112,10 @@ TEST_F(ExtenderServerTest, BadInputGetsAJsonReasonAndTheServerKeepsServing) {
        R"({"PodName":"p","PodNamespace":"ml","PodUID":"u","Node":"a100-1"})", 501, "bind needs the API server"},
       {"a malformed bind is still a 400", verb::post, "/bind", R"({"PodName":"p"})", 400,
        "ExtenderBindingArgs.PodNamespace is missing"},
-      {"preempt is not served yet", verb::post, "/preempt",
-       testing::ReadFile(testing::FixturePath("preempt-request.json")), 501, "preempt is not implemented"},
+      {"a preempt without a Pod is a 400", verb::post, "/preempt", R"({"NodeNameToMetaVictims":{}})", 400,
+       "ExtenderPreemptionArgs.Pod is missing"},
+      {"a preempt whose victims are not a map is a 400", verb::post, "/preempt",
+       R"({"Pod":{"metadata":{"name":"p"}},"NodeNameToMetaVictims":[1]})", 400, "NodeNameToMetaVictims"},
   };
   for (const BadInputCase& c : cases) {
     SCOPED_TRACE(c.name);
