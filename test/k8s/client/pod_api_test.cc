@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <functional>
+#include <ostream>
 
 #include "absl/time/clock.h"
 #include "test/testing/fake_api_server.h"
@@ -73,6 +74,8 @@ struct EvictCase {
   std::string want_message;  // a part of the error's message
   bool pod_stays;
 };
+
+void PrintTo(const EvictCase& c, std::ostream* os) { *os << c.name; }
 
 class KubePodApiEvict : public KubePodApiTest, public ::testing::WithParamInterface<EvictCase> {};
 
