@@ -170,6 +170,8 @@ class InstantPodApi final : public k8s::PodApi {
   absl::Status Bind(const k8s::PodRef&, std::string_view, const Annotations&, absl::Time) override {
     return absl::OkStatus();
   }
+  absl::Status Evict(const k8s::PodRef&, absl::Time) override { return absl::OkStatus(); }
+  absl::Status Nominate(const k8s::PodRef&, std::string_view, absl::Time) override { return absl::OkStatus(); }
 };
 
 void BM_BindExcludingApiServer(benchmark::State& state) {

@@ -111,8 +111,9 @@ std::string ExpiredMessage(int64_t requested, int64_t oldest) {
   return absl::StrCat("too old resource version: ", requested, " (", oldest, ")");
 }
 
-std::string Rfc3339Now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+// Now, or `later` from now, as Kubernetes writes times (to the second).
+std::string Rfc3339Now(std::chrono::seconds later = std::chrono::seconds(0)) {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() + later);
   std::tm tm{};
   gmtime_r(&now, &tm);
   char buf[32];
@@ -214,10 +215,10 @@ std::string QueryParam(const RecordedRequest& req, const std::string& name) {
 
 // What a path names.
 struct Route {
-  enum Kind { kUnknown, kList, kGet, kBinding, kBindings } kind = kUnknown;
+  enum Kind { kUnknown, kList, kGet, kBinding, kBindings, kEviction, kPodStatus } kind = kUnknown;
   FakeResource resource = FakeResource::kPods;
   std::string ns;    // "" for nodes and for all-namespace pod lists
-  std::string name;  // kGet, kBinding
+  std::string name;  // kGet, kBinding, kEviction, kPodStatus
 };
 
 Route ParseRoute(std::string_view path) {
@@ -238,6 +239,8 @@ Route ParseRoute(std::string_view path) {
       if (seg.size() == 5) r.kind = Route::kList;
       if (seg.size() == 6) r.kind = Route::kGet;
       if (seg.size() == 7 && seg[6] == "binding") r.kind = Route::kBinding;
+      if (seg.size() == 7 && seg[6] == "eviction") r.kind = Route::kEviction;
+      if (seg.size() == 7 && seg[6] == "status") r.kind = Route::kPodStatus;
       if (seg.size() >= 6) r.name = std::string(seg[5]);
     }
   }
@@ -925,6 +928,13 @@ struct FakeApiServer::Impl {
         case Route::kBindings:
           if (rec.method == "POST") return Bind(rec, route);
           break;
+        case Route::kEviction:
+          if (rec.method == "POST") return Evict(rec, route);
+          break;
+        case Route::kPodStatus:
+          if (rec.method == "GET") return Get(route);
+          if (rec.method == "PATCH") return Patch(rec, route, /*status_only=*/true);
+          break;
         case Route::kUnknown:
           return StatusResponse(404, "the server could not find the requested resource");
       }
@@ -998,7 +1008,9 @@ struct FakeApiServer::Impl {
     return JsonResponse(200, it->second);
   }
 
-  Response Patch(const RecordedRequest& rec, const Route& route) {
+  // `status_only`: the pod's status subresource, where the API server keeps
+  // the stored spec whatever the patch says (podStatusStrategy).
+  Response Patch(const RecordedRequest& rec, const Route& route, bool status_only = false) {
     auto ct = rec.headers.find("content-type");
     const std::string content_type =
         ct == rec.headers.end() ? ""
@@ -1026,10 +1038,11 @@ struct FakeApiServer::Impl {
         const json& meta = patch["metadata"];
         const std::string stored_uid = StringAt(stored, {"metadata", "uid"});
         if (meta.contains("uid") && meta["uid"] != stored_uid) {
-          return StatusResponse(
-              409, absl::StrCat("Precondition failed: UID in precondition: ",
-                                meta["uid"].is_string() ? meta["uid"].get<std::string>() : meta["uid"].dump(),
-                                ", UID in object meta: ", stored_uid));
+          // kube-apiserver v1.26 validates the patched object, whose uid
+          // differs: 422, not a 409 precondition failure
+          // (test/control_plane/eviction_test.cc).
+          const std::string uid = meta["uid"].is_string() ? meta["uid"].get<std::string>() : meta["uid"].dump();
+          return UidImmutable(route.resource, route.name, uid);
         }
         if (meta.contains("resourceVersion") && meta["resourceVersion"] != stored["metadata"]["resourceVersion"]) {
           return StatusResponse(409, ConflictMessage(route.name));
@@ -1045,10 +1058,24 @@ struct FakeApiServer::Impl {
       } else {
         patched.merge_patch(patch);
       }
+      if (status_only) patched["spec"] = stored.value("spec", json::object());
       updated = ReplaceLocked(route.resource, stored, std::move(patched));
     }
     NotifyWatchers();
     return JsonResponse(200, updated);
+  }
+
+  // The 422 Invalid the real server answers for a patch whose metadata.uid is
+  // not the stored object's.
+  static Response UidImmutable(FakeResource resource, const std::string& name, const std::string& uid) {
+    const std::string invalid = absl::StrCat("Invalid value: \"", uid, "\": field is immutable");
+    json status = StatusObject(422, absl::StrCat(KindOf(resource), " \"", name, "\" is invalid: metadata.uid: ", invalid));
+    status["details"] = {{"name", name},
+                         {"kind", KindOf(resource)},
+                         {"causes", json::array({{{"reason", "FieldValueInvalid"},
+                                                  {"message", invalid},
+                                                  {"field", "metadata.uid"}}})}};
+    return JsonResponse(422, status);
   }
 
   static std::string ConflictMessage(const std::string& name) {
@@ -1114,6 +1141,87 @@ struct FakeApiServer::Impl {
     return JsonResponse(201, success);
   }
 
+  // POST pods/{name}/eviction, as kube-apiserver v1.26 answers it
+  // (pkg/registry/core/pod/storage/eviction.go; test/control_plane/eviction_test.cc).
+  Response Evict(const RecordedRequest& rec, const Route& route) {
+    const json eviction = json::parse(rec.body, nullptr, false);
+    if (!eviction.is_object()) return StatusResponse(400, "the request body is not an Eviction object");
+    if (StringAt(eviction, {"metadata", "name"}) != route.name) {
+      return StatusResponse(400, "name in URL does not match name in Eviction object");
+    }
+    {
+      std::lock_guard lock(mu);
+      auto it = pods.find(PodKey(route.ns, route.name));
+      if (it == pods.end()) return NotFound(FakeResource::kPods, route.name);
+      // A budget guards only a running pod that is not being deleted already.
+      const std::string phase = StringAt(it->second, {"status", "phase"});
+      const bool deleting = it->second["metadata"].contains("deletionTimestamp");
+      if (auto budget = eviction_budgets.find(it->first);
+          budget != eviction_budgets.end() && phase == "Running" && !deleting) {
+        return DisruptionBudgetRefusal(budget->second);
+      }
+      const std::string uid = StringAt(eviction, {"deleteOptions", "preconditions", "uid"});
+      const std::string stored_uid = StringAt(it->second, {"metadata", "uid"});
+      if (!uid.empty() && uid != stored_uid) {
+        return StatusResponse(409, absl::StrCat("Operation cannot be fulfilled on Pod \"", route.name,
+                                                "\": the UID in the precondition (", uid,
+                                                ") does not match the UID in record (", stored_uid,
+                                                "). The object might have been deleted and then recreated"));
+      }
+      EvictLocked(it);
+    }
+    NotifyWatchers();
+    json success = {
+        {"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Success"}, {"code", 201}};
+    return JsonResponse(201, success);
+  }
+
+  static Response DisruptionBudgetRefusal(const std::string& budget) {
+    json status = StatusObject(429, "Cannot evict pod as it would violate the pod's disruption budget.");
+    status["details"] = {
+        {"causes", json::array({{{"reason", "DisruptionBudget"},
+                                 {"message", absl::StrCat("The disruption budget ", budget,
+                                                          " needs 1 healthy pods and has 1 currently")}}})}};
+    return JsonResponse(429, status);
+  }
+
+  // The writes an accepted eviction makes, each its own event: the
+  // DisruptionTarget condition, then the deletion. A pod that is bound and not
+  // finished, with a grace period (30 s unless its spec says), is only marked
+  // (deletionTimestamp) and stays until its kubelet would delete it
+  // (DeletePod()); any other pod goes at once. Callers hold mu.
+  void EvictLocked(std::map<std::string, json>::iterator it) {
+    json object = it->second;
+    json& conditions = object["status"]["conditions"];
+    if (!conditions.is_array()) conditions = json::array();
+    const bool marked = std::any_of(conditions.begin(), conditions.end(), [](const json& c) {
+      return c.is_object() && c.value("type", "") == "DisruptionTarget";
+    });
+    if (!marked) {
+      conditions.push_back({{"type", "DisruptionTarget"},
+                            {"status", "True"},
+                            {"reason", "EvictionByEvictionAPI"},
+                            {"message", "Eviction API: evicting"},
+                            {"lastTransitionTime", Rfc3339Now()}});
+      ReplaceLocked(FakeResource::kPods, it->second, std::move(object));
+    }
+    // Evicting a pod already being deleted changes nothing more.
+    if (it->second["metadata"].contains("deletionTimestamp")) return;
+    const std::string phase = StringAt(it->second, {"status", "phase"});
+    const json& grace_field = it->second["spec"]["terminationGracePeriodSeconds"];
+    int64_t grace = grace_field.is_number_integer() ? grace_field.get<int64_t>() : 30;
+    if (StringAt(it->second, {"spec", "nodeName"}).empty() || phase == "Succeeded" || phase == "Failed") grace = 0;
+    object = it->second;
+    object["metadata"]["deletionTimestamp"] = Rfc3339Now(std::chrono::seconds(grace));
+    object["metadata"]["deletionGracePeriodSeconds"] = grace;
+    ReplaceLocked(FakeResource::kPods, it->second, std::move(object));
+    if (grace > 0) return;
+    json deleted = std::move(it->second);
+    pods.erase(it);
+    deleted["metadata"]["resourceVersion"] = std::to_string(++rv);
+    Emit(FakeResource::kPods, "DELETED", deleted);
+  }
+
   // --- state --------------------------------------------------------------------
 
   const FakeApiServerOptions options;
@@ -1157,6 +1265,7 @@ struct FakeApiServer::Impl {
   std::list<FailRule> fail_rules;
   std::list<DelayRule> delay_rules;
   std::list<HoldRule> hold_rules;
+  std::map<std::string, std::string> eviction_budgets;  // pod key -> the budget refusing its eviction
 };
 
 // ============================================================================
@@ -1402,6 +1511,16 @@ void FakeApiServer::ConflictNextBinding(int count) {
                                .status = 409,
                                .message = "Operation cannot be fulfilled on pods/binding: the object has been modified",
                                .remaining = count});
+}
+
+void FakeApiServer::RefuseEvictions(const std::string& ns, const std::string& name, const std::string& budget) {
+  std::lock_guard lock(impl_->mu);
+  impl_->eviction_budgets[PodKey(ns, name)] = budget;
+}
+
+void FakeApiServer::AllowEvictions(const std::string& ns, const std::string& name) {
+  std::lock_guard lock(impl_->mu);
+  impl_->eviction_budgets.erase(PodKey(ns, name));
 }
 
 void FakeApiServer::DropWatchStreamsAfter(FakeResource resource, int events) {

@@ -17,8 +17,10 @@
 //         [&allowWatchBookmarks=true][&timeoutSeconds=T]: a chunked stream of
 //         one JSON event per line {"type":...,"object":{...}}.
 //   PATCH /api/v1/namespaces/{ns}/pods/{name}   (merge, strategic-merge, json-patch)
+//   GET, PATCH /api/v1/namespaces/{ns}/pods/{name}/status   (the status subresource)
 //   PATCH /api/v1/nodes/{name}                   (the same)
 //   POST  /api/v1/namespaces/{ns}/pods/{name}/binding and /api/v1/namespaces/{ns}/bindings
+//   POST  /api/v1/namespaces/{ns}/pods/{name}/eviction   (a policy/v1 Eviction)
 // Errors are Status objects ({"kind":"Status","status":"Failure","reason":...,"code":...}).
 //
 // Semantics worth knowing when writing a client against it:
@@ -41,12 +43,29 @@
 //   that starts matching arrives as ADDED and one that stops matching as
 //   DELETED, as from the real watch cache. Unknown selectors are ignored (they
 //   are visible in the request log). labelSelector is ignored.
-// * PATCH preconditions: metadata.uid and metadata.resourceVersion in the patch
-//   body must match the stored object (409 Conflict otherwise). name, namespace
-//   and uid cannot be changed by a patch.
+// * PATCH preconditions: metadata.uid in the patch body must match the stored
+//   object's (422 Invalid "metadata.uid: ... field is immutable" otherwise, as
+//   kube-apiserver v1.26 answers a merge or strategic-merge patch), and so must
+//   metadata.resourceVersion (409 Conflict otherwise). name, namespace and uid
+//   cannot be changed by a patch. A PATCH of pods/{name}/status keeps the
+//   stored spec, whatever the patch says (so it sets status.nominatedNodeName,
+//   a null removes it).
 // * Binding: sets spec.nodeName and a PodScheduled=True condition and answers
 //   201 with a Success Status; 409 when the pod is already bound or the
 //   Binding's metadata.uid differs; 404 when the pod is missing.
+// * Eviction (what kube-apiserver v1.26 does, test/control_plane/eviction_test.cc):
+//   404 when the pod is missing; 400 when the Eviction's metadata.name is not
+//   the URL's; 429 TooManyRequests (the budget named in details.causes) when
+//   RefuseEvictions() covers the pod and it is Running and not being deleted
+//   (budgets do not guard Pending, Succeeded or Failed pods); 409 when
+//   deleteOptions.preconditions.uid differs (the real server retries that for
+//   ~10 s first on a pod that is not Running; DelayNext() stages it). Else 201
+//   with a Success Status, and the pod gets a DisruptionTarget condition
+//   (MODIFIED), then metadata.deletionTimestamp (MODIFIED), then: a pod that
+//   is unbound, finished, or whose spec.terminationGracePeriodSeconds is 0 is
+//   DELETED at once; any other stays marked, as for a kubelet to stop it
+//   (DeletePod() is that kubelet). The grace period defaults to 30 s when the
+//   spec has none, as the real server's defaulting sets it.
 //
 // Threading: every public method is thread-safe and may be called while
 // clients are connected. Methods that act on open connections (DropAllWatches,
@@ -270,6 +289,12 @@ class FakeApiServer {
   void ConflictNextPatch(int count = 1);
   /// The next `count` Bindings answer 409 Conflict without binding.
   void ConflictNextBinding(int count = 1);
+  /// Evictions of the pod answer 429 TooManyRequests naming `budget`, as when
+  /// a PodDisruptionBudget allows no disruption now, until AllowEvictions().
+  /// As with a real budget, only while the pod is Running and not being
+  /// deleted (SetPodPhase(ns, name, "Running") first); any other is evicted.
+  void RefuseEvictions(const std::string& ns, const std::string& name, const std::string& budget);
+  void AllowEvictions(const std::string& ns, const std::string& name);
   /// Every watch stream of `resource` open now closes its TCP connection
   /// (no final chunk, no TLS close_notify) after writing `events` more event
   /// lines (0: at once; bookmarks do not count, malformed lines do). Streams

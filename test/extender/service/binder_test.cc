@@ -18,6 +18,7 @@
 #include "policies/builtin_registry.h"
 #include "scheduler/model/absl_compat.h"
 #include "test/testing/fake_plugins.h"
+#include "test/testing/fake_pod_api.h"
 #include "test/testing/service_fixture.h"
 
 namespace tessera {
@@ -26,74 +27,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// The API server's pods, in memory, with the failure modes bind must survive.
-class FakePodApi final : public k8s::PodApi {
- public:
-  void Add(PodRecord pod) {
-    absl::MutexLock lock(&mu_);
-    std::string key = absl::StrCat(pod.namespace_name, "/", pod.name);
-    pods_[key] = std::move(pod);
-  }
-  std::optional<PodRecord> Pod(const std::string& key) {
-    absl::MutexLock lock(&mu_);
-    auto it = pods_.find(key);
-    if (it == pods_.end()) return std::nullopt;
-    return it->second;
-  }
-  std::vector<std::string> calls() {
-    absl::MutexLock lock(&mu_);
-    return calls_;
-  }
-  void FailBind(absl::Status s) { absl::MutexLock l(&mu_); bind_error_ = std::move(s); }
-  // The deadline of each GetPod and Bind call, in order.
-  std::vector<absl::Time> deadlines() {
-    absl::MutexLock lock(&mu_);
-    return deadlines_;
-  }
-
-  absl::StatusOr<PodRecord> GetPod(std::string_view ns, std::string_view name, absl::Time deadline) override {
-    absl::MutexLock lock(&mu_);
-    deadlines_.push_back(deadline);
-    calls_.push_back(absl::StrCat("get ", Absl(ns), "/", Absl(name)));
-    auto it = pods_.find(absl::StrCat(Absl(ns), "/", Absl(name)));
-    if (it == pods_.end()) return absl::NotFoundError("pods \"x\" not found");
-    return it->second;
-  }
-  absl::Status Annotate(const k8s::PodRef& pod,
-                        const std::vector<std::pair<std::string, std::string>>& annotations) override {
-    absl::MutexLock lock(&mu_);
-    const std::string key = absl::StrCat(pod.namespace_name, "/", pod.name);
-    calls_.push_back(absl::StrCat("annotate ", key));
-    auto it = pods_.find(key);
-    if (it == pods_.end()) return absl::NotFoundError("not found");
-    if (it->second.uid != pod.uid) return absl::FailedPreconditionError("Precondition failed: UID");
-    for (const auto& [k, v] : annotations) it->second.annotations[k] = v;
-    return absl::OkStatus();
-  }
-  absl::Status Bind(const k8s::PodRef& pod, std::string_view node, const Annotations& annotations,
-                    absl::Time deadline) override {
-    absl::MutexLock lock(&mu_);
-    deadlines_.push_back(deadline);
-    const std::string key = absl::StrCat(pod.namespace_name, "/", pod.name);
-    calls_.push_back(absl::StrCat("bind ", key, " ", Absl(node), annotations.empty() ? "" : " with annotations"));
-    if (!bind_error_.ok()) return bind_error_;
-    auto it = pods_.find(key);
-    if (it == pods_.end()) return absl::NotFoundError("not found");
-    if (it->second.uid != pod.uid) return absl::FailedPreconditionError("Precondition failed: UID");
-    if (!it->second.node_name.empty()) return absl::FailedPreconditionError("pod is already assigned to a node");
-    // As the API server: the annotations and the node in one write.
-    it->second.node_name = std::string(node);
-    for (const auto& [k, v] : annotations) it->second.annotations[k] = v;
-    return absl::OkStatus();
-  }
-
- private:
-  absl::Mutex mu_;
-  std::map<std::string, PodRecord> pods_;
-  std::vector<std::string> calls_;
-  std::vector<absl::Time> deadlines_;
-  absl::Status bind_error_;
-};
+using testing::FakePodApi;
 
 NodeInventory A100s(int n) {
   NodeInventory inv;

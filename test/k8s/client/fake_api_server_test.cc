@@ -529,8 +529,11 @@ TEST_F(FakeApiServerTest, PatchPreconditionsAndErrorsAnswerStatusObjects) {
     int status;
   };
   const std::vector<Case> cases = {
-      {"a different uid is a conflict", "/api/v1/namespaces/default/pods/p1",
-       R"({"metadata":{"uid":"someone-else","annotations":{"a":"b"}}})", "application/merge-patch+json", 409},
+      {"a different uid is invalid, as kube-apiserver answers", "/api/v1/namespaces/default/pods/p1",
+       R"({"metadata":{"uid":"someone-else","annotations":{"a":"b"}}})", "application/merge-patch+json", 422},
+      {"a different uid in a status patch is invalid too", "/api/v1/namespaces/default/pods/p1/status",
+       R"({"metadata":{"uid":"someone-else"},"status":{"nominatedNodeName":"n1"}})", "application/merge-patch+json",
+       422},
       {"a stale resourceVersion is a conflict", "/api/v1/namespaces/default/pods/p1",
        R"({"metadata":{"resourceVersion":"1","annotations":{"a":"b"}}})", "application/merge-patch+json", 409},
       {"a missing pod is not found", "/api/v1/namespaces/default/pods/nope", R"({"metadata":{}})",
@@ -579,6 +582,125 @@ TEST_F(FakeApiServerTest, BindingSetsTheNodeOnceThenConflicts) {
                 .status,
             404);
   EXPECT_EQ((*server_->Pod("default", "p1"))["spec"]["nodeName"], "n1");
+}
+
+TEST_F(FakeApiServerTest, AStatusPatchSetsAndClearsTheNominatedNodeButNeverTheSpec) {
+  const json pod = AddPod("default", "p1");
+  const std::string target = "/api/v1/namespaces/default/pods/p1/status";
+  const json nominate = {{"metadata", {{"uid", pod["metadata"]["uid"]}}},
+                         {"spec", {{"nodeName", "sneaked-in"}}},
+                         {"status", {{"nominatedNodeName", "n1"}}}};
+  TlsClient client = Client();
+  const Answer set = client.Send(http::verb::patch, target, nominate.dump(), "application/merge-patch+json");
+  ASSERT_EQ(set.status, 200) << set.body;
+  EXPECT_EQ(set.Json()["status"]["nominatedNodeName"], "n1");
+  EXPECT_FALSE(set.Json()["spec"].contains("nodeName")) << "the status subresource keeps the stored spec";
+  EXPECT_EQ(client.Get(target).Json()["status"]["nominatedNodeName"], "n1");
+
+  const json clear = {{"status", {{"nominatedNodeName", nullptr}}}};
+  ASSERT_EQ(client.Send(http::verb::patch, target, clear.dump(), "application/merge-patch+json").status, 200);
+  EXPECT_FALSE((*server_->Pod("default", "p1"))["status"].contains("nominatedNodeName"));
+  EXPECT_EQ((*server_->Pod("default", "p1"))["status"]["phase"], "Pending");
+}
+
+// --- eviction ------------------------------------------------------------------------------
+
+json Eviction(const std::string& name, const std::string& uid) {
+  json eviction = {{"apiVersion", "policy/v1"}, {"kind", "Eviction"}, {"metadata", {{"name", name}, {"namespace", "default"}}}};
+  if (!uid.empty()) eviction["deleteOptions"] = {{"preconditions", {{"uid", uid}}}};
+  return eviction;
+}
+
+class FakeApiServerEviction : public FakeApiServerTest {
+ protected:
+  // A pod bound to n1, with this grace period (none: the spec says nothing).
+  json BoundPod(const std::string& name, std::optional<int> grace) {
+    json pod = FakeApiServer::MinimalPod("default", name);
+    pod["spec"]["nodeName"] = "n1";
+    if (grace.has_value()) pod["spec"]["terminationGracePeriodSeconds"] = *grace;
+    absl::StatusOr<json> added = server_->AddPod(pod);
+    EXPECT_TRUE(added.ok()) << added.status();
+    return added.ok() ? *added : json();
+  }
+  Answer Evict(const std::string& name, const std::string& uid) {
+    return Client().Send(http::verb::post, absl::StrCat("/api/v1/namespaces/default/pods/", name, "/eviction"),
+                         Eviction(name, uid).dump(), "application/json");
+  }
+};
+
+TEST_F(FakeApiServerEviction, APodWithoutGraceIsMarkedThenDeletedAndTheWatchSeesEachWrite) {
+  const json pod = BoundPod("p1", 0);
+  auto watch = OpenWatch(absl::StrCat("/api/v1/pods?watch=1&resourceVersion=", server_->ResourceVersion()));
+  const Answer answer = Evict("p1", pod["metadata"]["uid"]);
+  ASSERT_EQ(answer.status, 201) << answer.body;
+  EXPECT_EQ(answer.Json()["status"], "Success");
+  EXPECT_FALSE(server_->Pod("default", "p1").has_value());
+  const std::vector<json> events = watch->WaitForEvents(3);
+  EXPECT_THAT(Types(events), ElementsAre("MODIFIED", "MODIFIED", "DELETED"));
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0]["object"]["status"]["conditions"].back()["type"], "DisruptionTarget");
+  EXPECT_EQ(events[1]["object"]["metadata"]["deletionGracePeriodSeconds"], 0);
+}
+
+TEST_F(FakeApiServerEviction, ABoundPodWithAGracePeriodIsOnlyMarkedForItsKubelet) {
+  for (const std::optional<int> grace : {std::optional<int>(30), std::optional<int>()}) {
+    SCOPED_TRACE(grace.has_value() ? "grace 30 s" : "no grace in the spec: 30 s");
+    const std::string name = grace.has_value() ? "explicit" : "defaulted";
+    const json pod = BoundPod(name, grace);
+    ASSERT_EQ(Evict(name, pod["metadata"]["uid"]).status, 201);
+    const std::optional<json> stored = server_->Pod("default", name);
+    ASSERT_TRUE(stored.has_value()) << "still there until a kubelet stops it";
+    EXPECT_TRUE((*stored)["metadata"].contains("deletionTimestamp"));
+    EXPECT_EQ((*stored)["metadata"]["deletionGracePeriodSeconds"], 30);
+    EXPECT_EQ(Evict(name, pod["metadata"]["uid"]).status, 201) << "evicting it again changes nothing";
+    EXPECT_EQ((*server_->Pod("default", name))["metadata"]["resourceVersion"], (*stored)["metadata"]["resourceVersion"]);
+  }
+}
+
+TEST_F(FakeApiServerEviction, RefusalsAnswerStatusObjectsAndLeaveThePod) {
+  const json pod = BoundPod("p1", 0);
+  const std::string uid = pod["metadata"]["uid"];
+  ASSERT_TRUE(server_->SetPodPhase("default", "p1", "Running").ok());
+  server_->RefuseEvictions("default", "p1", "p1-budget");
+  struct Case {
+    std::string name;
+    std::string target;
+    json body;
+    int status;
+    std::string message;
+  };
+  const std::string path = "/api/v1/namespaces/default/pods/";
+  const std::vector<Case> cases = {
+      {"a budget refuses a running pod, naming itself in the causes", path + "p1/eviction", Eviction("p1", uid), 429,
+       "disruption budget"},
+      {"a budget is checked before the uid", path + "p1/eviction", Eviction("p1", "someone-else"), 429, ""},
+      {"a missing pod is not found", path + "nope/eviction", Eviction("nope", ""), 404, "not found"},
+      {"the names must agree", path + "p1/eviction", Eviction("p2", uid), 400, "does not match"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Answer answer = Client().Send(http::verb::post, c.target, c.body.dump(), "application/json");
+    EXPECT_EQ(answer.status, c.status) << answer.body;
+    EXPECT_EQ(answer.Json()["kind"], "Status");
+    EXPECT_THAT(answer.Json()["message"].get<std::string>(), HasSubstr(c.message));
+  }
+  EXPECT_EQ(Evict("p1", uid).Json()["details"]["causes"][0]["message"],
+            "The disruption budget p1-budget needs 1 healthy pods and has 1 currently");
+
+  server_->AllowEvictions("default", "p1");
+  const Answer replaced = Evict("p1", "someone-else");
+  EXPECT_EQ(replaced.status, 409) << replaced.body;
+  EXPECT_THAT(replaced.Json()["message"].get<std::string>(), HasSubstr("does not match the UID in record"));
+  EXPECT_TRUE(server_->Pod("default", "p1").has_value());
+  EXPECT_EQ(Evict("p1", uid).status, 201);
+  EXPECT_FALSE(server_->Pod("default", "p1").has_value());
+}
+
+TEST_F(FakeApiServerEviction, ABudgetDoesNotGuardAPendingPod) {
+  const json pod = BoundPod("p1", 0);  // bound, never started: Pending
+  server_->RefuseEvictions("default", "p1", "p1-budget");
+  EXPECT_EQ(Evict("p1", pod["metadata"]["uid"]).status, 201);
+  EXPECT_FALSE(server_->Pod("default", "p1").has_value());
 }
 
 // --- authentication ---------------------------------------------------------------------

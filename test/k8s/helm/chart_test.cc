@@ -280,7 +280,8 @@ TEST(ChartRbac, TesseraGetsExactlyWhatItUses) {
     }
   }
   EXPECT_THAT(rules, UnorderedElementsAre("nodes:get,list,watch", "nodes/status:patch", "pods:get,list,watch,patch",
-                                          "pods/binding:create", "events:create"));
+                                          "pods/binding:create", "pods/eviction:create", "pods/status:patch",
+                                          "events:create"));
 }
 
 TEST(ChartRbac, NoRuleUsesWildcards) {
