@@ -41,6 +41,10 @@ ABSL_FLAG(bool, publish_gpu_capacity, true,
           "Keep each GPU node's extended resources tessera.io/gpu-milli (1000 a GPU) and tessera.io/gpu-memory-mib "
           "equal to its GPU inventory, in status.capacity and status.allocatable, so that kube-scheduler, "
           "ResourceQuota and preemption count GPUs (the writer replica patches node status).");
+ABSL_FLAG(bool, preemption, true,
+          "API-server mode: when filter finds no node for a GPU pod and kube-scheduler's own preemption cannot "
+          "help (it sees a node's GPUs as one number), evict lower-priority pods that free one GPU through the "
+          "Eviction API and nominate the pod (the writer replica only).");
 ABSL_FLAG(std::string, leader_elect_lease, "kube-system/tessera-extender", "The election's Lease, NAMESPACE/NAME.");
 ABSL_FLAG(std::string, leader_elect_identity, "",
           "This replica's holderIdentity in the Lease (default: hostname_<random>, unique per process).");
@@ -230,6 +234,7 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   o.api_timeout = api_timeout;
   o.leader_elect = absl::GetFlag(FLAGS_leader_elect);
   o.publish_gpu_capacity = absl::GetFlag(FLAGS_publish_gpu_capacity);
+  o.preemption = absl::GetFlag(FLAGS_preemption);
   o.lease = *std::move(lease);
   o.bind_threads = bind_threads;
   o.bind_timeout = bind_timeout;

@@ -44,6 +44,8 @@ struct ProgramOptions {
   /// and gpu-memory-mib extended resources equal to its inventory
   /// (k8s/sync/capacity_publisher.h).
   bool publish_gpu_capacity = true;
+  /// API-server mode: Tessera's own preemption (extender/service/preemption_loop.h).
+  bool preemption = true;
   /// Threads that run binds, each waiting on the API server.
   int bind_threads = 16;
   /// Time a bind may take from its arrival: below kube-scheduler's extender

@@ -138,6 +138,16 @@ absl::Status Program::OpenApiServer() {
   pod_api_ = std::make_unique<k8s::KubePodApi>(*api_client_);
   binder_ = std::make_unique<Binder>(model_, pods_, *pod_api_, [this] { return store_->Current(); }, metrics_,
                                      BinderOptions{.reservation_ttl = options_.reservation_ttl});
+  if (options_.preemption) {
+    preemption_ = std::make_unique<PreemptionLoop>(
+        PreemptionLoopSources{.model = &model_,
+                              .pods = &pods_,
+                              .api = pod_api_.get(),
+                              .profile = [this] { return store_->Current(); },
+                              .tenants = [this] { return store_->CurrentTenants(); },
+                              .is_writer = [this] { return Writer() && Synced(); },
+                              .metrics = &metrics_});
+  }
   LogInfo(absl::StrCat("API server: ", source_, "; watching nodes and pods"));
   return absl::OkStatus();
 }
@@ -199,7 +209,15 @@ void Program::BuildService() {
                       .binder = binder_.get(),
                       .synced = [this] { return Synced(); },
                       .score_pool = &score_pool_,
-                      .tenants = [this] { return store_->CurrentTenants(); }},
+                      .tenants = [this] { return store_->CurrentTenants(); },
+                      .unschedulable =
+                          [this](UnschedulablePod pod) {
+                            if (preemption_ != nullptr) preemption_->NoteUnschedulable(std::move(pod));
+                          },
+                      .scheduler_preempted =
+                          [this](std::string_view uid) {
+                            if (preemption_ != nullptr) preemption_->NoteSchedulerPreempted(uid);
+                          }},
       metrics_);
   router_ = std::make_unique<Router>(
       RouterOptions{.url_prefix = options_.url_prefix,
@@ -338,6 +356,7 @@ int Program::Serve() {
     });
     watch_->Start();
   }
+  if (preemption_ != nullptr) preemption_->Start();
   {
     ControlLoop control(std::move(actions));
     (*server)->Wait();
@@ -345,6 +364,7 @@ int Program::Serve() {
   }
   if (nudge_ != nullptr) nudge_->stop.store(true);
   if (capacity_ != nullptr) capacity_->Stop();
+  if (preemption_ != nullptr) preemption_->Stop();
   // Released, so that a standby writes at once instead of after the term.
   if (lease_ != nullptr) lease_->Stop(/*release=*/true);
   if (watch_ != nullptr) watch_->Stop();

@@ -104,6 +104,8 @@ class Program {
   // API-server mode with --publish-gpu-capacity: its own client, as the lease's.
   std::unique_ptr<k8s::ApiClient> capacity_client_;
   std::unique_ptr<k8s::CapacityPublisher> capacity_;
+  // API-server mode with --preemption: evicts for pods kube-scheduler's preemption cannot help.
+  std::unique_ptr<PreemptionLoop> preemption_;
 };
 
 }  // namespace tessera

@@ -177,6 +177,16 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
       }
       ++rejections[verdict.reason_code];
     }
+    const bool preemption_may_help = result.passed.empty() && !result.failed.empty() && result.error.empty() &&
+                                     wants_gpus && !args->pod.never_preempts && !args->pod.uid.empty();
+    if (preemption_may_help && sources_.unschedulable) {
+      sources_.unschedulable(UnschedulablePod{.uid = std::string(args->pod.uid),
+                                              .namespace_name = std::string(args->pod.namespace_name),
+                                              .name = std::string(args->pod.name),
+                                              .priority = args->pod.priority,
+                                              .tenant_label = std::string(args->pod.tenant_label),
+                                              .request = cycle.request()});
+    }
   }
   for (const auto& [reason, count] : rejections) {
     metrics_.Counter(kRejections, kRejectionsHelp, {{"reason", std::string(reason)}}).Inc(static_cast<double>(count));
@@ -262,6 +272,7 @@ absl::StatusOr<std::string> ExtenderService::Preempt(std::string_view body) cons
   preempt_nodes_kept_.Inc(static_cast<double>(outcome.nodes_kept));
   preempt_nodes_dropped_.Inc(static_cast<double>(outcome.nodes_proposed - outcome.nodes_kept));
   preempt_victims_.Inc(static_cast<double>(outcome.victims));
+  if (outcome.nodes_kept > 0 && sources_.scheduler_preempted) sources_.scheduler_preempted(args->pod.uid);
   return answer;
 }
 

@@ -17,6 +17,7 @@
 #include "scheduler/metrics/metrics.h"
 #include "scheduler/tenancy/tenant_set.h"
 #include "extender/service/binder.h"
+#include "extender/service/preemption_loop.h"
 
 namespace tessera {
 
@@ -42,6 +43,11 @@ struct ExtenderSources {
   std::function<std::shared_ptr<const TenantSet>()> tenants = {};
   /// What preemption reads as now (run time lost, expired priorities).
   const Clock* clock = &Clock::Real();
+  /// Told of every GPU pod filter refused on every node for reasons
+  /// evicting may cure (extender/service/preemption_loop.h); may be empty.
+  std::function<void(UnschedulablePod)> unschedulable = {};
+  /// Told of every pod the preempt verb kept nodes for; may be empty.
+  std::function<void(std::string_view uid)> scheduler_preempted = {};
 };
 
 class ExtenderService {
