@@ -121,7 +121,7 @@ VictimSet Priced(const std::vector<const Candidate*>& victims, absl::Time now) {
     set.cost.within_guarantee += c->within_guarantee ? 1 : 0;
     ++set.cost.pods;
     if (c->pod->bound_at != absl::InfinitePast() && c->pod->bound_at < now) {
-      set.cost.run_seconds += absl::ToInt64Seconds(now - c->pod->bound_at);
+      set.cost.run_millis += absl::ToInt64Milliseconds(now - c->pod->bound_at);
     }
   }
   return set;

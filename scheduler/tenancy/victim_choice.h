@@ -44,7 +44,7 @@ struct VictimCost {
   int32_t highest_priority = INT32_MIN;
   int32_t within_guarantee = 0;
   int32_t pods = 0;
-  int64_t run_seconds = 0;
+  int64_t run_millis = 0;  ///< Σ how long each victim has run: the work lost.
   auto operator<=>(const VictimCost&) const = default;
 };
 

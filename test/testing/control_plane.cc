@@ -535,10 +535,21 @@ absl::StatusOr<json> ControlPlane::CreatePod(const PodSpec& spec) {
                 {"containers", json::array({{{"name", "main"}, {"image", "busybox"}}})}}}};
   if (!spec.annotations.empty()) pod["metadata"]["annotations"] = spec.annotations;
   if (!spec.node_selector.empty()) pod["spec"]["nodeSelector"] = spec.node_selector;
+  if (!spec.labels.empty()) pod["metadata"]["labels"] = spec.labels;
+  if (!spec.priority_class_name.empty()) pod["spec"]["priorityClassName"] = spec.priority_class_name;
   absl::StatusOr<k8s::ApiResponse> r =
       Call("POST", absl::StrCat("/api/v1/namespaces/", spec.namespace_name, "/pods"), pod.dump());
   if (absl::Status st = Expect(r, "create pod " + spec.name, {201}); !st.ok()) return st;
   return json::parse(r->body);
+}
+
+absl::Status ControlPlane::CreatePriorityClass(const std::string& name, int32_t value) {
+  const json pc = {{"apiVersion", "scheduling.k8s.io/v1"},
+                   {"kind", "PriorityClass"},
+                   {"metadata", {{"name", name}}},
+                   {"value", value}};
+  return Expect(Call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", pc.dump()), "create PriorityClass " + name,
+                {201, 409});
 }
 
 absl::StatusOr<json> ControlPlane::GetPod(const std::string& ns, const std::string& name) {

@@ -84,6 +84,9 @@ struct PodSpec {
   std::string name;
   std::map<std::string, std::string> annotations;
   std::map<std::string, std::string> node_selector;
+  std::map<std::string, std::string> labels = {};
+  /// spec.priorityClassName; empty: none (priority 0).
+  std::string priority_class_name = {};
 };
 
 class ControlPlane {
@@ -150,6 +153,8 @@ class ControlPlane {
   absl::Status DeleteNode(const std::string& name);
   absl::StatusOr<nlohmann::json> GetNode(const std::string& name);
   absl::StatusOr<nlohmann::json> CreatePod(const PodSpec& spec);
+  /// A PriorityClass `name` of `value` (an existing one of that name is kept).
+  absl::Status CreatePriorityClass(const std::string& name, int32_t value);
   absl::StatusOr<nlohmann::json> GetPod(const std::string& ns, const std::string& name);
   /// The namespace's pods; `field_selector` as the API takes it, e.g.
   /// "spec.nodeName=" for the pods not bound yet.

@@ -1,0 +1,164 @@
+// Preemption and tenant quotas on a real kube-apiserver and kube-scheduler
+// v1.26, with Tessera as the extender.
+//
+// The pods here carry no GPU extended resources, so kube-scheduler's own
+// filters pass every node and its preemption dry run finds nothing to evict
+// (the 1.26 limit in extender/service/preemption_loop.h): what is evicted is
+// Tessera's choice, through the Eviction API.
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "test/testing/assignment_audit.h"
+#include "test/testing/control_plane.h"
+
+namespace tessera::testing {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+
+constexpr const char* kLow = "tessera-test-low";
+constexpr const char* kHigh = "tessera-test-high";
+
+class PreemptionTest : public ControlPlaneTest {
+ protected:
+  void SetUp() override {
+    ControlPlaneTest::SetUp();
+    if (::testing::Test::IsSkipped() || HasFatalFailure()) return;
+    ASSERT_TRUE(plane().CreatePriorityClass(kLow, 100).ok());
+    ASSERT_TRUE(plane().CreatePriorityClass(kHigh, 1000000).ok());
+  }
+
+  // A pod asking `fraction` of one GPU at `priority_class`, of `tenant` (none when empty).
+  absl::Status GpuPod(const std::string& name, const std::string& fraction, const std::string& priority_class,
+                      const std::string& tenant = "") {
+    PodSpec spec{.namespace_name = ns(),
+                 .name = name,
+                 .annotations = {{"tessera.io/gpu-fraction", fraction}},
+                 .node_selector = {{"tessera.io/test", ns()}}};
+    if (!tenant.empty()) spec.labels["tessera.io/tenant"] = tenant;
+    spec.priority_class_name = priority_class;
+    return plane().CreatePod(spec).status();
+  }
+
+  // The GPU index a bound pod's assignment names (-1: none).
+  static int GpuOf(const json& pod) {
+    const std::string text = Annotation(pod, "tessera.io/gpu-assignment");
+    if (text.empty()) return -1;
+    return json::parse(text)["gpus"][0]["index"].get<int>();
+  }
+
+  static std::map<std::string, json> ByName(const std::vector<json>& pods) {
+    std::map<std::string, json> out;
+    for (const json& p : pods) out[p["metadata"]["name"]] = p;
+    return out;
+  }
+
+  void ExpectNothingOverCommitted(const std::string& node, int gpus) {
+    absl::StatusOr<std::vector<json>> pods = plane().ListPods(ns());
+    ASSERT_TRUE(pods.ok());
+    AuditedNode audited;
+    audited.gpus = gpus;
+    audited.memory = MemoryMiB(81920);
+    const AssignmentAudit audit = AuditAssignments(*pods, {{node, audited}});
+    EXPECT_TRUE(audit.clean()) << ::testing::PrintToString(audit.problems);
+  }
+};
+
+bool BoundCount(const std::vector<json>& pods, size_t want) {
+  size_t bound = 0;
+  for (const json& p : pods) bound += IsBound(p) ? 1 : 0;
+  return bound == want;
+}
+
+TEST_F(PreemptionTest, AHighPriorityHalfGpuPodPreemptsExactlyTheQuarterPodsThatFreeOneGpu) {
+  absl::StatusOr<json> node = Node("a", 2);
+  ASSERT_TRUE(node.ok()) << node.status();
+  const std::string node_name = (*node)["metadata"]["name"];
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(GpuPod("low-" + std::to_string(i), "0.25", kLow).ok());
+  absl::StatusOr<std::vector<json>> full =
+      plane().WaitForPods(ns(), "the eight quarter pods to fill both GPUs", [](const auto& p) { return BoundCount(p, 8); });
+  ASSERT_TRUE(full.ok()) << full.status() << plane().LogTails();
+  const std::map<std::string, json> before = ByName(*full);
+
+  ASSERT_TRUE(GpuPod("urgent", "0.5", kHigh).ok());
+  absl::StatusOr<std::vector<json>> after = plane().WaitForPods(
+      ns(), "the urgent pod to be bound in place of two quarter pods",
+      [](const std::vector<json>& pods) {
+        for (const json& p : pods) {
+          if (p["metadata"]["name"] == "urgent" && IsBound(p)) return pods.size() == 7;
+        }
+        return false;
+      },
+      absl::Seconds(60));
+  ASSERT_TRUE(after.ok()) << after.status() << plane().LogTails();
+
+  const std::map<std::string, json> now = ByName(*after);
+  std::set<int> freed;
+  int evicted = 0;
+  for (const auto& [name, pod] : before) {
+    if (now.contains(name)) continue;
+    ++evicted;
+    freed.insert(GpuOf(pod));
+  }
+  EXPECT_EQ(evicted, 2) << "exactly the two quarters that make room for a half";
+  ASSERT_EQ(freed.size(), 1u) << "both victims held the same GPU";
+  EXPECT_EQ(GpuOf(now.at("urgent")), *freed.begin());
+  ExpectNothingOverCommitted(node_name, 2);
+}
+
+TEST_F(PreemptionTest, APodThatWouldTakeItsTenantOverMaxIsRefusedWithTheTenantNamed) {
+  ASSERT_TRUE(Node("a", 4).ok());
+  ASSERT_TRUE(GpuPod("r1", "1", kLow, "research").ok());
+  ASSERT_TRUE(GpuPod("r2", "1", kLow, "research").ok());
+  ASSERT_TRUE(plane().WaitForPods(ns(), "research's two GPUs", [](const auto& p) { return BoundCount(p, 2); }).ok());
+  ASSERT_TRUE(GpuPod("r3", "0.5", kLow, "research").ok());
+  absl::StatusOr<std::vector<json>> refused = plane().WaitForPods(ns(), "r3 to be refused", [](const auto& pods) {
+    for (const json& p : pods) {
+      if (p["metadata"]["name"] == "r3") return !UnschedulableMessage(p).empty();
+    }
+    return false;
+  });
+  ASSERT_TRUE(refused.ok()) << refused.status() << plane().LogTails();
+  for (const json& p : *refused) {
+    if (p["metadata"]["name"] != "r3") continue;
+    EXPECT_FALSE(IsBound(p));
+    EXPECT_THAT(UnschedulableMessage(p), HasSubstr("tenant research would hold 2500 gpu-milli, over its max 2000"));
+  }
+}
+
+TEST_F(PreemptionTest, ATenantBorrowsIdleGpusAndGivesThemBackWhenTheOwnerNeedsThem) {
+  absl::StatusOr<json> node = Node("a", 2);
+  ASSERT_TRUE(node.ok());
+  // research is guaranteed one GPU and borrows the second, which is serving's.
+  ASSERT_TRUE(GpuPod("research-1", "1", kLow, "research").ok());
+  ASSERT_TRUE(plane().WaitForPods(ns(), "research's first pod", [](const auto& p) { return BoundCount(p, 1); }).ok());
+  ASSERT_TRUE(GpuPod("research-2", "1", kLow, "research").ok());
+  ASSERT_TRUE(plane().WaitForPods(ns(), "research borrowing", [](const auto& p) { return BoundCount(p, 2); }).ok());
+
+  // serving, within its guarantee, reclaims it: the borrowed pod goes.
+  ASSERT_TRUE(GpuPod("serving-1", "1", kHigh, "serving").ok());
+  absl::StatusOr<std::vector<json>> after = plane().WaitForPods(
+      ns(), "serving's pod bound in place of research's borrowed one",
+      [](const std::vector<json>& pods) {
+        for (const json& p : pods) {
+          if (p["metadata"]["name"] == "serving-1" && IsBound(p)) return pods.size() == 2;
+        }
+        return false;
+      },
+      absl::Seconds(60));
+  ASSERT_TRUE(after.ok()) << after.status() << plane().LogTails();
+  const std::map<std::string, json> now = ByName(*after);
+  EXPECT_TRUE(now.contains("research-1")) << "research keeps its guarantee; the younger, borrowed pod went";
+  EXPECT_FALSE(now.contains("research-2"));
+  ExpectNothingOverCommitted((*node)["metadata"]["name"], 2);
+}
+
+}  // namespace
+}  // namespace tessera::testing
