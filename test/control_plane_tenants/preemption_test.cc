@@ -71,6 +71,16 @@ class PreemptionTest : public ControlPlaneTest {
   }
 };
 
+// The value of the sample that begins `series` in Tessera's /metrics (0 when absent).
+double Sample(const std::string& metrics, const std::string& series) {
+  size_t at = 0;
+  while ((at = metrics.find(series, at)) != std::string::npos) {
+    if (at == 0 || metrics[at - 1] == '\n') return std::stod(metrics.substr(at + series.size() + 1));
+    at += series.size();
+  }
+  return 0;
+}
+
 bool BoundCount(const std::vector<json>& pods, size_t want) {
   size_t bound = 0;
   for (const json& p : pods) bound += IsBound(p) ? 1 : 0;
@@ -110,6 +120,59 @@ TEST_F(PreemptionTest, AHighPriorityHalfGpuPodPreemptsExactlyTheQuarterPodsThatF
   EXPECT_EQ(evicted, 2) << "exactly the two quarters that make room for a half";
   ASSERT_EQ(freed.size(), 1u) << "both victims held the same GPU";
   EXPECT_EQ(GpuOf(now.at("urgent")), *freed.begin());
+  ExpectNothingOverCommitted(node_name, 2);
+}
+
+TEST_F(PreemptionTest, WithGpuExtendedResourcesKubeSchedulersPreemptionAsksTesseraWhichVictimsFreeOneGpu) {
+  // Pods that request tessera.io/gpu-milli (as the admission webhook writes
+  // it) on a node whose capacity Tessera publishes: kube-scheduler's own dry
+  // run sees the node full, finds victims by its own lights and asks the
+  // preempt verb, which answers with the two quarters of one GPU.
+  absl::StatusOr<json> node = Node("a", 2);
+  ASSERT_TRUE(node.ok()) << node.status();
+  const std::string node_name = (*node)["metadata"]["name"];
+  auto pod = [&](const std::string& name, const std::string& fraction, int64_t milli, const std::string& priority) {
+    PodSpec spec{.namespace_name = ns(),
+                 .name = name,
+                 .annotations = {{"tessera.io/gpu-fraction", fraction}},
+                 .node_selector = {{"tessera.io/test", ns()}}};
+    spec.priority_class_name = priority;
+    spec.resources = {{"tessera.io/gpu-milli", std::to_string(milli)}};
+    return plane().CreatePod(spec).status();
+  };
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(pod("low-" + std::to_string(i), "0.25", 250, kLow).ok());
+  absl::StatusOr<std::vector<json>> full = plane().WaitForPods(
+      ns(), "the eight quarter pods (once the node's gpu-milli is published)",
+      [](const auto& p) { return BoundCount(p, 8); }, absl::Seconds(60));
+  ASSERT_TRUE(full.ok()) << full.status() << plane().LogTails();
+  const std::map<std::string, json> before = ByName(*full);
+  const std::string metrics_before = plane().TesseraGet("/metrics").body;
+
+  ASSERT_TRUE(pod("urgent", "0.5", 500, kHigh).ok());
+  absl::StatusOr<std::vector<json>> after = plane().WaitForPods(
+      ns(), "the urgent pod bound in place of two quarters",
+      [](const std::vector<json>& pods) {
+        for (const json& p : pods) {
+          if (p["metadata"]["name"] == "urgent" && IsBound(p)) return pods.size() == 7;
+        }
+        return false;
+      },
+      absl::Seconds(60));
+  ASSERT_TRUE(after.ok()) << after.status() << plane().LogTails();
+  const std::map<std::string, json> now = ByName(*after);
+  std::set<int> freed;
+  for (const auto& [name, p] : before) {
+    if (!now.contains(name)) freed.insert(GpuOf(p));
+  }
+  EXPECT_EQ(now.size(), 7u);
+  ASSERT_EQ(freed.size(), 1u) << "both victims held the same GPU";
+  EXPECT_EQ(GpuOf(now.at("urgent")), *freed.begin());
+  const std::string metrics = plane().TesseraGet("/metrics").body;
+  EXPECT_GT(Sample(metrics, "tessera_preempt_nodes_total{answer=\"kept\"}"),
+            Sample(metrics_before, "tessera_preempt_nodes_total{answer=\"kept\"}"))
+      << "kube-scheduler's preemption asked the preempt verb";
+  EXPECT_EQ(Sample(metrics, "tessera_preemptions_total"), Sample(metrics_before, "tessera_preemptions_total"))
+      << "Tessera's own preemption had nothing to do";
   ExpectNothingOverCommitted(node_name, 2);
 }
 

@@ -537,6 +537,9 @@ absl::StatusOr<json> ControlPlane::CreatePod(const PodSpec& spec) {
   if (!spec.node_selector.empty()) pod["spec"]["nodeSelector"] = spec.node_selector;
   if (!spec.labels.empty()) pod["metadata"]["labels"] = spec.labels;
   if (!spec.priority_class_name.empty()) pod["spec"]["priorityClassName"] = spec.priority_class_name;
+  if (!spec.resources.empty()) {
+    pod["spec"]["containers"][0]["resources"] = {{"requests", spec.resources}, {"limits", spec.resources}};
+  }
   absl::StatusOr<k8s::ApiResponse> r =
       Call("POST", absl::StrCat("/api/v1/namespaces/", spec.namespace_name, "/pods"), pod.dump());
   if (absl::Status st = Expect(r, "create pod " + spec.name, {201}); !st.ok()) return st;

@@ -87,6 +87,8 @@ struct PodSpec {
   std::map<std::string, std::string> labels = {};
   /// spec.priorityClassName; empty: none (priority 0).
   std::string priority_class_name = {};
+  /// The container's resource requests, equal to its limits (e.g. tessera.io/gpu-milli: "250").
+  std::map<std::string, std::string> resources = {};
 };
 
 class ControlPlane {
