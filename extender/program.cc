@@ -137,7 +137,9 @@ absl::Status Program::OpenApiServer() {
   watch_ = std::make_unique<k8s::ClusterWatch>(*api_client_, model_, pods_, &metrics_);
   pod_api_ = std::make_unique<k8s::KubePodApi>(*api_client_);
   binder_ = std::make_unique<Binder>(model_, pods_, *pod_api_, [this] { return store_->Current(); }, metrics_,
-                                     BinderOptions{.reservation_ttl = options_.reservation_ttl});
+                                     BinderOptions{.reservation_ttl = options_.reservation_ttl,
+                                                   .tenants = [this] { return store_->CurrentTenants(); }});
+  tenant_accountant_ = std::make_unique<TenantAccountant>(metrics_, pod_api_.get());
   if (options_.preemption) {
     preemption_ = std::make_unique<PreemptionLoop>(
         PreemptionLoopSources{.model = &model_,
@@ -256,6 +258,7 @@ std::string Program::DebugState() const {
                 .holder = lease_->LastSeenHolder(),
                 .leader = lease_->IsLeader()};
   }
+  if (tenant_accountant_ != nullptr) in.tenants = tenant_accountant_->Report();
   return RenderDebugState(in);
 }
 
@@ -284,6 +287,7 @@ void Program::Chore() {
   // broken watch, and releasing then could double-allocate.
   if (!watch_->synced()) return;
   binder_->ExpireReservations(absl::Now());
+  tenant_accountant_->Tick(*model_.Current(), *store_->CurrentTenants(), absl::Now(), Writer());
   // The nudge: once per term as the writer, on a thread that owns what it
   // touches (Program::Nudge).
   if (nudge_ == nullptr) return;

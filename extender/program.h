@@ -20,6 +20,7 @@
 #include "extender/service/extender_service.h"
 #include "extender/service/request_dispatcher.h"
 #include "extender/service/router.h"
+#include "extender/service/tenant_accounting.h"
 #include "k8s/client/api_client.h"
 #include "k8s/client/pod_api.h"
 #include "k8s/sync/capacity_publisher.h"
@@ -106,6 +107,8 @@ class Program {
   std::unique_ptr<k8s::CapacityPublisher> capacity_;
   // API-server mode with --preemption: evicts for pods kube-scheduler's preemption cannot help.
   std::unique_ptr<PreemptionLoop> preemption_;
+  // API-server mode: per-tenant gauges, chargeback counters, run-time limits (the control loop's).
+  std::unique_ptr<TenantAccountant> tenant_accountant_;
 };
 
 }  // namespace tessera

@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/tenancy/tenant_ledger.h"
+#include "scheduler/tenancy/victim_choice.h"
 #include "k8s/annotations.h"
 #include "k8s/gpu_assignment.h"
 #include "k8s/pod_gpu_request.h"
@@ -20,6 +22,19 @@ absl::Status Binder::Fail(std::string_view reason, absl::Status status) {
   metrics_.Counter("tessera_binds_total", "Bind requests by result.", {{"result", std::string(reason)}}).Inc();
   LogWarning(absl::StrCat("bind failed (", Absl(reason), "): ", status.message()));
   return status;
+}
+
+absl::Status Binder::CheckTenantMax(const PodRecord& pod, const CycleState& cycle,
+                                    const ClusterSnapshot& snapshot) const {
+  const std::shared_ptr<const TenantSet> tenants = options_.tenants ? options_.tenants() : nullptr;
+  if (tenants == nullptr || tenants->empty() || !cycle.wants_gpus()) return absl::OkStatus();
+  const QuotaVerdict verdict = TenantLedger(*tenants, snapshot)
+                                   .Admit(tenants->TenantOf(pod.namespace_name, pod.tenant_label),
+                                          TotalsOfRequest(cycle));
+  // Only the maximum is a hard limit here: borrowing was judged at filter,
+  // and the GPUs themselves are checked below.
+  if (verdict.code != QuotaVerdict::Code::kOverMax) return absl::OkStatus();
+  return absl::FailedPreconditionError(verdict.message);
 }
 
 absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpuRequest& request,
@@ -62,6 +77,7 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
     return absl::FailedPreconditionError(
         absl::StrCat("node ", Absl(node), " can no longer take pod ", pod_key, ": its free GPUs were taken"));
   }
+  if (absl::Status quota = CheckTenantMax(pod, cycle, *snapshot); !quota.ok()) return quota;
   GpuAssignment assignment{.node = std::string(node), .gpus = profile->SharesFor(cycle, view, *choice)};
   PodHolding holding;
   holding.uid = pod.uid;

@@ -23,6 +23,9 @@
 #pragma once
 
 #include <functional>
+#include "scheduler/tenancy/tenant_set.h"
+
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +47,10 @@ struct BinderOptions {
   /// bound pod. Long enough for a slow API server and watch; short enough
   /// that a lost confirmation does not strand GPUs for long.
   absl::Duration reservation_ttl = absl::Minutes(2);
+  /// The tenants in force; empty or null: no quotas. Bind checks a tenant's
+  /// maximum again under the reserve lock: two pods filtered before either
+  /// bound must not both take the last of it.
+  std::function<std::shared_ptr<const TenantSet>()> tenants = {};
 };
 
 class Binder {
@@ -112,6 +119,9 @@ class Binder {
   /// earlier bind of the pod made on that node).
   absl::StatusOr<GpuAssignment> Reserve(const PodRecord& pod, const PodGpuRequest& request, std::string_view node,
                                         bool* fresh);
+  // FailedPrecondition naming the tenant when the pod would take its tenant
+  // over its maximum in `snapshot` (binds in flight included).
+  absl::Status CheckTenantMax(const PodRecord& pod, const CycleState& cycle, const ClusterSnapshot& snapshot) const;
   /// Reserves the host request of a pod that asks for no GPU; false when the
   /// model does not know the node (nothing reserved).
   bool ReserveHost(const PodRecord& pod, std::string_view node);

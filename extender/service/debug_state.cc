@@ -51,6 +51,32 @@ std::string RenderDebugState(const DebugInputs& in) {
                     {"holder", in.lease.holder},
                     {"leader", in.lease.leader}};
   }
+  if (!in.tenants.empty()) {
+    auto totals = [](const GpuTotals& t) {
+      return nlohmann::json{{"gpuMilli", t.milli.value()}, {"gpuMemoryMiB", t.memory.value()}, {"gpus", t.gpus}};
+    };
+    auto quota = [](const GpuQuota& q) {
+      nlohmann::json out = nlohmann::json::object();  // an unlimited field is left out
+      if (q.milli.value() != GpuQuota::kUnlimited) out["gpuMilli"] = q.milli.value();
+      if (q.memory.value() != GpuQuota::kUnlimited) out["gpuMemoryMiB"] = q.memory.value();
+      if (q.gpus != GpuQuota::kUnlimited) out["gpus"] = q.gpus;
+      return out;
+    };
+    nlohmann::json tenants = nlohmann::json::array();
+    for (const TenantReport& t : in.tenants) {
+      tenants.push_back({{"name", t.name},
+                         {"guaranteed", quota(t.guaranteed)},
+                         {"max", quota(t.max)},
+                         {"used", totals(t.used)},
+                         {"borrowed", totals(t.borrowed)},
+                         {"lent", totals(t.lent)},
+                         {"withinGuarantee", t.within_guarantee},
+                         {"gpuMilliSeconds", t.gpu_milli_seconds},
+                         {"gpuMemoryMiBSeconds", t.gpu_memory_mib_seconds},
+                         {"podsOverMaxRunTime", t.over_max_run_time}});
+    }
+    doc["tenants"] = std::move(tenants);
+  }
   // Messages quote annotation values, which need not be valid UTF-8.
   return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }

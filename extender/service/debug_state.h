@@ -3,6 +3,8 @@
 // nodes are inconsistent.
 #pragma once
 
+#include "extender/service/tenant_accounting.h"
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,12 +28,16 @@ struct DebugInputs {
     bool leader = false;
   };
   Lease lease = {};
+  /// Each tenant as of the last accounting tick (extender/service/tenant_accounting.h).
+  std::vector<TenantReport> tenants = {};
 };
 
 /// Pretty-printed JSON: {"source", "generation", "nodes", "gpus", "watches": {..},
 /// "inFlight": [{pod, uid, node, gpus}], "nodeProblems": [{node, problem}],
 /// "podProblems": [{pod, uid, kind, message}], "lease": {name, identity,
-/// holder, leader} when replicas elect a writer}.
+/// holder, leader} when replicas elect a writer, "tenants": [{name, guaranteed,
+/// max, used, borrowed, lent, withinGuarantee, gpuMilliSeconds,
+/// gpuMemoryMiBSeconds, podsOverMaxRunTime}] when the policy has tenants}.
 std::string RenderDebugState(const DebugInputs& in);
 
 }  // namespace tessera

@@ -5,6 +5,7 @@
 // filters pass every node and its preemption dry run finds nothing to evict
 // (the 1.26 limit in extender/service/preemption_loop.h): what is evicted is
 // Tessera's choice, through the Eviction API.
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -79,6 +80,16 @@ double Sample(const std::string& metrics, const std::string& series) {
     at += series.size();
   }
   return 0;
+}
+
+// Polls `done` for up to 10 s.
+bool WaitUntil(const std::function<bool()>& done) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  return done();
 }
 
 bool BoundCount(const std::vector<json>& pods, size_t want) {
@@ -194,6 +205,15 @@ TEST_F(PreemptionTest, APodThatWouldTakeItsTenantOverMaxIsRefusedWithTheTenantNa
     EXPECT_FALSE(IsBound(p));
     EXPECT_THAT(UnschedulableMessage(p), HasSubstr("tenant research would hold 2500 gpu-milli, over its max 2000"));
   }
+  // /debug shows the tenant as the accounting saw it (it ticks every second).
+  ASSERT_TRUE(WaitUntil([&] {
+    const json debug = json::parse(plane().TesseraGet("/debug").body, nullptr, false);
+    if (!debug.is_object() || !debug.contains("tenants")) return false;
+    for (const json& t : debug["tenants"]) {
+      if (t["name"] == "research") return t["used"]["gpuMilli"] == 2000 && t["borrowed"]["gpuMilli"] == 1000;
+    }
+    return false;
+  })) << plane().TesseraGet("/debug").body;
 }
 
 TEST_F(PreemptionTest, ATenantBorrowsIdleGpusAndGivesThemBackWhenTheOwnerNeedsThem) {

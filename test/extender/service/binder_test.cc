@@ -70,7 +70,8 @@ class BinderTest : public ::testing::Test {
     model_.UpsertNode("n2", A100s(2), absl::OkStatus());
     model_.Publish();
     binder_ = std::make_unique<Binder>(model_, directory_, api_, [this] { return profile_; }, metrics_,
-                                       BinderOptions{.reservation_ttl = absl::Minutes(1)});
+                                       BinderOptions{.reservation_ttl = absl::Minutes(1),
+                                                     .tenants = [this] { return tenants_; }});
   }
 
   // The pod as the watch has delivered it: in the directory and on the server.
@@ -85,6 +86,7 @@ class BinderTest : public ::testing::Test {
 
   PluginRegistry registry_;
   std::shared_ptr<const Profile> profile_;
+  std::shared_ptr<const TenantSet> tenants_;  // null: no quotas
   ClusterModel model_;
   PodDirectory directory_;
   FakePodApi api_;
@@ -129,6 +131,23 @@ TEST_F(BinderTest, APolicyWhoseChoiceIgnoresWhatPodsHoldCannotOverCommitAGpu) {
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
   EXPECT_THAT(std::string(refused.message()), HasSubstr("GPU 0 of node n1 would hold 1200/1000 milli guaranteed"));
   EXPECT_EQ(Held("n1", 0), 600);
+  EXPECT_TRUE(api_.Pod("ml/second")->node_name.empty()) << "no Binding for the refused pod";
+}
+
+TEST_F(BinderTest, TwoPodsFilteredBeforeEitherBoundCannotBothTakeTheLastOfTheirTenantsMax) {
+  TenantSpec ml;
+  ml.name = "ml-team";
+  ml.namespaces = {"ml"};
+  ml.max.milli = MilliGpu(1000);
+  tenants_ = std::make_shared<const TenantSet>(*TenantSet::Create({ml}));
+  const PodRecord first = PendingPod("first", "0.6");
+  const PodRecord second = PendingPod("second", "0.6");
+  Known(first);
+  Known(second);
+  ASSERT_TRUE(binder_->Bind(Args(first, "n2")).ok());
+  const absl::Status refused = binder_->Bind(Args(second, "n2"));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("tenant ml-team would hold 1200 gpu-milli, over its max 1000"));
   EXPECT_TRUE(api_.Pod("ml/second")->node_name.empty()) << "no Binding for the refused pod";
 }
 
