@@ -86,9 +86,20 @@ TEST(ChartRender, CreatesTheSchedulerAndWhatItNeeds) {
   EXPECT_EQ(kinds, (std::multiset<std::string>{"Deployment", "ConfigMap", "ConfigMap", "ServiceAccount", "ClusterRole",
                                                 "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding", "Role",
                                                 "RoleBinding", "RoleBinding", "Service", "NetworkPolicy",
-                                                "PodDisruptionBudget",
+                                                "PodDisruptionBudget", "PriorityClass", "PriorityClass",
                                                 // the node agent (node_agent_chart_test.cc)
                                                 "DaemonSet", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"}));
+}
+
+TEST(ChartRender, PriorityClassesPutGuaranteedWorkAboveWorkThatBorrowsAndThatNeverPreempts) {
+  const Manifests m = Rendered();
+  const YAML::Node guaranteed = m.One("PriorityClass", "tessera-guaranteed");
+  const YAML::Node opportunistic = m.One("PriorityClass", "tessera-opportunistic");
+  EXPECT_GT(guaranteed["value"].as<int64_t>(), opportunistic["value"].as<int64_t>());
+  EXPECT_EQ(guaranteed["preemptionPolicy"].as<std::string>(), "PreemptLowerPriority");
+  EXPECT_EQ(opportunistic["preemptionPolicy"].as<std::string>(), "Never");
+  EXPECT_FALSE(guaranteed["globalDefault"].as<bool>());
+  EXPECT_TRUE(Rendered("{priorityClasses: {enabled: false}}").All("PriorityClass").empty());
 }
 
 TEST(ChartRender, NamesObjectsAfterTheReleaseWithoutRepeatingTessera) {
@@ -101,7 +112,7 @@ TEST(ChartRender, NamespacedObjectsGoToTheReleaseNamespace) {
   const Manifests m = Rendered("", {.name = "t", .namespace_name = "gpu-system"});
   for (const YAML::Node& o : m.objects) {
     const std::string kind = o["kind"].as<std::string>();
-    if (kind == "ClusterRole" || kind == "ClusterRoleBinding") {
+    if (kind == "ClusterRole" || kind == "ClusterRoleBinding" || kind == "PriorityClass") {
       EXPECT_FALSE(o["metadata"]["namespace"].IsDefined()) << kind;
     } else if (o["metadata"]["name"].as<std::string>() == "t-tessera-authentication-reader") {
       EXPECT_EQ(o["metadata"]["namespace"].as<std::string>(), "kube-system");  // where the Role it binds lives
