@@ -140,6 +140,24 @@ TEST_F(PolicyStoreTest, ReloadWithAnInvalidFileKeepsTheOldProfileAndReportsTheEr
   EXPECT_EQ(reports_[0].message(), path_ + ":5:13: plugins[0].weight: must be an integer in 1..100; got 0");
 }
 
+TEST_F(PolicyStoreTest, TenantsAreReloadedWithTheProfileAndAnInvalidSectionKeepsBoth) {
+  Write(std::string(kOnePlugin) + "tenants:\n  - name: research\n    max: {gpuMilli: 2000}\n");
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_EQ(store->CurrentTenants()->size(), 1u);
+  EXPECT_EQ(store->CurrentTenants()->tenant(0).max.milli, MilliGpu(2000));
+  Write(std::string(kOnePlugin) + "tenants:\n  - name: research\n    max: {gpuMilli: 4000}\n  - name: serving\n");
+  ASSERT_TRUE(store->Reload().ok());
+  ASSERT_EQ(store->CurrentTenants()->size(), 2u);
+  EXPECT_EQ(store->CurrentTenants()->tenant(0).max.milli, MilliGpu(4000));
+  const std::shared_ptr<const Profile> profile = store->Current();
+  Write(std::string(kOnePlugin) + "tenants:\n  - name: research\n  - name: research\n");
+  EXPECT_FALSE(store->Reload().ok());
+  EXPECT_EQ(store->CurrentTenants()->size(), 2u) << "the tenants in force stay";
+  EXPECT_EQ(store->Current(), profile);
+  EXPECT_THAT(std::string(reports_.back().message()), HasSubstr("tenants[1].name: duplicate tenant \"research\""));
+}
+
 TEST_F(PolicyStoreTest, ReloadOfAMissingFileKeepsTheOldProfile) {
   Write(kOnePlugin);
   std::unique_ptr<PolicyStore> store = Open();

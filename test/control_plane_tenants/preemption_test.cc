@@ -61,6 +61,16 @@ class PreemptionTest : public ControlPlaneTest {
     return out;
   }
 
+  // Audits the pods as listed now, keeping what is wrong: called at every
+  // poll while preemption runs, so an over-commit that lasted a moment shows.
+  void AuditDuring(const std::vector<json>& pods, const std::string& node, int gpus) {
+    AuditedNode audited;
+    audited.gpus = gpus;
+    audited.memory = MemoryMiB(81920);
+    for (std::string& p : AuditAssignments(pods, {{node, audited}}).problems) seen_problems_.push_back(std::move(p));
+  }
+  std::vector<std::string> seen_problems_;
+
   void ExpectNothingOverCommitted(const std::string& node, int gpus) {
     absl::StatusOr<std::vector<json>> pods = plane().ListPods(ns());
     ASSERT_TRUE(pods.ok());
@@ -111,7 +121,8 @@ TEST_F(PreemptionTest, AHighPriorityHalfGpuPodPreemptsExactlyTheQuarterPodsThatF
   ASSERT_TRUE(GpuPod("urgent", "0.5", kHigh).ok());
   absl::StatusOr<std::vector<json>> after = plane().WaitForPods(
       ns(), "the urgent pod to be bound in place of two quarter pods",
-      [](const std::vector<json>& pods) {
+      [&](const std::vector<json>& pods) {
+        AuditDuring(pods, node_name, 2);
         for (const json& p : pods) {
           if (p["metadata"]["name"] == "urgent" && IsBound(p)) return pods.size() == 7;
         }
@@ -132,6 +143,7 @@ TEST_F(PreemptionTest, AHighPriorityHalfGpuPodPreemptsExactlyTheQuarterPodsThatF
   ASSERT_EQ(freed.size(), 1u) << "both victims held the same GPU";
   EXPECT_EQ(GpuOf(now.at("urgent")), *freed.begin());
   ExpectNothingOverCommitted(node_name, 2);
+  EXPECT_THAT(seen_problems_, ::testing::IsEmpty()) << "an over-commit seen while preemption ran";
 }
 
 TEST_F(PreemptionTest, WithGpuExtendedResourcesKubeSchedulersPreemptionAsksTesseraWhichVictimsFreeOneGpu) {

@@ -38,8 +38,17 @@ class ServiceFixture {
     EXPECT_TRUE(profile.ok()) << profile.status();
     profile_ = *profile;
     service_ = std::make_unique<ExtenderService>(
-        ExtenderSources{.snapshot = [this] { return model_.Current(); }, .profile = [this] { return profile_; }},
+        ExtenderSources{.snapshot = [this] { return model_.Current(); },
+                        .profile = [this] { return profile_; },
+                        .tenants = [this] { return tenants_; }},
         metrics_);
+  }
+
+  /// The tenants the service reads from now on (none until set).
+  void set_tenants(std::vector<TenantSpec> tenants) {
+    absl::StatusOr<TenantSet> set = TenantSet::Create(std::move(tenants));
+    EXPECT_TRUE(set.ok()) << set.status();
+    tenants_ = std::make_shared<const TenantSet>(*std::move(set));
   }
 
   [[nodiscard]] const ExtenderService& service() const { return *service_; }
@@ -51,6 +60,7 @@ class ServiceFixture {
   ClusterModel model_;
   MetricsRegistry metrics_;
   std::shared_ptr<const Profile> profile_;
+  std::shared_ptr<const TenantSet> tenants_;
   std::unique_ptr<ExtenderService> service_;
 };
 
