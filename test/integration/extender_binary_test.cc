@@ -270,7 +270,7 @@ TEST_F(ExtenderBinaryTest, AgainstAnApiServerItIsReadyOnlyOnceSyncedAndBindsPods
   pod_list.method = "GET";
   pod_list.path_prefix = "/api/v1/pods";
   pod_list.watch = false;
-  api.DelayNext(pod_list, std::chrono::milliseconds(1500));
+  api.DelayNext(pod_list, std::chrono::milliseconds(3000));  // long enough for a loaded machine to start first
 
   Extender e({"--port=0", "--kubeconfig=" + *kubeconfig, "--policy-file=" + Path("policy.yaml")});
   const uint16_t port = Port(e);
