@@ -12,6 +12,9 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   prometheus
   etcd-server openssl xz-utils util-linux
+  # Helm and kubectl come from the npm registry (scripts/install-helm.sh);
+  # npm itself below, only when no npm is on the PATH.
+  unzip
   # The sanitizer build and the fuzz targets (scripts/test.sh, scripts/fuzz.sh):
   # clang, its libFuzzer and sanitizer runtimes, llvm-symbolizer for stack traces.
   clang-14 libclang-rt-14-dev llvm-14
@@ -21,6 +24,7 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
   exit 0

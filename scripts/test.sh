@@ -15,6 +15,7 @@ cd "$(dirname "$0")/.."
 jobs="$(nproc)"
 
 scripts/install-deps.sh
+scripts/install-helm.sh
 
 # ccache, where installed, makes a re-run compile only what changed.
 launcher=()

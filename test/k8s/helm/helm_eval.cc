@@ -153,10 +153,22 @@ void EmitValue(const YAML::Node& v, int nested_indent, std::string& out) {
 void EmitBlock(const YAML::Node& n, int indent, std::string& out) {
   const std::string pad(static_cast<size_t>(indent), ' ');
   if (n.IsMap()) {
+    // Keys in sorted order: Helm's toYaml goes through JSON (sigs.k8s.io/yaml),
+    // whose maps have no order of their own.
+    // (Sorted by index: assigning a YAML::Node writes through to the node it
+    // refers to, so the nodes themselves must never be moved about.)
+    std::vector<YAML::Node> values;
+    std::vector<std::pair<std::string, size_t>> keys;
     for (auto kv : n) {
-      absl::StrAppend(&out, pad, KeyYaml(kv.first), ":");
+      keys.emplace_back(kv.first.Scalar(), values.size());
+      values.push_back(kv.second);
+    }
+    std::sort(keys.begin(), keys.end());
+    for (const auto& [key, at] : keys) {
+      const YAML::Node& value = values[at];
+      absl::StrAppend(&out, pad, KeyYaml(YAML::Node(key)), ":");
       // Lists under a key sit at the key's indentation, as Helm writes them.
-      EmitValue(kv.second, kv.second.IsSequence() ? indent : indent + 2, out);
+      EmitValue(value, value.IsSequence() ? indent : indent + 2, out);
     }
   } else {
     for (auto item : n) {
