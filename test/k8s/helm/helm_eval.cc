@@ -281,6 +281,18 @@ class Evaluator {
 
   absl::StatusOr<YAML::Node> EvalCommand(const Command& command, const std::optional<YAML::Node>& piped,
                                          const YAML::Node& dot) {
+    const std::vector<std::string> kHas = {"Capabilities", "APIVersions", "Has"};
+    if (command.front().kind == Arg::Kind::kField && command.front().path == kHas) {
+      // The one method the chart calls: does the cluster serve this API version?
+      if (command.size() != 2 || piped.has_value()) {
+        return absl::InvalidArgumentError(".Capabilities.APIVersions.Has takes one API version");
+      }
+      absl::StatusOr<YAML::Node> version = EvalArg(command[1], dot);
+      if (!version.ok()) return version;
+      bool has = false;
+      for (const YAML::Node& v : root_["Capabilities"]["APIVersions"]) has = has || v.Scalar() == version->Scalar();
+      return Plain(has ? "true" : "false");
+    }
     if (command.front().kind != Arg::Kind::kIdent) {
       if (command.size() > 1 || piped.has_value()) {
         return absl::InvalidArgumentError("a value cannot take arguments or a piped value");

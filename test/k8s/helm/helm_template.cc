@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "scheduler/model/absl_compat.h"
 #include "test/k8s/helm/helm_eval.h"
 #include "test/k8s/helm/helm_syntax.h"
 
@@ -33,6 +34,8 @@ YAML::Node Root(const YAML::Node& values, const YAML::Node& chart, const Release
   root["Release"]["Namespace"] = StringValue(release.namespace_name);
   root["Release"]["Service"] = StringValue("Helm");
   root["Release"]["IsInstall"] = BoolValue(true);
+  root["Capabilities"]["APIVersions"] = YAML::Node(YAML::NodeType::Sequence);
+  for (const std::string& v : release.api_versions) root["Capabilities"]["APIVersions"].push_back(StringValue(v));
   root["Chart"]["Name"] = ChildOrNil(chart, "name");
   root["Chart"]["Version"] = ChildOrNil(chart, "version");
   root["Chart"]["AppVersion"] = ChildOrNil(chart, "appVersion");
@@ -68,6 +71,12 @@ absl::StatusOr<HelmChart> HelmChart::Load(const std::string& chart_dir) {
     absl::StatusOr<std::string> source = ReadFile(entry.path());
     if (!source.ok()) return source.status();
     const std::string path = std::filesystem::relative(entry.path(), chart_dir).generic_string();
+    // Templates that need what this renderer lacks (variables, genCA, lookup)
+    // say so on their first line; real Helm renders them (real_helm_test.cc).
+    if (absl::StartsWith(*source, Absl(kRealHelmOnlyMarker))) {
+      chart.real_helm_only_.push_back(path);
+      continue;
+    }
     chart.sources_[path] = *source;
   }
   if (ec) return absl::NotFoundError(absl::StrCat("cannot list ", templates.string(), ": ", ec.message()));

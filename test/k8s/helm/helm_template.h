@@ -33,7 +33,14 @@ struct ParsedTemplates;
 struct Release {
   std::string name = "tessera";
   std::string namespace_name = "tessera-system";
+  /// What .Capabilities.APIVersions.Has answers yes to (helm template's
+  /// --api-versions): by default a cluster with cert-manager.
+  std::vector<std::string> api_versions = {"cert-manager.io/v1"};
 };
+
+/// The first line of a template only real Helm renders (it uses variables,
+/// genCA or lookup): HelmChart skips it; test/k8s/helm/real_helm_test.cc renders it.
+inline constexpr std::string_view kRealHelmOnlyMarker = "# tessera-chart: real Helm only";
 
 /// Template path under the chart (e.g. "templates/deployment.yaml") -> rendered text.
 using RenderedChart = std::map<std::string, std::string>;
@@ -52,8 +59,11 @@ class HelmChart {
   [[nodiscard]] const YAML::Node& values() const { return values_; }
   /// The templates' sources, by path.
   [[nodiscard]] const std::map<std::string, std::string>& sources() const { return sources_; }
+  /// The templates left to real Helm (kRealHelmOnlyMarker).
+  [[nodiscard]] const std::vector<std::string>& real_helm_only() const { return real_helm_only_; }
 
  private:
+  std::vector<std::string> real_helm_only_;
   YAML::Node chart_;
   YAML::Node values_;
   std::map<std::string, std::string> sources_;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
@@ -65,8 +66,12 @@ class RealHelmTest : public ::testing::Test {
       std::fputs(overrides.c_str(), f);
       std::fclose(f);
     }
-    const auto [text, status] = RunCommand(HelmBinary() + " template " + release.name + " " + kChartDir + " --namespace " +
-                                    release.namespace_name + " -f " + values.string() + " -f " + more.string());
+    std::string api_versions;
+    for (const std::string& v : release.api_versions) api_versions += " --api-versions " + v;
+    const auto [text, status] =
+        RunCommand(HelmBinary() + " template " + release.name + " " + kChartDir + " --namespace " +
+                   release.namespace_name + api_versions + " -f " + values.string() + " -f " + more.string());
+    last_render_ = text;
     EXPECT_EQ(status, 0) << text;
     std::multiset<std::string> objects;
     for (const YAML::Node& doc : YAML::LoadAll(text)) {
@@ -75,6 +80,8 @@ class RealHelmTest : public ::testing::Test {
     }
     return objects;
   }
+
+  std::string last_render_;  // the last `helm template` output
 
   static std::multiset<std::string> OurObjects(const std::string& overrides, const Release& release) {
     absl::StatusOr<Manifests> m = RenderChart(overrides, release);
@@ -106,6 +113,9 @@ TEST_F(RealHelmTest, HelmTemplateRendersWhatTheInTreeRendererRenders) {
        "{webhook: {certificate: {source: secret, secretName: my-tls, caBundle: Q0E=}}, priorityClasses: {enabled: false}}",
        {}},
       {"no webhook, no node agent", "{webhook: {enabled: false}, nodeAgent: {enabled: false}}", {}},
+      {"the webhook on a cluster with cert-manager", "{webhook: {enabled: true}}", {}},
+      {"the webhook with its certificate from a secret", "{webhook: {enabled: true, certificate: {source: secret, "
+       "secretName: my-tls, caBundle: Q0E=}}}", {.api_versions = {}}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -118,6 +128,64 @@ TEST_F(RealHelmTest, HelmTemplateRendersWhatTheInTreeRendererRenders) {
     for (const std::string& o : ours) {
       EXPECT_TRUE(helm.contains(o)) << "the in-tree renderer renders, helm does not:\n" << o;
     }
+  }
+}
+
+// Writes `text` to a file of its own in a fresh folder; returns its path.
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tessera-real-helm-certs";
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = dir / name;
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return path.string();
+}
+
+std::string Base64Decode(const std::string& in) {
+  const auto [out, status] = RunCommand("printf '%s' '" + in + "' | openssl base64 -d -A");
+  EXPECT_EQ(status, 0) << out;
+  return out;
+}
+
+TEST_F(RealHelmTest, WithoutCertManagerTheChartMakesASelfSignedCaAndAServingCertificateItSigned) {
+  // No cert-manager API: the "auto" source makes both at install.
+  const Release release{.name = "t", .namespace_name = "gpu-system", .api_versions = {}};
+  (void)HelmObjects("{webhook: {enabled: true}}", release);
+  const std::vector<YAML::Node> docs = YAML::LoadAll(last_render_);
+  YAML::Node secret, webhook;
+  for (const YAML::Node& d : docs) {
+    if (d.IsNull()) continue;
+    const std::string kind = d["kind"].as<std::string>();
+    if (kind == "Secret") secret.reset(d);
+    if (kind == "MutatingWebhookConfiguration") webhook.reset(d);
+    EXPECT_NE(kind, "Certificate") << "no cert-manager objects without cert-manager";
+  }
+  ASSERT_TRUE(secret.IsDefined() && webhook.IsDefined()) << last_render_;
+  EXPECT_EQ(secret["type"].as<std::string>(), "kubernetes.io/tls");
+  EXPECT_EQ(secret["metadata"]["name"].as<std::string>(), "t-tessera-webhook-tls");
+  const std::string ca_bundle = webhook["webhooks"][0]["clientConfig"]["caBundle"].as<std::string>();
+  EXPECT_EQ(ca_bundle, secret["data"]["ca.crt"].as<std::string>());
+  const std::string ca = WriteTemp("ca.pem", Base64Decode(ca_bundle));
+  const std::string cert = WriteTemp("tls.pem", Base64Decode(secret["data"]["tls.crt"].as<std::string>()));
+  const auto [verified, status] = RunCommand("openssl verify -CAfile " + ca + " " + cert);
+  EXPECT_EQ(status, 0) << verified;
+  const auto [text, text_status] = RunCommand("openssl x509 -noout -ext subjectAltName -in " + cert);
+  EXPECT_EQ(text_status, 0) << text;
+  EXPECT_NE(text.find("DNS:t-tessera-webhook.gpu-system.svc"), std::string::npos) << text;
+  EXPECT_NE(text.find("DNS:t-tessera-webhook.gpu-system.svc.cluster.local"), std::string::npos) << text;
+  const std::string key = WriteTemp("tls.key", Base64Decode(secret["data"]["tls.key"].as<std::string>()));
+  const auto [cert_key, a] = RunCommand("openssl x509 -noout -pubkey -in " + cert);
+  const auto [key_key, b] = RunCommand("openssl pkey -pubout -in " + key);
+  EXPECT_EQ(cert_key, key_key) << "the key is the certificate's";
+  // The Deployment mounts that Secret.
+  for (const YAML::Node& d : docs) {
+    if (d.IsNull() || d["kind"].as<std::string>() != "Deployment") continue;
+    bool mounted = false;
+    for (const YAML::Node& v : d["spec"]["template"]["spec"]["volumes"]) {
+      mounted = mounted || (v["secret"] && v["secret"]["secretName"].as<std::string>() == "t-tessera-webhook-tls");
+    }
+    EXPECT_TRUE(mounted);
   }
 }
 

@@ -99,3 +99,80 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- include "tessera.fullname" . }}-webhook-tls
 {{- end -}}
 {{- end -}}
+
+{{/*
+Who makes the webhook's serving certificate: certManager, helm (a self-signed
+CA and certificate generated at install, templates/webhook-selfsigned.yaml) or
+secret. "auto": certManager when the cluster serves cert-manager.io/v1, else helm.
+*/}}
+{{- define "tessera.webhookCertSource" -}}
+{{- if ne .Values.webhook.certificate.source "auto" -}}
+{{- .Values.webhook.certificate.source -}}
+{{- else if .Capabilities.APIVersions.Has "cert-manager.io/v1" -}}
+certManager
+{{- else -}}
+helm
+{{- end -}}
+{{- end -}}
+
+{{/*
+The MutatingWebhookConfiguration. With the helm source its caBundle is a
+placeholder that templates/webhook-selfsigned.yaml replaces with the CA it made.
+*/}}
+{{- define "tessera.mutatingWebhookConfiguration" -}}
+# failurePolicy and its scope: values.yaml, webhook.
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: {{ include "tessera.fullname" . }}-pods
+  labels:
+    {{- include "tessera.labels" . | nindent 4 }}
+  {{- if eq (include "tessera.webhookCertSource" .) "certManager" }}
+  annotations:
+    # cert-manager's cainjector writes the CA of this Certificate into caBundle.
+    cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/{{ include "tessera.fullname" . }}-webhook
+  {{- end }}
+webhooks:
+  - name: pods.tessera.io
+    admissionReviewVersions: ["v1"]
+    sideEffects: None
+    failurePolicy: {{ .Values.webhook.failurePolicy }}
+    timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+    # Runs again after other mutating webhooks changed the pod (idempotent).
+    reinvocationPolicy: IfNeeded
+    clientConfig:
+      service:
+        name: {{ include "tessera.fullname" . }}-webhook
+        namespace: {{ .Release.Namespace }}
+        path: /mutate-pods
+        port: 443
+      {{- if eq .Values.webhook.certificate.source "secret" }}
+      caBundle: {{ required "webhook.certificate.caBundle is required with source secret" .Values.webhook.certificate.caBundle }}
+      {{- else if eq (include "tessera.webhookCertSource" .) "helm" }}
+      caBundle: __TESSERA_HELM_CA_BUNDLE__
+      {{- end }}
+    rules:
+      - operations: ["CREATE"]
+        apiGroups: [""]
+        apiVersions: ["v1"]
+        resources: ["pods"]
+        scope: Namespaced
+    namespaceSelector:
+      {{- with .Values.webhook.namespaceSelector.matchLabels }}
+      matchLabels:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      # Never kube-system nor Tessera's own namespace: with failurePolicy
+      # Fail, Tessera's own pods could otherwise not be created while it is down.
+      matchExpressions:
+        - key: kubernetes.io/metadata.name
+          operator: NotIn
+          values: ["kube-system", {{ .Release.Namespace | quote }}]
+        {{- with .Values.webhook.namespaceSelector.matchExpressions }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+    {{- with .Values.webhook.objectSelector }}
+    objectSelector:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+{{- end -}}
