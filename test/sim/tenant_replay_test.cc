@@ -261,7 +261,7 @@ TEST(PodTenancyTest, TenantsComeFromTheRuleChosen) {
   EXPECT_EQ((*by_column)[1].tenant, tenants->Find("ml"));
 
   pods[2].tenant = "nobody";
-  EXPECT_THAT(AssignTenancy(pods, *tenants, TenantRule::kColumn).status().message(),
+  EXPECT_THAT(std::string(AssignTenancy(pods, *tenants, TenantRule::kColumn).status().message()),
               HasSubstr("pod c: tenant \"nobody\" is not a tenant"));
 
   // The hash: the same every time, and every tenant gets some of many pods.
@@ -322,7 +322,8 @@ TEST(TenantReplayTest, AListWithoutTimesIsRefusedByName) {
       .rule = TenantRule::kHash,
       .arrival_speedup = 1};
   absl::StatusOr<std::vector<RunSummary>> runs = RunExperiment(options);
-  EXPECT_THAT(runs.status().message(), HasSubstr("openb_pod_list_multigpu20.csv: the tenant replay needs the creation_time"));
+  EXPECT_THAT(std::string(runs.status().message()),
+              HasSubstr("openb_pod_list_multigpu20.csv: the tenant replay needs the creation_time"));
 }
 
 }  // namespace
