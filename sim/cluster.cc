@@ -1,6 +1,21 @@
 #include "sim/cluster.h"
 
 namespace tessera::sim {
+namespace {
+
+// CountPodShape's inverse: one pod holding `shares` fewer.
+void UncountPodShape(const std::vector<GpuShare>& shares, std::vector<GpuPodShape>& shapes) {
+  if (shares.empty()) return;
+  GpuPodShape shape{.gpus = static_cast<int32_t>(shares.size()), .whole_gpu = true, .pods = 1};
+  for (const GpuShare& s : shares) shape.whole_gpu = shape.whole_gpu && s.guaranteed >= MilliGpu(1000);
+  for (auto it = shapes.begin(); it != shapes.end(); ++it) {
+    if (!it->SameShape(shape)) continue;
+    if (--it->pods == 0) shapes.erase(it);
+    return;
+  }
+}
+
+}  // namespace
 
 Cluster::Cluster(const std::vector<TraceNode>& nodes) {
   nodes_.reserve(nodes.size());
@@ -44,6 +59,25 @@ void Cluster::Place(size_t i, const PodGpuRequest& request, const std::vector<Gp
   n.host.cpu_used += request.host.cpu;
   n.host.memory_used += request.host.memory;
   CountPodShape(shares, n.pod_shapes);
+  ++n.version;
+  Refresh(i);
+}
+
+void Cluster::Remove(size_t i, const PodGpuRequest& request, const std::vector<GpuShare>& shares) {
+  Node& n = nodes_[i];
+  for (const GpuShare& s : shares) {
+    if (s.index < 0 || static_cast<size_t>(s.index) >= n.usage.size()) continue;
+    GpuUsage& u = n.usage[static_cast<size_t>(s.index)];
+    u.guaranteed -= s.guaranteed;
+    u.limit -= s.limit;
+    u.memory -= s.memory;
+    u.memory_limit -= s.memory_limit;
+    --u.pods;
+    used_milli_ -= s.guaranteed.value();
+  }
+  n.host.cpu_used -= request.host.cpu;
+  n.host.memory_used -= request.host.memory;
+  UncountPodShape(shares, n.pod_shapes);
   ++n.version;
   Refresh(i);
 }

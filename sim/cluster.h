@@ -39,6 +39,8 @@ class Cluster {
 
   /// Records that a pod asking `request` now holds `shares` on `node`.
   void Place(size_t node, const PodGpuRequest& request, const std::vector<GpuShare>& shares);
+  /// Undoes a Place with the same arguments: the pod left or was evicted.
+  void Remove(size_t node, const PodGpuRequest& request, const std::vector<GpuShare>& shares);
 
  private:
   struct Node {

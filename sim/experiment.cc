@@ -27,6 +27,7 @@ struct LoadedTrace {
   PodClasses classes;
   std::vector<WorkloadPod> typical_pods;
   std::optional<TargetWorkload> typical;
+  std::vector<PodTenancy> tenancy;  // the tenant replay's
 };
 
 absl::StatusOr<std::string> ReadText(const std::string& path) {
@@ -35,6 +36,68 @@ absl::StatusOr<std::string> ReadText(const std::string& path) {
   std::ostringstream buf;
   buf << in.rdbuf();
   return buf.str();
+}
+
+// The `tenants:` section of the policy file at `path`.
+absl::StatusOr<std::shared_ptr<const TenantSet>> LoadTenants(const std::string& path, const PluginRegistry& registry) {
+  absl::StatusOr<std::string> text = ReadText(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<LoadedPolicy> policy = LoadPolicyDocument(*text, path, registry);
+  if (!policy.ok()) return policy.status();
+  if (policy->tenants->empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no tenants: section"));
+  return policy->tenants;
+}
+
+// Every pod of the tenant replay needs its life's two ends.
+absl::Status CheckTimed(const NamedPath& trace, const std::vector<TracePod>& pods) {
+  for (const TracePod& p : pods) {
+    if (!p.creation_time.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          trace.path, ": the tenant replay needs the creation_time and deletion_time columns; this list has none"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void RunPaperReplay(const LoadedTrace& trace, const Profile& profile, const Cluster& empty_cluster,
+                    const ExperimentOptions& options, uint64_t seed, RunSummary& s) {
+  const RunWorkload workload = MakeRunWorkload(trace.pods, empty_cluster.size(), empty_cluster.capacity_milli(),
+                                               options.inflation_percent, seed);
+  const ReplayResult result = Replay(ReplayInput{.profile = &profile,
+                                                 .empty_cluster = &empty_cluster,
+                                                 .pods = &trace.pods,
+                                                 .classes = &trace.classes,
+                                                 .workload = &workload,
+                                                 .typical = trace.typical.has_value() ? &*trace.typical : nullptr,
+                                                 .seed = seed,
+                                                 .memo = options.memo});
+  s.curve = CurveOf(result.events, empty_cluster.capacity_milli());
+  s.failed_pods = result.failed_pods;
+  s.failed_milli = result.failed_milli;
+  s.submitted_pods = static_cast<int64_t>(workload.pods.size());
+  s.placed_pods = result.placed_pods;
+  s.memoised = result.memoised;
+}
+
+void RunTenantReplay(const LoadedTrace& trace, const Profile& profile, const Cluster& empty_cluster,
+                     const std::shared_ptr<const TenantSet>& tenants, const ExperimentOptions& options, uint64_t seed,
+                     RunSummary& s) {
+  const std::vector<uint32_t> rank = NodeRanks(empty_cluster.size(), seed);
+  TenantReplayResult result = TenantReplay(TenantReplayInput{.profile = &profile,
+                                                             .empty_cluster = &empty_cluster,
+                                                             .pods = &trace.pods,
+                                                             .classes = &trace.classes,
+                                                             .tenants = tenants.get(),
+                                                             .tenancy = &trace.tenancy,
+                                                             .node_rank = &rank,
+                                                             .arrival_speedup = options.tenancy->arrival_speedup,
+                                                             .seed = seed,
+                                                             .memo = options.memo});
+  s.submitted_pods = static_cast<int64_t>(trace.pods.size());
+  s.placed_pods = result.placed_pods;
+  s.memoised = result.memoised;
+  s.tenants = tenants;
+  s.tenancy = std::move(result);
 }
 
 }  // namespace
@@ -89,24 +152,42 @@ absl::StatusOr<std::vector<RunSummary>> RunExperiment(const ExperimentOptions& o
   if (options.seeds.empty()) return absl::InvalidArgumentError("no seed to replay");
   absl::StatusOr<std::vector<TraceNode>> nodes = LoadNodeList(options.nodes);
   if (!nodes.ok()) return nodes.status();
+  if (options.node_sample > 1) {
+    std::vector<TraceNode> sample;
+    for (size_t i = 0; i < nodes->size(); i += options.node_sample) sample.push_back((*nodes)[i]);
+    *nodes = std::move(sample);
+  }
   const Cluster empty_cluster(*nodes);
   if (empty_cluster.capacity_milli() == 0) {
     return absl::InvalidArgumentError(absl::StrCat(options.nodes, ": the nodes have no GPUs"));
+  }
+
+  const PluginRegistry registry = NewBuiltinRegistry();
+  std::shared_ptr<const TenantSet> tenants;
+  if (options.tenancy.has_value()) {
+    absl::StatusOr<std::shared_ptr<const TenantSet>> loaded = LoadTenants(options.tenancy->tenants_path, registry);
+    if (!loaded.ok()) return loaded.status();
+    tenants = *std::move(loaded);
   }
 
   std::vector<LoadedTrace> traces;
   for (const NamedPath& spec : options.traces) {
     absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(spec.path);
     if (!pods.ok()) return pods.status();
-    LoadedTrace t{.spec = spec, .pods = *std::move(pods), .classes = {}, .typical_pods = {}, .typical = std::nullopt};
+    LoadedTrace t{.spec = spec, .pods = *std::move(pods), .classes = {}, .typical_pods = {}, .typical = std::nullopt, .tenancy = {}};
     t.classes = ClassifyPods(t.pods);
     t.typical_pods = TypicalPods(t.pods, options.typical_coverage_percent);
     absl::StatusOr<TargetWorkload> typical = TargetWorkload::Create(t.typical_pods);
     if (typical.ok()) t.typical = *std::move(typical);
+    if (tenants != nullptr) {
+      if (absl::Status st = CheckTimed(spec, t.pods); !st.ok()) return st;
+      absl::StatusOr<std::vector<PodTenancy>> tenancy = AssignTenancy(t.pods, *tenants, options.tenancy->rule);
+      if (!tenancy.ok()) return absl::InvalidArgumentError(absl::StrCat(spec.path, ": ", tenancy.status().message()));
+      t.tenancy = *std::move(tenancy);
+    }
     traces.push_back(std::move(t));
   }
 
-  const PluginRegistry registry = NewBuiltinRegistry();
   // profiles[trace][policy]
   std::vector<std::vector<std::shared_ptr<const Profile>>> profiles(traces.size());
   for (size_t t = 0; t < traces.size(); ++t) {
@@ -136,27 +217,17 @@ absl::StatusOr<std::vector<RunSummary>> RunExperiment(const ExperimentOptions& o
       const LoadedTrace& trace = traces[job.trace];
       const uint64_t seed = options.seeds[job.seed];
       const auto start = std::chrono::steady_clock::now();
-      const RunWorkload workload = MakeRunWorkload(trace.pods, empty_cluster.size(), empty_cluster.capacity_milli(),
-                                                   options.inflation_percent, seed);
-      const ReplayResult result = Replay(ReplayInput{.profile = profiles[job.trace][job.policy].get(),
-                                                     .empty_cluster = &empty_cluster,
-                                                     .pods = &trace.pods,
-                                                     .classes = &trace.classes,
-                                                     .workload = &workload,
-                                                     .typical = trace.typical.has_value() ? &*trace.typical : nullptr,
-                                                     .seed = seed,
-                                                     .memo = options.memo});
       RunSummary& s = summaries[j];
+      const Profile& profile = *profiles[job.trace][job.policy];
+      if (tenants != nullptr) {
+        RunTenantReplay(trace, profile, empty_cluster, tenants, options, seed, s);
+      } else {
+        RunPaperReplay(trace, profile, empty_cluster, options, seed, s);
+      }
       s.trace = trace.spec.name;
       s.policy = options.policies[job.policy].name;
       s.seed = seed;
-      s.curve = CurveOf(result.events, empty_cluster.capacity_milli());
-      s.failed_pods = result.failed_pods;
-      s.failed_milli = result.failed_milli;
-      s.submitted_pods = static_cast<int64_t>(workload.pods.size());
-      s.placed_pods = result.placed_pods;
       s.capacity_milli = empty_cluster.capacity_milli();
-      s.memoised = result.memoised;
       s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (progress) {
         std::lock_guard<std::mutex> lock(progress_mu);

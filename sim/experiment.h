@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,11 @@
 #include "policies/fragmentation.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/framework/registry.h"
+#include "scheduler/tenancy/tenant_set.h"
 #include "sim/metrics.h"
+#include "sim/pod_tenancy.h"
 #include "sim/replay.h"
+#include "sim/tenant_replay.h"
 
 namespace tessera::sim {
 
@@ -29,6 +33,13 @@ struct NamedPath {
 /// "openb_pod_list_" prefix).
 NamedPath ParseNamedPath(std::string_view text);
 
+/// The tenant replay's settings (sim/tenant_replay.h).
+struct TenancyOptions {
+  std::string tenants_path;           ///< A policy file; its `tenants:` section is used, its plugins are not.
+  TenantRule rule = TenantRule::kHash;
+  int64_t arrival_speedup = 1;
+};
+
 struct ExperimentOptions {
   std::string nodes;                 ///< Node list CSV.
   std::vector<NamedPath> traces;     ///< Pod list CSVs.
@@ -41,6 +52,10 @@ struct ExperimentOptions {
   bool workload_from_trace = true;
   int64_t inflation_percent = 130;   ///< Submit until this % of GPU capacity has been requested.
   int64_t typical_coverage_percent = 95;
+  /// Keep every Nth node of the name-sorted node list (1: all of them).
+  size_t node_sample = 1;
+  /// Set: every run is the tenant replay instead of the paper's.
+  std::optional<TenancyOptions> tenancy;
 };
 
 /// One run, reduced.
@@ -56,6 +71,9 @@ struct RunSummary {
   int64_t capacity_milli = 0;
   bool memoised = false;
   double seconds = 0;
+  /// The tenant replay's: the tenants and what each got (empty curve then).
+  std::shared_ptr<const TenantSet> tenants;
+  std::optional<TenantReplayResult> tenancy;
 };
 
 /// Loads a policy file; with `typical`, every plugin arg named `workload`

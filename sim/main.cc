@@ -9,7 +9,8 @@
 // from the repository's root). The other variants: data/openb/README.md.
 //
 // Writes <out>/curves.csv, <out>/summary.md and <out>/<trace>.svg, and
-// prints the summary. The only place with flags.
+// prints the summary; with --tenants, the tenant replay's per-tenant tables
+// instead (<out>/tenants.md, <out>/tenants.csv). The only place with flags.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,7 @@
 #include "scheduler/model/absl_compat.h"
 #include "sim/experiment.h"
 #include "sim/report.h"
+#include "sim/tenant_report.h"
 #include "sim/trace.h"
 #include "sim/workload.h"
 
@@ -41,6 +43,14 @@ ABSL_FLAG(std::string, memo, "auto", "auto: memoise per node and pod class unles
 ABSL_FLAG(bool, workload_from_trace, true,
           "Give plugins with a `workload` arg the replayed trace's typical pods (as the paper gives FGD).");
 ABSL_FLAG(bool, progress, true, "Print a line per finished run to stderr.");
+ABSL_FLAG(std::string, tenants, "",
+          "A policy file with a tenants: section: run the tenant replay (trace times, quotas, priorities, "
+          "preemption) instead of the paper's, and report per tenant (README, \"Tenants in the simulator\").");
+ABSL_FLAG(std::string, tenant_of, "hash",
+          "How pods get tenants: hash (of the pod name, over the tenants in order), qos (the tenant named as the "
+          "pod's qos), column (the pod list's tenant column).");
+ABSL_FLAG(int64_t, arrival_speedup, 1, "Tenant replay: pods arrive this many times faster than in the trace.");
+ABSL_FLAG(int64_t, node_sample, 1, "Keep every Nth node of the name-sorted node list (1: all).");
 ABSL_FLAG(bool, print_workload, false,
           "Print the first trace's typical pods as a `workload:` arg (for fgd in a policy file) and exit.");
 
@@ -99,6 +109,33 @@ int PrintWorkload(const std::string& pods) {
   return 0;
 }
 
+// The tenant replay's flags into `options` (none when --tenants is empty).
+absl::Status ReadTenancy(tessera::sim::ExperimentOptions& options) {
+  const std::string tenants = absl::GetFlag(FLAGS_tenants);
+  if (tenants.empty()) return absl::OkStatus();
+  absl::StatusOr<tessera::sim::TenantRule> rule = tessera::sim::ParseTenantRule(absl::GetFlag(FLAGS_tenant_of));
+  if (!rule.ok()) return absl::InvalidArgumentError(absl::StrCat("--tenant_of: ", rule.status().message()));
+  const int64_t speedup = absl::GetFlag(FLAGS_arrival_speedup);
+  if (speedup < 1) return absl::InvalidArgumentError("--arrival_speedup: must be at least 1");
+  options.tenancy = tessera::sim::TenancyOptions{.tenants_path = tenants, .rule = *rule, .arrival_speedup = speedup};
+  return absl::OkStatus();
+}
+
+// Prints the per-tenant tables; with `out_dir`, writes them as tenants.md and tenants.csv there.
+int ReportTenants(const std::vector<tessera::sim::RunSummary>& runs, const std::string& out_dir) {
+  const std::string md = tessera::sim::TenantMarkdown(runs);
+  std::fputs(md.c_str(), stdout);
+  if (out_dir.empty()) return 0;
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) return Fail(absl::UnavailableError(absl::StrCat(out_dir, ": cannot create: ", ec.message())));
+  std::ostringstream csv;
+  tessera::sim::WriteTenantsCsv(runs, csv);
+  absl::Status st = WriteFile(std::filesystem::path(out_dir) / "tenants.csv", csv.str());
+  if (st.ok()) st = WriteFile(std::filesystem::path(out_dir) / "tenants.md", md);
+  return st.ok() ? 0 : Fail(st);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -123,12 +160,21 @@ int main(int argc, char** argv) {
   if (memo != "auto" && memo != "off") return Fail(absl::InvalidArgumentError("--memo: must be auto or off"));
   options.memo = memo == "off" ? tessera::sim::MemoMode::kOff : tessera::sim::MemoMode::kAuto;
   options.workload_from_trace = absl::GetFlag(FLAGS_workload_from_trace);
+  if (absl::GetFlag(FLAGS_node_sample) < 1) return Fail(absl::InvalidArgumentError("--node_sample: must be at least 1"));
+  options.node_sample = static_cast<size_t>(absl::GetFlag(FLAGS_node_sample));
+  if (absl::Status st = ReadTenancy(options); !st.ok()) return Fail(st);
 
   const bool progress = absl::GetFlag(FLAGS_progress);
   absl::StatusOr<std::vector<tessera::sim::RunSummary>> runs = tessera::sim::RunExperiment(
       options, [progress](const tessera::sim::RunSummary& r) {
         if (!progress) return;
         const std::optional<double> alloc = r.curve.alloc_percent[100];
+        if (r.tenancy.has_value()) {
+          std::fprintf(stderr, "%s %s seed %llu: %lld/%lld pods placed, %.1f s%s\n", r.trace.c_str(), r.policy.c_str(),
+                       static_cast<unsigned long long>(r.seed), static_cast<long long>(r.placed_pods),
+                       static_cast<long long>(r.submitted_pods), r.seconds, r.memoised ? "" : " (not memoised)");
+          return;
+        }
         std::fprintf(stderr, "%s %s seed %llu: Alloc%%(100) %.2f, %lld/%lld pods placed, %.1f s%s\n", r.trace.c_str(),
                      r.policy.c_str(), static_cast<unsigned long long>(r.seed), alloc.value_or(0),
                      static_cast<long long>(r.placed_pods), static_cast<long long>(r.submitted_pods), r.seconds,
@@ -136,6 +182,7 @@ int main(int argc, char** argv) {
       });
   if (!runs.ok()) return Fail(runs.status());
 
+  if (options.tenancy.has_value()) return ReportTenants(*runs, absl::GetFlag(FLAGS_out));
   const std::string summary = tessera::sim::MarkdownSummary(*runs);
   std::fputs(summary.c_str(), stdout);
   const std::string out_dir = absl::GetFlag(FLAGS_out);

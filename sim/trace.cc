@@ -165,6 +165,10 @@ absl::StatusOr<std::vector<TracePod>> ParsePodList(std::string_view text, std::s
   absl::StatusOr<CsvTable> table = CsvTable::Parse(text, file_name, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"});
   if (!table.ok()) return table.status();
   const std::optional<size_t> spec_column = table->Column("gpu_spec");
+  const std::optional<size_t> qos_column = table->Column("qos");
+  const std::optional<size_t> tenant_column = table->Column("tenant");
+  // Times are read only when both columns are there: a pod's life needs both ends.
+  const bool timed = table->Column("creation_time").has_value() && table->Column("deletion_time").has_value();
   std::vector<TracePod> pods;
   std::vector<size_t> lines;
   for (size_t row = 0; row < table->rows(); ++row) {
@@ -196,6 +200,19 @@ absl::StatusOr<std::vector<TracePod>> ParsePodList(std::string_view text, std::s
         for (absl::string_view m : absl::StrSplit(Absl(spec), '|', absl::SkipEmpty())) p.models.emplace_back(Std(m));
         p.gpu_spec = absl::StrJoin(p.models, "|");
       }
+    }
+    if (qos_column.has_value() && (*f)[*qos_column] != "nan") p.qos = std::string((*f)[*qos_column]);
+    if (tenant_column.has_value()) p.tenant = std::string((*f)[*tenant_column]);
+    if (timed) {
+      absl::StatusOr<int64_t> created = table->Integer(row, *f, "creation_time");
+      absl::StatusOr<int64_t> deleted = table->Integer(row, *f, "deletion_time");
+      if (!created.ok()) return created.status();
+      if (!deleted.ok()) return deleted.status();
+      if (*deleted < *created) {
+        return table->Error(row, absl::StrCat("deletion_time ", *deleted, " is before creation_time ", *created));
+      }
+      p.creation_time = *created;
+      p.deletion_time = *deleted;
     }
     pods.push_back(std::move(p));
     lines.push_back(table->line_number(row));

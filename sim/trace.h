@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,9 @@ struct TraceNode {
 };
 
 /// One pod of a pod list (`name, cpu_milli, memory_mib, num_gpu, gpu_milli`,
-/// optionally `gpu_spec` and columns the replay ignores).
+/// optionally `gpu_spec`, `qos`, `creation_time`, `deletion_time`, `tenant`
+/// and columns the replay ignores). The paper's replay reads the first six;
+/// the tenant replay (sim/tenant_replay.h) the others too.
 struct TracePod {
   std::string name;
   int64_t cpu_milli = 0;
@@ -31,6 +34,11 @@ struct TracePod {
   int64_t gpu_milli = 0;            ///< Per GPU: min(gpu_milli, 1000); 0 when gpus is 0.
   std::string gpu_spec;             ///< As written, e.g. "V100M16|V100M32"; empty: any model.
   std::vector<std::string> models;  ///< gpu_spec split on '|', empty parts dropped.
+  std::string qos;                  ///< The trace's QoS class (LS, BE, Burstable, Guaranteed); empty: none.
+  std::string tenant;               ///< A `tenant` column's value; empty: none (the openb lists have none).
+  /// Seconds from the trace's start; nullopt when the list has no such columns.
+  std::optional<int64_t> creation_time;
+  std::optional<int64_t> deletion_time;  ///< At least creation_time.
 
   /// milli-GPU the pod asks for in all.
   [[nodiscard]] int64_t total_milli() const { return gpus * gpu_milli; }

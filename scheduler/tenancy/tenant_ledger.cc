@@ -15,8 +15,11 @@ int64_t Saturating(int64_t a, int64_t b) { return a > GpuQuota::kUnlimited - b ?
 }  // namespace
 
 TenantLedger::TenantLedger(const TenantSet& tenants, const ClusterSnapshot& snapshot)
-    : tenants_(tenants), used_(tenants.size()), capacity_(snapshot.healthy_capacity()) {
-  for (const auto& [key, totals] : snapshot.consumers()) {
+    : TenantLedger(tenants, snapshot.consumers(), snapshot.healthy_capacity()) {}
+
+TenantLedger::TenantLedger(const TenantSet& tenants, const ConsumerUsage& consumers, const GpuTotals& capacity)
+    : tenants_(tenants), used_(tenants.size()), capacity_(capacity) {
+  for (const auto& [key, totals] : consumers) {
     if (std::optional<TenantIndex> t = tenants.TenantOf(key)) {
       used_[*t].Add(totals);
     } else {

@@ -32,6 +32,9 @@ class TenantLedger {
  public:
   /// Sums `snapshot`'s consumers per tenant of `tenants` (both must outlive the ledger).
   TenantLedger(const TenantSet& tenants, const ClusterSnapshot& snapshot);
+  /// The same from the consumers' totals and the healthy capacity alone, for
+  /// a caller that keeps them without a snapshot (the simulator).
+  TenantLedger(const TenantSet& tenants, const ConsumerUsage& consumers, const GpuTotals& capacity);
 
   [[nodiscard]] const TenantSet& tenants() const { return tenants_; }
   /// What tenant `t`'s pods hold (binds in flight included).

@@ -106,6 +106,27 @@ TEST(PodListTest, ParsesPodsAsTheArtifactConvertsThem) {
   EXPECT_EQ((*pods)[3].gpu_milli, 1000) << "gpu_milli is clipped to one GPU";
 }
 
+TEST(PodListTest, ReadsQosTimesAndTenantsWhereTheListHasThem) {
+  absl::StatusOr<std::vector<TracePod>> timed = ParsePodList(
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,qos,creation_time,deletion_time,tenant\n"
+      "p,1000,1024,1,500,LS,427061,12902960,research\n"
+      "q,1000,1024,1,500,nan,0,0,\n",
+      "pods.csv");
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  EXPECT_EQ((*timed)[0].qos, "LS");
+  EXPECT_EQ((*timed)[0].creation_time, 427061);
+  EXPECT_EQ((*timed)[0].deletion_time, 12902960);
+  EXPECT_EQ((*timed)[0].tenant, "research");
+  EXPECT_EQ((*timed)[1].qos, "") << "pandas' nan is no class";
+  EXPECT_EQ((*timed)[1].tenant, "");
+
+  absl::StatusOr<std::vector<TracePod>> untimed =
+      ParsePodList("name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time\np,1000,1024,1,500,7\n", "pods.csv");
+  ASSERT_TRUE(untimed.ok()) << untimed.status();
+  EXPECT_EQ((*untimed)[0].creation_time, std::nullopt) << "a life needs both ends";
+  EXPECT_EQ((*untimed)[0].qos, "");
+}
+
 TEST(PodListTest, ReadsListsWithoutTheTrailingColumns) {
   absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(testing::OpenbPath("openb_pod_list_multigpu20.csv"));
   ASSERT_TRUE(pods.ok()) << pods.status();
@@ -138,6 +159,11 @@ TEST(PodListTest, BadInputIsAnErrorNamingTheFileAndLine) {
       {"GPUs without a share", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,2,0\n",
        "pods.csv:2: pod \"p\" asks for 2 GPUs with gpu_milli 0"},
       {"a long row", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,1,5,extra\n", "pods.csv:2: has 6 fields, the header 5"},
+      {"a pod deleted before it was created",
+       "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\np,1,1,1,5,20,10\n",
+       "pods.csv:2: deletion_time 10 is before creation_time 20"},
+      {"a time left empty", "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\np,1,1,1,5,,10\n",
+       "pods.csv:2: creation_time must be a non-negative integer; got \"\""},
   };
   for (const BadInput& c : cases) {
     SCOPED_TRACE(c.name);

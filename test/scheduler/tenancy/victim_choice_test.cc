@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "policies/builtin_registry.h"
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/framework/plugin_args.h"
@@ -109,7 +110,7 @@ TEST_P(VictimChoiceTest, EvictsWhatFreesAGpuAndNoMore) {
 std::vector<PodRow> FullOfQuarters(int gpus, int32_t priority) {
   std::vector<PodRow> rows;
   for (int g = 0; g < gpus; ++g) {
-    for (const std::string& uid : Quarters("g" + std::to_string(g))) rows.push_back({uid, g, 250, priority});
+    for (const std::string& uid : Quarters(absl::StrCat("g", g))) rows.push_back({uid, g, 250, priority});
   }
   return rows;
 }
