@@ -102,7 +102,10 @@ QuotaVerdict TenantLedger::Admit(std::optional<TenantIndex> t, const GpuTotals& 
               absl::StrCat("tenant ", spec.name, " would hold ", after, " ", Absl(name), ", over its max ",
                            LimitOf(spec.max, r), " (it holds ", holds, ", the pod asks ", asks, ")")};
     }
-    if (after > LimitOf(spec.guaranteed, r) && asks > AmountOf(free, r)) {
+    // Idle GPUs are judged in compute and memory: pods sharing a GPU each
+    // hold one of it, so holdings may outnumber the GPUs while shares are free.
+    const bool counts_idle = r != GpuResource::kGpus;
+    if (counts_idle && after > LimitOf(spec.guaranteed, r) && asks > AmountOf(free, r)) {
       return {QuotaVerdict::Code::kNoIdleToBorrow,
               absl::StrCat("tenant ", spec.name, " would hold ", after, " ", Absl(name), ", over its guarantee ",
                            LimitOf(spec.guaranteed, r), ", and only ", AmountOf(free, r), " ", Absl(name),

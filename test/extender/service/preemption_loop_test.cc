@@ -2,6 +2,8 @@
 #include "extender/service/preemption_loop.h"
 
 #include <gmock/gmock.h>
+
+#include "absl/strings/str_cat.h"
 #include <gtest/gtest.h>
 
 #include "config/policy_loader.h"
@@ -29,7 +31,7 @@ class PreemptionLoopTest : public ::testing::Test {
     model_.UpsertNode("n1", testing::Node("n1").Gpus(2).inventory(), absl::OkStatus());
     for (int g = 0; g < 2; ++g) {
       for (char c : std::string("abcd")) {
-        const std::string uid = "g" + std::to_string(g) + c;
+        const std::string uid = absl::StrCat("g", g, std::string(1, c));
         PodHolding p = testing::Holding(uid, "n1", g, 250);
         p.pod_key = "low/" + uid;
         p.bound_at = clock_.Now() - absl::Hours(1);

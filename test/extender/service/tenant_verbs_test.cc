@@ -4,6 +4,8 @@
 #include <vector>
 
 #include <gmock/gmock.h>
+
+#include "absl/strings/str_cat.h"
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -44,7 +46,7 @@ class TenantVerbsTest : public ::testing::Test {
     model().UpsertNode("n1", testing::Node("n1").Gpus(2).inventory(), absl::OkStatus());
     model().UpsertNode("n2", testing::Node("n2").Gpus(1).inventory(), absl::OkStatus());
     for (int g = 0; g < 2; ++g) {
-      for (char c : std::string("abcd")) Hold("g" + std::to_string(g) + c, "n1", g, 250, 0);
+      for (char c : std::string("abcd")) Hold(absl::StrCat("g", g, std::string(1, c)), "n1", g, 250, 0);
     }
     Hold("vip", "n2", 0, 1000, 5000);
     model().Publish();

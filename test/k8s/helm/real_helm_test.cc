@@ -8,6 +8,7 @@
 // instead, so CI cannot pass without having run them.
 #include <cstdio>
 #include <cstdlib>
+#include <unistd.h>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -24,6 +25,15 @@ namespace {
 std::string HelmBinary() {
   if (const char* env = std::getenv("TESSERA_HELM"); env != nullptr && *env != '\0') return env;
   return std::string(TESSERA_SOURCE_DIR) + "/.tools/bin/helm";
+}
+
+// A folder of this process's own: ctest runs each test of this file as a
+// process of its own, several at once, and they must not share files.
+std::filesystem::path ScratchDir() {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tessera-real-helm-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
 }
 
 bool InCi() {
@@ -50,17 +60,18 @@ class RealHelmTest : public ::testing::Test {
     if (InCi()) FAIL() << "no helm at " << HelmBinary() << "; scripts/install-helm.sh installs it";
     GTEST_SKIP() << "no helm at " << HelmBinary() << " (scripts/install-helm.sh installs it)";
   }
+  void TearDown() override { std::filesystem::remove_all(ScratchDir()); }
 
   // `helm template` with the installer's image and `overrides` (a values file's text).
   std::multiset<std::string> HelmObjects(const std::string& overrides, const Release& release) {
-    const std::filesystem::path values = std::filesystem::temp_directory_path() / "tessera-real-helm-values.yaml";
+    const std::filesystem::path values = ScratchDir() / "values.yaml";
     {
       std::FILE* f = std::fopen(values.c_str(), "w");
       const std::string text = "tessera: {image: {repository: " + std::string(kTesseraImage) + "}}\n";
       std::fputs(text.c_str(), f);
       std::fclose(f);
     }
-    const std::filesystem::path more = std::filesystem::temp_directory_path() / "tessera-real-helm-overrides.yaml";
+    const std::filesystem::path more = ScratchDir() / "overrides.yaml";
     {
       std::FILE* f = std::fopen(more.c_str(), "w");
       std::fputs(overrides.c_str(), f);
@@ -133,9 +144,7 @@ TEST_F(RealHelmTest, HelmTemplateRendersWhatTheInTreeRendererRenders) {
 
 // Writes `text` to a file of its own in a fresh folder; returns its path.
 std::string WriteTemp(const std::string& name, const std::string& text) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tessera-real-helm-certs";
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path path = dir / name;
+  const std::filesystem::path path = ScratchDir() / name;
   std::FILE* f = std::fopen(path.c_str(), "w");
   std::fputs(text.c_str(), f);
   std::fclose(f);

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "scheduler/cache/cluster_model.h"
 #include "test/testing/builders.h"
 
@@ -98,6 +99,18 @@ TEST_F(TenantLedgerTest, BorrowersFillWhatNoTenantIsGuaranteedBeforeTheyCountAsL
   EXPECT_EQ(ledger.lent(1).milli, MilliGpu(333));
   EXPECT_EQ(ledger.lent(0).milli, MilliGpu(666));
   EXPECT_EQ(ledger.borrowed(0).milli, MilliGpu(0));
+}
+
+TEST_F(TenantLedgerTest, SharedGpusDoNotMakeATenantWithAGpuGuaranteeLookShortOfIdleGpus) {
+  TenantSpec counted = Tenant("counted", "ml", 0, 4000);
+  counted.guaranteed.gpus = 1;
+  const TenantSet tenants = *TenantSet::Create({counted});
+  // Eight quarter pods on two GPUs: eight holdings of four GPUs, two GPUs idle.
+  std::vector<PodHolding> quarters;
+  for (int i = 0; i < 8; ++i) quarters.push_back(Held(absl::StrCat("q", i), "x", i / 4, 250));
+  const auto snapshot = With(std::move(quarters));
+  const QuotaVerdict v = TenantLedger(tenants, *snapshot).Admit(0, Gpus(1));
+  EXPECT_TRUE(v.ok()) << v.message;
 }
 
 TEST_F(TenantLedgerTest, PodsOfNoTenantAreNeverRefused) {
