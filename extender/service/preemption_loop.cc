@@ -10,15 +10,6 @@
 #include "scheduler/tenancy/victim_choice.h"
 
 namespace tessera {
-namespace {
-
-k8s::PodRef RefOf(const PodHolding& pod) {
-  const std::string_view key = pod.pod_key;
-  const size_t slash = key.find('/');
-  return k8s::PodRef{std::string(key.substr(0, slash)), std::string(key.substr(slash + 1)), pod.uid};
-}
-
-}  // namespace
 
 PreemptionLoop::PreemptionLoop(PreemptionLoopSources sources, PreemptionLoopOptions options)
     : sources_(std::move(sources)), options_(options) {
@@ -132,7 +123,7 @@ bool PreemptionLoop::PreemptFor(const Waiting& w, absl::Time now) {
   const std::string pod_key = absl::StrCat(w.pod.namespace_name, "/", w.pod.name);
   std::vector<std::string> evicted;
   for (const PodHolding* victim : best->pods) {
-    const absl::Status st = sources_.api->Evict(RefOf(*victim), sources_.clock->Now() + options_.api_timeout);
+    const absl::Status st = sources_.api->Evict(k8s::PodRefOf(*victim), sources_.clock->Now() + options_.api_timeout);
     if (st.ok() || absl::IsNotFound(st)) {
       evicted.push_back(victim->pod_key);
       if (evictions_ != nullptr) evictions_->Inc();
@@ -154,29 +145,9 @@ bool PreemptionLoop::PreemptFor(const Waiting& w, absl::Time now) {
 }
 
 void PreemptionLoop::Start() {
-  if (thread_.joinable()) return;
-  stop_ = false;
-  thread_ = std::thread([this] { Loop(); });
+  thread_.Start(options_.round, [this] { (void)RunOnce(); });
 }
 
-void PreemptionLoop::Stop() {
-  if (!thread_.joinable()) return;
-  {
-    absl::MutexLock lock(&wake_mu_);
-    stop_ = true;
-  }
-  thread_.join();
-}
-
-void PreemptionLoop::Loop() {
-  while (true) {
-    (void)RunOnce();
-    absl::MutexLock lock(&wake_mu_);
-    if (wake_mu_.AwaitWithTimeout(absl::Condition(+[](std::atomic<bool>* s) { return s->load(); }, &stop_),
-                                  options_.round)) {
-      return;
-    }
-  }
-}
+void PreemptionLoop::Stop() { thread_.Stop(); }
 
 }  // namespace tessera

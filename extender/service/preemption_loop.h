@@ -23,7 +23,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
@@ -32,6 +31,7 @@
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/cache/pod_directory.h"
 #include "scheduler/common/clock.h"
+#include "scheduler/common/periodic_thread.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/metrics/metrics.h"
 #include "scheduler/model/gpu_request.h"
@@ -105,7 +105,6 @@ class PreemptionLoop {
   };
   // Chooses the node and evicts; false when no node has victims that work.
   bool PreemptFor(const Waiting& w, absl::Time now);
-  void Loop();
 
   PreemptionLoopSources sources_;
   const PreemptionLoopOptions options_;
@@ -117,9 +116,7 @@ class PreemptionLoop {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Waiting> waiting_ ABSL_GUARDED_BY(mu_);
 
-  absl::Mutex wake_mu_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  PeriodicThread thread_;  // last: stopped before what it reads goes
 };
 
 }  // namespace tessera

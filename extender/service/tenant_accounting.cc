@@ -8,11 +8,6 @@
 namespace tessera {
 namespace {
 
-k8s::PodRef RefOf(const PodHolding& pod) {
-  const std::string_view key = pod.pod_key;
-  const size_t slash = key.find('/');
-  return k8s::PodRef{std::string(key.substr(0, slash)), std::string(key.substr(slash + 1)), pod.uid};
-}
 
 std::string_view MetricOf(GpuResource r) {
   switch (r) {
@@ -126,7 +121,7 @@ void TenantAccountant::EvictOverdue(const std::vector<std::pair<PodHolding, std:
     if (it != evicted_.end() && now - it->second < kEvictionRetry) continue;
     evicted_[pod.uid] = now;
     ++evictions;
-    const absl::Status st = api_->Evict(RefOf(pod), now + absl::Seconds(5));
+    const absl::Status st = api_->Evict(k8s::PodRefOf(pod), now + absl::Seconds(5));
     const bool done = st.ok() || absl::IsNotFound(st);
     metrics_
         .Counter("tessera_tenant_run_time_evictions_total",

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "k8s/client/api_client.h"
+#include "scheduler/cache/cluster_snapshot.h"
 #include "scheduler/cache/pod_directory.h"
 
 namespace tessera::k8s {
@@ -20,6 +21,14 @@ struct PodRef {
   std::string name;
   std::string uid;
 };
+
+/// The pod a holding of the cluster model is (its `pod_key` is "namespace/name").
+inline PodRef PodRefOf(const PodHolding& pod) {
+  const std::string_view key = pod.pod_key;
+  const size_t slash = key.find('/');
+  if (slash == std::string_view::npos) return PodRef{"", pod.pod_key, pod.uid};
+  return PodRef{std::string(key.substr(0, slash)), std::string(key.substr(slash + 1)), pod.uid};
+}
 
 /// Errors: NotFound (the pod is gone), FailedPrecondition (the pod was
 /// replaced by one with another uid, or is already bound: 409, or 422 naming

@@ -110,29 +110,9 @@ int CapacityPublisher::PublishRound(absl::Time now) {
 }
 
 void CapacityPublisher::Start() {
-  if (thread_.joinable()) return;
-  stop_ = false;
-  thread_ = std::thread([this] { Loop(); });
+  thread_.Start(options_.round, [this] { (void)PublishRound(absl::Now()); });
 }
 
-void CapacityPublisher::Stop() {
-  if (!thread_.joinable()) return;
-  {
-    absl::MutexLock lock(&wake_mu_);
-    stop_ = true;
-  }
-  thread_.join();
-}
-
-void CapacityPublisher::Loop() {
-  while (true) {
-    (void)PublishRound(absl::Now());
-    absl::MutexLock lock(&wake_mu_);
-    if (wake_mu_.AwaitWithTimeout(absl::Condition(+[](std::atomic<bool>* s) { return s->load(); }, &stop_),
-                                  options_.round)) {
-      return;
-    }
-  }
-}
+void CapacityPublisher::Stop() { thread_.Stop(); }
 
 }  // namespace tessera::k8s

@@ -15,6 +15,8 @@
 // rounds and a failing API server is not hammered.
 #pragma once
 
+#include "scheduler/common/periodic_thread.h"
+
 #include <atomic>
 #include <functional>
 #include <optional>
@@ -67,8 +69,6 @@ class CapacityPublisher {
     absl::Time next_try = absl::InfinitePast();
   };
   absl::Status Patch(const std::string& node, const GpuCapacity& wanted);
-  void Loop();
-
   ApiClient& client_;
   const std::function<bool()> is_writer_;
   const CapacityPublisherOptions options_;
@@ -79,9 +79,7 @@ class CapacityPublisher {
   absl::flat_hash_map<std::string, NodeState> nodes_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> pending_ ABSL_GUARDED_BY(mu_);  // wanted != advertised
 
-  std::atomic<bool> stop_{false};
-  absl::Mutex wake_mu_;
-  std::thread thread_;
+  PeriodicThread thread_;  // last: stopped before what it reads goes
 };
 
 }  // namespace tessera::k8s

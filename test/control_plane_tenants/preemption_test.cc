@@ -102,6 +102,14 @@ bool WaitUntil(const std::function<bool()>& done) {
   return done();
 }
 
+// `name` is bound and `count` pods are left: it took the place of the victims.
+bool BoundInPlace(const std::vector<json>& pods, const std::string& name, size_t count) {
+  for (const json& p : pods) {
+    if (p["metadata"]["name"] == name && IsBound(p)) return pods.size() == count;
+  }
+  return false;
+}
+
 bool BoundCount(const std::vector<json>& pods, size_t want) {
   size_t bound = 0;
   for (const json& p : pods) bound += IsBound(p) ? 1 : 0;
@@ -123,10 +131,7 @@ TEST_F(PreemptionTest, AHighPriorityHalfGpuPodPreemptsExactlyTheQuarterPodsThatF
       ns(), "the urgent pod to be bound in place of two quarter pods",
       [&](const std::vector<json>& pods) {
         AuditDuring(pods, node_name, 2);
-        for (const json& p : pods) {
-          if (p["metadata"]["name"] == "urgent" && IsBound(p)) return pods.size() == 7;
-        }
-        return false;
+        return BoundInPlace(pods, "urgent", 7);
       },
       absl::Seconds(60));
   ASSERT_TRUE(after.ok()) << after.status() << plane().LogTails();
@@ -174,12 +179,7 @@ TEST_F(PreemptionTest, WithGpuExtendedResourcesKubeSchedulersPreemptionAsksTesse
   ASSERT_TRUE(pod("urgent", "0.5", 500, kHigh).ok());
   absl::StatusOr<std::vector<json>> after = plane().WaitForPods(
       ns(), "the urgent pod bound in place of two quarters",
-      [](const std::vector<json>& pods) {
-        for (const json& p : pods) {
-          if (p["metadata"]["name"] == "urgent" && IsBound(p)) return pods.size() == 7;
-        }
-        return false;
-      },
+      [](const std::vector<json>& pods) { return BoundInPlace(pods, "urgent", 7); },
       absl::Seconds(60));
   ASSERT_TRUE(after.ok()) << after.status() << plane().LogTails();
   const std::map<std::string, json> now = ByName(*after);
@@ -241,12 +241,7 @@ TEST_F(PreemptionTest, ATenantBorrowsIdleGpusAndGivesThemBackWhenTheOwnerNeedsTh
   ASSERT_TRUE(GpuPod("serving-1", "1", kHigh, "serving").ok());
   absl::StatusOr<std::vector<json>> after = plane().WaitForPods(
       ns(), "serving's pod bound in place of research's borrowed one",
-      [](const std::vector<json>& pods) {
-        for (const json& p : pods) {
-          if (p["metadata"]["name"] == "serving-1" && IsBound(p)) return pods.size() == 2;
-        }
-        return false;
-      },
+      [](const std::vector<json>& pods) { return BoundInPlace(pods, "serving-1", 2); },
       absl::Seconds(60));
   ASSERT_TRUE(after.ok()) << after.status() << plane().LogTails();
   const std::map<std::string, json> now = ByName(*after);
