@@ -64,8 +64,8 @@ TEST(EncodeFilterResultTest, ReasonsAndTheErrorCarryNoPercentSign) {
   args.node_names = names;
   FilterResult result;
   result.passed = {0};
-  result.failed = {{"n2", "GPU 0 at 95% utilisation (5m avg) above the 90% threshold"}};
-  result.unresolvable = {{"n3", "burst limits would reach 1800/1000 milli (cap 100%)"}};
+  result.failed.Add("n2", "GPU 0 at 95% utilisation (5m avg) above the 90% threshold");
+  result.unresolvable.Add("n3", "burst limits would reach 1800/1000 milli (cap 100%)");
   result.error = "tessera.io/gpu-fraction=\"150%\": must be in (0, 1] or (0%, 100%]";
   const std::string answer = EncodeFilterResult(args, result);
   EXPECT_THAT(answer, Not(HasSubstr("%")));

@@ -39,6 +39,32 @@ TEST(JsonStringTest, EscapesWhatJsonRequiresAndCopiesTheRest) {
   }
 }
 
+// The scans read 16 bytes at a time (8 without SSE2), the last block
+// overlapping: a byte that needs escaping must be found wherever it stands,
+// in strings of every length.
+TEST(JsonStringTest, FindsEveryCharacterThatNeedsEscapingAtEveryPositionAndLength) {
+  for (size_t length = 1; length <= 40; ++length) {
+    for (size_t at = 0; at < length; ++at) {
+      for (int byte = 0; byte < 256; ++byte) {
+        std::string text(length, 'g');
+        text[at] = static_cast<char>(byte);
+        const bool escaped = byte < 0x20 || byte == '"' || byte == '\\';
+        std::string out;
+        AppendJsonString(out, text);
+        ASSERT_EQ(out.size() > length + 2, escaped) << "length " << length << ", byte " << byte << " at " << at;
+        ASSERT_EQ(out.substr(0, 1 + at), "\"" + text.substr(0, at));
+        ASSERT_EQ(IsPlainJsonString(text), !escaped) << "length " << length << ", byte " << byte << " at " << at;
+        ASSERT_EQ(IsPlainJsonString(text, '%'), !escaped && byte != '%') << "length " << length << ", byte " << byte;
+        ASSERT_EQ(PlainJsonStringPrefix(text), escaped ? at : length) << "length " << length << ", byte " << byte;
+      }
+    }
+  }
+  EXPECT_TRUE(IsPlainJsonString(""));
+  EXPECT_EQ(PlainJsonStringPrefix(""), 0u);
+  EXPECT_EQ(PlainJsonStringPrefix(std::string(33, 'a') + "\"" + std::string(20, '\\')), 33u)
+      << "the first one counts";
+}
+
 TEST(HostPriorityListTest, EveryHostAndScoreReadsBackInOrder) {
   const std::vector<std::string> names = {"gpu-node-00000", "a\"quoted\"node", "gpu-node-4999", "n"};
   const std::vector<std::string_view> hosts(names.begin(), names.end());
