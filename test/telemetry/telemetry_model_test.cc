@@ -2,27 +2,23 @@
 // pod holdings, and the tessera.io/gpu-utilization annotation.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "k8s/gpu_utilization.h"
 #include "scheduler/cache/cluster_model.h"
+#include "test/testing/builders.h"
 
 namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
-
-NodeInventory Gpus(int n) {
-  NodeInventory inv;
-  for (int i = 0; i < n; ++i) {
-    GpuDevice& g = inv.gpus.emplace_back();
-    g.index = i;
-    g.uuid = "GPU-" + std::to_string(i);
-  }
-  return inv;
-}
+using testing::BoundAt;
+using testing::Holding;
+using testing::Inventory;
+using testing::Share;
 
 std::shared_ptr<const NodeTelemetry> OneGpu(int64_t util_permille) {
   auto t = std::make_shared<NodeTelemetry>();
@@ -32,21 +28,13 @@ std::shared_ptr<const NodeTelemetry> OneGpu(int64_t util_permille) {
   return t;
 }
 
-PodHolding Holding(std::string uid, std::string node, int32_t gpu, absl::Time bound_at) {
-  PodHolding p;
-  p.uid = uid;
-  p.pod_key = "ml/" + uid;
-  p.assignment.node = std::move(node);
-  p.assignment.gpus.push_back(GpuShare{.index = gpu, .uuid = "", .guaranteed = MilliGpu(250), .limit = MilliGpu(500),
-                                       .memory = MemoryMiB(1024), .memory_limit = MemoryMiB(1024)});
-  p.bound_at = bound_at;
-  return p;
-}
+// What each pod of these tests holds: 250 milli (burst 500) and 1 GiB of GPU `gpu`.
+std::vector<GpuShare> QuarterOf(int32_t gpu) { return {Share(gpu, 250).Limit(500).Memory(1024)}; }
 
 TEST(ClusterModelTelemetry, ViewsPointAtTheTelemetryInForce) {
   ClusterModel model;
-  model.UpsertNode("a", Gpus(1), absl::OkStatus());
-  model.UpsertNode("b", Gpus(1), absl::OkStatus());
+  model.UpsertNode("a", Inventory(1), absl::OkStatus());
+  model.UpsertNode("b", Inventory(1), absl::OkStatus());
   auto first = model.Publish();
   EXPECT_EQ(first->View(*first->FindNode("a")).telemetry, nullptr);
 
@@ -64,17 +52,17 @@ TEST(ClusterModelTelemetry, ViewsPointAtTheTelemetryInForce) {
 
 TEST(ClusterModelTelemetry, SurvivesRebuildsAndNodeSetChangesAndCanBeRemoved) {
   ClusterModel model;
-  model.UpsertNode("a", Gpus(1), absl::OkStatus());
+  model.UpsertNode("a", Inventory(1), absl::OkStatus());
   const auto t = OneGpu(500);
   model.SetNodeTelemetry("a", t);
   model.SetNodeTelemetry("later", OneGpu(100));  // a node the model does not know yet
   model.Publish();
 
-  model.UpsertPod(Holding("p1", "a", 0, absl::InfinitePast()));  // rebuilds node a
+  model.UpsertPod(Holding("p1", "a", QuarterOf(0)));  // rebuilds node a
   auto s = model.Publish();
   EXPECT_EQ(s->View(*s->FindNode("a")).telemetry, t.get());
 
-  model.UpsertNode("later", Gpus(1), absl::OkStatus());  // the node set changes
+  model.UpsertNode("later", Inventory(1), absl::OkStatus());  // the node set changes
   s = model.Publish();
   EXPECT_EQ(s->View(*s->FindNode("a")).telemetry, t.get());
   ASSERT_NE(s->View(*s->FindNode("later")).telemetry, nullptr);
@@ -88,11 +76,11 @@ TEST(ClusterModelTelemetry, SurvivesRebuildsAndNodeSetChangesAndCanBeRemoved) {
 
 TEST(ClusterModelTelemetry, BindingsListSharesWithAKnownBindTimeNewestFirst) {
   ClusterModel model;
-  model.UpsertNode("a", Gpus(2), absl::OkStatus());
+  model.UpsertNode("a", Inventory(2), absl::OkStatus());
   const absl::Time t0 = absl::FromUnixSeconds(1'800'000'000);
-  model.UpsertPod(Holding("old", "a", 0, t0));
-  model.UpsertPod(Holding("new", "a", 1, t0 + absl::Seconds(5)));
-  model.UpsertPod(Holding("unknown", "a", 1, absl::InfinitePast()));
+  model.UpsertPod(BoundAt(Holding("old", "a", QuarterOf(0)), t0));
+  model.UpsertPod(BoundAt(Holding("new", "a", QuarterOf(1)), t0 + absl::Seconds(5)));
+  model.UpsertPod(Holding("unknown", "a", QuarterOf(1)));  // bind time unknown
   const auto s = model.Publish();
   const NodeView& v = s->View(*s->FindNode("a"));
   ASSERT_EQ(v.bindings.size(), 2u);
