@@ -1,5 +1,5 @@
-// The hand-written JSON of prioritize's answer and of every string Tessera
-// writes: what a JSON parser reads back must be what was written.
+// Every JSON string Tessera writes by hand: what a JSON parser reads back
+// must be what was written.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "k8s/extender_results.h"
 #include "scheduler/common/json_text.h"
 
 namespace tessera {
@@ -63,22 +62,6 @@ TEST(JsonStringTest, FindsEveryCharacterThatNeedsEscapingAtEveryPositionAndLengt
   EXPECT_EQ(PlainJsonStringPrefix(""), 0u);
   EXPECT_EQ(PlainJsonStringPrefix(std::string(33, 'a') + "\"" + std::string(20, '\\')), 33u)
       << "the first one counts";
-}
-
-TEST(HostPriorityListTest, EveryHostAndScoreReadsBackInOrder) {
-  const std::vector<std::string> names = {"gpu-node-00000", "a\"quoted\"node", "gpu-node-4999", "n"};
-  const std::vector<std::string_view> hosts(names.begin(), names.end());
-  const std::vector<int64_t> scores = {0, 9, 10, 1};
-  const nlohmann::json answer = nlohmann::json::parse(k8s::EncodeHostPriorityList(hosts, scores));
-  ASSERT_TRUE(answer.is_array());
-  ASSERT_EQ(answer.size(), names.size());
-  for (size_t i = 0; i < names.size(); ++i) {
-    EXPECT_EQ(answer[i]["Host"], names[i]);
-    EXPECT_EQ(answer[i]["Score"], scores[i]);
-  }
-  EXPECT_EQ(k8s::EncodeHostPriorityList({}, {}), "[]");
-  EXPECT_EQ(k8s::EncodeHostPriorityList({"n"}, {100}), "[{\"Host\":\"n\",\"Score\":100}]")
-      << "outside the wire's 0..10 the number is still written whole";
 }
 
 }  // namespace
