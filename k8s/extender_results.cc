@@ -9,14 +9,9 @@
 namespace tessera::k8s {
 namespace {
 
-void AppendFailures(std::string& out, const std::vector<NodeFailure>& failures) {
+void AppendFailures(std::string& out, const NodeFailures& failures) {
   out.push_back('{');
-  for (size_t i = 0; i < failures.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    AppendJsonString(out, failures[i].node);
-    out.push_back(':');
-    AppendWireReason(out, failures[i].reason);
-  }
+  out += failures.members();
   out.push_back('}');
 }
 
@@ -27,9 +22,12 @@ bool IsContinuationByte(char c) { return (static_cast<unsigned char>(c) & 0xC0) 
 void AppendWireReason(std::string& out, std::string_view text) {
   constexpr std::string_view kPercent = "percent";
   constexpr std::string_view kCut = "...";
-  // The common case, a short reason without '%', is written as it is.
-  if (text.size() <= kMaxWireReasonBytes && text.find('%') == std::string_view::npos) {
-    AppendJsonString(out, text);
+  // The common case, a short reason with nothing to escape and no '%', is
+  // copied as it is after one pass over it.
+  if (text.size() <= kMaxWireReasonBytes && IsPlainJsonString(text, '%')) {
+    out.push_back('"');
+    out.append(text);
+    out.push_back('"');
     return;
   }
   std::string safe;
@@ -53,6 +51,13 @@ void AppendWireReason(std::string& out, std::string_view text) {
   AppendJsonString(out, safe);
 }
 
+void NodeFailures::Add(std::string_view node, std::string_view reason) {
+  if (count_++ > 0) members_.push_back(',');
+  AppendJsonString(members_, node);
+  members_.push_back(':');
+  AppendWireReason(members_, reason);
+}
+
 std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& result) {
   // Reserve what the names and reasons need (escaping aside) so that a
   // 5000-node answer is written without regrowing.
@@ -60,9 +65,7 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& res
   for (uint32_t k : result.passed) {
     size += args.nodes ? (*args.nodes)[k].name.size() + (*args.nodes)[k].json.size() + 4 : (*args.node_names)[k].size() + 3;
   }
-  for (const auto* list : {&result.failed, &result.unresolvable}) {
-    for (const NodeFailure& f : *list) size += f.node.size() + std::min(f.reason.size(), kMaxWireReasonBytes) + 6;
-  }
+  size += result.failed.members().size() + result.unresolvable.members().size();
   std::string out;
   out.reserve(size);
   out += "{\"Nodes\":";

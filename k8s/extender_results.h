@@ -23,23 +23,34 @@ inline constexpr size_t kMaxWireReasonBytes = 512;
 /// space is put between a digit and the word). Then cut to kMaxWireReasonBytes.
 void AppendWireReason(std::string& out, std::string_view text);
 
-/// A node that failed filtering, and why (shown to the user in pod events).
-struct NodeFailure {
-  std::string_view node;
-  std::string reason;
+/// Nodes that failed filtering, and why (shown to the user in pod events),
+/// kept as the JSON members of the answer's map: each reason is written for
+/// the wire (AppendWireReason) as it is added, so a request that rejects
+/// thousands of nodes keeps no string per node and copies no reason twice.
+class NodeFailures {
+ public:
+  void Add(std::string_view node, std::string_view reason);
+  [[nodiscard]] bool empty() const { return count_ == 0; }
+  [[nodiscard]] size_t size() const { return count_; }
+  /// `"node":"reason",…` (no braces), in the order added.
+  [[nodiscard]] std::string_view members() const { return members_; }
+
+ private:
+  std::string members_;
+  size_t count_ = 0;
 };
 
 /// What filter decided, before encoding. `passed` indexes the request's nodes
 /// (Nodes.items or NodeNames), in request order.
 struct FilterResult {
   std::vector<uint32_t> passed;
-  std::vector<NodeFailure> failed;        ///< FailedNodes: not now.
-  std::vector<NodeFailure> unresolvable;  ///< FailedAndUnresolvableNodes: never.
-  std::string error;                      ///< Non-empty fails the scheduling attempt.
+  NodeFailures failed;        ///< FailedNodes: not now.
+  NodeFailures unresolvable;  ///< FailedAndUnresolvableNodes: never.
+  std::string error;          ///< Non-empty fails the scheduling attempt.
 };
 
 /// `{"Nodes":…,"NodeNames":[…],"FailedNodes":{…},"FailedAndUnresolvableNodes":{…},"Error":""}`.
-/// Reasons and the Error are written with AppendWireReason.
+/// The Error is written with AppendWireReason, as the reasons were.
 /// With full Nodes in the request, `Nodes` echoes the passing Node objects (as
 /// sent, byte for byte) and `NodeNames` lists them too; with NodeNames, `Nodes` is
 /// null. `NodeNames` is always a list, never null: null would mean "no node fits"

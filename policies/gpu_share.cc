@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <iterator>
+#include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -102,9 +102,12 @@ bool FitsNow(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice&
 }
 
 // How many of `gpus` pass FitsNow, for a pod that names no GPU model (so
-// that the inventory is not read): the filter's test of every node, with
-// what depends on the pod and the args alone worked out once.
-int32_t CountFitting(const GpuShareArgs& args, const CycleState& cycle, absl::Span<const GpuState> gpus) {
+// that the inventory is not read), counting no further than `enough`: the
+// filter's test of every node, with what depends on the pod and the args
+// alone worked out once. On most nodes of a busy cluster the first GPU or
+// two take the pod, so stopping there spares reading the rest.
+int32_t CountFitting(const GpuShareArgs& args, const CycleState& cycle, absl::Span<const GpuState> gpus,
+                     int32_t enough) {
   const PodGpuRequest& r = cycle.request();
   const bool whole = r.whole_gpu;
   const int64_t memory = r.memory.value();
@@ -132,50 +135,84 @@ int32_t CountFitting(const GpuShareArgs& args, const CycleState& cycle, absl::Sp
     }
     fits &= g.healthy();
     fitting += static_cast<int32_t>(fits);
+    if (fitting >= enough) break;
   }
   return fitting;
 }
 
-// Appends each piece to `out` in turn, as absl::StrAppend does but without
-// its sizing pass and the zero-fill of the room it makes: a rejection names
-// a few GPUs in short pieces, on hundreds of nodes a request, and there
-// those cost more than the text itself.
-void Append(std::string& out, std::string_view text) { out.append(text); }
-void Append(std::string& out, int64_t number) {
-  char digits[20];
-  out.append(digits, std::to_chars(std::begin(digits), std::end(digits), number).ptr);
-}
-template <typename... Pieces>
-void AppendAll(std::string& out, const Pieces&... pieces) {
-  (Append(out, pieces), ...);
-}
+// A rejection's text, written piece by piece into room made once per line
+// of pieces: a rejection names a few GPUs in short pieces, on hundreds of
+// nodes a request, and a std::string's bookkeeping per piece (absl::StrAppend's
+// sizing pass, or append's out-of-line call) costs more than the text itself.
+// Literals are copied with their length known when compiled.
+class ReasonText {
+ public:
+  explicit ReasonText(size_t room) { text_.resize(room); }
+
+  template <typename... Pieces>
+  void Add(const Pieces&... pieces) {
+    Room((MostBytes(pieces) + ...));
+    (Put(pieces), ...);
+  }
+
+  [[nodiscard]] std::string Take() && {
+    text_.resize(end_);
+    return std::move(text_);
+  }
+
+ private:
+  static constexpr size_t kMostDigits = 20;  // of an int64, sign included
+
+  template <size_t N>
+  static constexpr size_t MostBytes(const char (&)[N]) { return N - 1; }
+  static size_t MostBytes(std::string_view text) { return text.size(); }
+  static constexpr size_t MostBytes(int64_t) { return kMostDigits; }
+
+  template <size_t N>
+  void Put(const char (&literal)[N]) { Put(literal, N - 1); }
+  void Put(std::string_view text) { Put(text.data(), text.size()); }
+  void Put(int64_t number) {
+    char* const at = text_.data() + end_;
+    end_ += static_cast<size_t>(std::to_chars(at, at + kMostDigits, number).ptr - at);
+  }
+  void Put(const char* text, size_t n) {
+    std::memcpy(text_.data() + end_, text, n);
+    end_ += n;
+  }
+
+  void Room(size_t n) {
+    if (end_ + n > text_.size()) text_.resize(std::max(2 * text_.size(), end_ + n));
+  }
+
+  std::string text_;  // [0, end_) written; the rest is room
+  size_t end_ = 0;
+};
 
 // Appends the first reason the pod does not fit on a GPU now; only on rejection.
-void AppendWhyFull(std::string& out, const GpuShareArgs& args, const CycleState& cycle, const GpuState& gpu) {
+void AppendWhyFull(ReasonText& out, const GpuShareArgs& args, const CycleState& cycle, const GpuState& gpu) {
   const PodGpuRequest& r = cycle.request();
   const GpuUsage u = gpu.usage();
   const int64_t index = gpu.index();
   if (r.whole_gpu) {
-    return AppendAll(out, "GPU ", index, " is shared by ", u.pods, u.pods == 1 ? " pod" : " pods",
-                     " and the pod needs a whole GPU");
+    return out.Add("GPU ", index, " is shared by ", u.pods, u.pods == 1 ? " pod" : " pods",
+                   " and the pod needs a whole GPU");
   }
   if (u.guaranteed + r.guaranteed > kOneGpu) {
     const int64_t free_milli = std::max<int64_t>(0, (kOneGpu - u.guaranteed).value());
-    return AppendAll(out, "GPU ", index, " has ", free_milli, "/1000 milli free, pod needs ", r.guaranteed.value());
+    return out.Add("GPU ", index, " has ", free_milli, "/1000 milli free, pod needs ", r.guaranteed.value());
   }
   const int64_t cap = 10 * args.max_limit_percent;
   if (u.limit.value() + r.limit.value() > cap) {
-    return AppendAll(out, "GPU ", index, " burst limits would reach ", u.limit.value() + r.limit.value(), "/", cap,
-                     " milli (cap ", args.max_limit_percent, " percent)");
+    return out.Add("GPU ", index, " burst limits would reach ", u.limit.value() + r.limit.value(), "/", cap,
+                   " milli (cap ", args.max_limit_percent, " percent)");
   }
   const MemoryMiB usable = UsableMemory(args, gpu.memory());
   if (u.memory + r.memory > usable) {
-    return AppendAll(out, "GPU ", index, " has ", std::max<int64_t>(0, (usable - u.memory).value()), " of ",
-                     usable.value(), " MiB free, pod needs ", r.memory.value(), " MiB");
+    return out.Add("GPU ", index, " has ", std::max<int64_t>(0, (usable - u.memory).value()), " of ",
+                   usable.value(), " MiB free, pod needs ", r.memory.value(), " MiB");
   }
-  return AppendAll(out, "GPU ", index, " memory limits would reach ",
-                   (u.memory_limit + cycle.memory_limit_per_gpu()).value(), " MiB, over ",
-                   args.max_memory_limit_percent, " percent of its ", usable.value(), " usable MiB");
+  return out.Add("GPU ", index, " memory limits would reach ", (u.memory_limit + cycle.memory_limit_per_gpu()).value(),
+                 " MiB, over ", args.max_memory_limit_percent, " percent of its ", usable.value(), " usable MiB");
 }
 
 std::string DescribeModels(const PodGpuRequest& r) {
@@ -270,25 +307,24 @@ FilterVerdict WhyNever(const GpuShareArgs& args, const CycleState& cycle, const 
 FilterVerdict WhyNotNow(const GpuShareArgs& args, const CycleState& cycle, const NodeView& node, const GpuFits& fits,
                         const FitCounts& c) {
   const int32_t count = cycle.request().count;
-  std::string msg;
-  msg.reserve(64 + 72 * kMaxListedGpus);
+  ReasonText msg(64 + 72 * kMaxListedGpus);
   if (count == 1) {
-    msg = "no GPU can take the pod now: ";
+    msg.Add("no GPU can take the pod now: ");
   } else {
-    AppendAll(msg, c.fits_now, " of the ", count, " GPUs the pod needs can take it now: ");
+    msg.Add(c.fits_now, " of the ", count, " GPUs the pod needs can take it now: ");
   }
   size_t full = 0;
   for (size_t i = 0; i < fits.size(); ++i) {
     if (fits[i] != GpuFit::kFull) continue;
     if (++full > kMaxListedGpus) continue;
-    if (full > 1) msg += "; ";
+    if (full > 1) msg.Add("; ");
     AppendWhyFull(msg, args, cycle, node.gpu_states[i]);
   }
   if (full > kMaxListedGpus) {
     const size_t more = full - kMaxListedGpus;
-    AppendAll(msg, " (and ", static_cast<int64_t>(more), more == 1 ? " more GPU)" : " more GPUs)");
+    msg.Add(" (and ", static_cast<int64_t>(more), more == 1 ? " more GPU)" : " more GPUs)");
   }
-  return FilterVerdict::NotNow("insufficient_gpu", std::move(msg));
+  return FilterVerdict::NotNow("insufficient_gpu", std::move(msg).Take());
 }
 
 const GpuDevice* FindGpu(absl::Span<const GpuDevice> gpus, int32_t index) {
@@ -396,9 +432,11 @@ FilterVerdict GpuSharePlugin::FilterGpus(const CycleState& cycle, const NodeView
   const int32_t count = cycle.request().count;
   int32_t fitting = 0;
   if (cycle.names_models()) {
-    for (size_t i = 0; i < node.gpus.size(); ++i) fitting += FitsNow(args_, cycle, node.gpus[i], node.gpu_states[i]);
+    for (size_t i = 0; i < node.gpus.size() && fitting < count; ++i) {
+      fitting += FitsNow(args_, cycle, node.gpus[i], node.gpu_states[i]);
+    }
   } else {
-    fitting = CountFitting(args_, cycle, node.gpu_states);
+    fitting = CountFitting(args_, cycle, node.gpu_states, count);
   }
   if (fitting >= count) return FilterVerdict::Success();
   // Rejected: why, GPU by GPU.

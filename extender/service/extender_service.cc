@@ -159,20 +159,21 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
       }
       if (!candidates.known(i)) {
         // The watch may not have seen the node yet: "not now", not "never".
-        result.failed.push_back({view.name, "node is not in Tessera's cluster model (yet)"});
+        result.failed.Add(view.name, "node is not in Tessera's cluster model (yet)");
         ++rejections["unknown_node"];
         continue;
       }
-      FilterVerdict verdict = refused ? *refused : profile->Filter(cycle, view);
+      FilterVerdict computed;
+      const FilterVerdict& verdict = refused ? *refused : (computed = profile->Filter(cycle, view));
       switch (verdict.code) {
         case FilterCode::kSuccess:
           result.passed.push_back(static_cast<uint32_t>(i));
           continue;
         case FilterCode::kUnschedulable:
-          result.failed.push_back({view.name, std::move(verdict.message)});
+          result.failed.Add(view.name, verdict.message);
           break;
         case FilterCode::kUnschedulableUnresolvable:
-          result.unresolvable.push_back({view.name, std::move(verdict.message)});
+          result.unresolvable.Add(view.name, verdict.message);
           break;
       }
       ++rejections[verdict.reason_code];

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/common/json_text.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera::k8s::internal {
@@ -90,6 +91,9 @@ bool JsonScanner::ExpectEnd() {
 bool JsonScanner::SkipString() {
   ++pos_;
   while (pos_ < text_.size()) {
+    // Plain text in long strides: names and most of a Node are nothing else.
+    pos_ += PlainJsonStringPrefix(text_.substr(pos_));
+    if (pos_ >= text_.size()) break;
     const auto c = static_cast<unsigned char>(text_[pos_]);
     if (c == '"') {
       ++pos_;

@@ -1,6 +1,8 @@
 #include "k8s/extender_results.h"
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -64,8 +66,8 @@ TEST(EncodeFilterResultTest, ReasonsAndTheErrorCarryNoPercentSign) {
   args.node_names = names;
   FilterResult result;
   result.passed = {0};
-  result.failed = {{"n2", "GPU 0 at 95% utilisation (5m avg) above the 90% threshold"}};
-  result.unresolvable = {{"n3", "burst limits would reach 1800/1000 milli (cap 100%)"}};
+  result.failed.Add("n2", "GPU 0 at 95% utilisation (5m avg) above the 90% threshold");
+  result.unresolvable.Add("n3", "burst limits would reach 1800/1000 milli (cap 100%)");
   result.error = "tessera.io/gpu-fraction=\"150%\": must be in (0, 1] or (0%, 100%]";
   const std::string answer = EncodeFilterResult(args, result);
   EXPECT_THAT(answer, Not(HasSubstr("%")));
@@ -75,6 +77,22 @@ TEST(EncodeFilterResultTest, ReasonsAndTheErrorCarryNoPercentSign) {
   EXPECT_EQ(got["Error"],
             "tessera.io/gpu-fraction=\"150 percent\": must be in (0, 1] or (0 percent, 100 percent]");
   EXPECT_EQ(got["NodeNames"], nlohmann::json::array({"n1"}));
+}
+
+TEST(HostPriorityListTest, EveryHostAndScoreReadsBackInOrder) {
+  const std::vector<std::string> names = {"gpu-node-00000", "a\"quoted\"node", "gpu-node-4999", "n"};
+  const std::vector<std::string_view> hosts(names.begin(), names.end());
+  const std::vector<int64_t> scores = {0, 9, 10, 1};
+  const nlohmann::json answer = nlohmann::json::parse(EncodeHostPriorityList(hosts, scores));
+  ASSERT_TRUE(answer.is_array());
+  ASSERT_EQ(answer.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(answer[i]["Host"], names[i]);
+    EXPECT_EQ(answer[i]["Score"], scores[i]);
+  }
+  EXPECT_EQ(EncodeHostPriorityList({}, {}), "[]");
+  EXPECT_EQ(EncodeHostPriorityList({"n"}, {100}), "[{\"Host\":\"n\",\"Score\":100}]")
+      << "outside the wire's 0..10 the number is still written whole";
 }
 
 }  // namespace

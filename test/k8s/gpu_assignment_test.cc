@@ -7,23 +7,13 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/builders.h"
 
 namespace tessera::k8s {
 namespace {
 
 using ::testing::HasSubstr;
-
-GpuShare Share(int32_t index, int64_t milli, int64_t limit, int64_t memory = 0, int64_t memory_limit = 0,
-               std::string uuid = "") {
-  GpuShare s;
-  s.index = index;
-  s.uuid = std::move(uuid);
-  s.guaranteed = MilliGpu(milli);
-  s.limit = MilliGpu(limit);
-  s.memory = MemoryMiB(memory);
-  s.memory_limit = MemoryMiB(memory_limit);
-  return s;
-}
+using testing::Share;
 
 GpuAssignment Assignment(std::string node, std::vector<GpuShare> gpus) {
   return GpuAssignment{std::move(node), std::move(gpus)};
@@ -56,22 +46,22 @@ struct Accepted {
 TEST(ParseGpuAssignment, ReadsTheSchemaAndItsDefaults) {
   const std::vector<Accepted> cases = {
       {"the documented example", kHeaderExample,
-       Assignment("n1", {Share(0, 250, 800, 10240, 20480, "GPU-..")})},
+       Assignment("n1", {Share(0, 250, 10240).Limit(800).MemoryLimit(20480).Uuid("GPU-..")})},
       {"limits default to the guarantees",
        R"({"node":"n1","gpus":[{"index":0,"milli":250,"memoryMiB":512}]})",
-       Assignment("n1", {Share(0, 250, 250, 512, 512)})},
+       Assignment("n1", {Share(0, 250, 512)})},
       {"memory defaults to zero", R"({"node":"n1","gpus":[{"index":3,"milli":1000}]})",
-       Assignment("n1", {Share(3, 1000, 1000)})},
+       Assignment("n1", {Share(3, 1000)})},
       {"a memory limit without memory", R"({"node":"n1","gpus":[{"index":0,"milli":10,"memoryLimitMiB":64}]})",
-       Assignment("n1", {Share(0, 10, 10, 0, 64)})},
+       Assignment("n1", {Share(0, 10).MemoryLimit(64)})},
       {"keys in any order, unknown keys ignored, GPU order kept",
        R"({"version":2,"gpus":[{"milli":500,"index":7,"future":[1,2]},{"index":2,"milli":1,"limitMilli":1000}],)"
        R"( "node":"gpu-node-17"})",
-       Assignment("gpu-node-17", {Share(7, 500, 500), Share(2, 1, 1000)})},
+       Assignment("gpu-node-17", {Share(7, 500), Share(2, 1).Limit(1000)})},
       {"an empty uuid is no uuid", R"({"node":"n","gpus":[{"index":0,"uuid":"","milli":1}]})",
-       Assignment("n", {Share(0, 1, 1)})},
+       Assignment("n", {Share(0, 1)})},
       {"escaped strings are decoded", R"({"node":"n\"1\u00e9","gpus":[{"index":255,"uuid":"GPU-\\x","milli":1}]})",
-       Assignment("n\"1\xc3\xa9", {Share(255, 1, 1, 0, 0, "GPU-\\x")})},
+       Assignment("n\"1\xc3\xa9", {Share(255, 1).Uuid("GPU-\\x")})},
   };
   for (const Accepted& c : cases) {
     SCOPED_TRACE(c.name);
@@ -158,12 +148,13 @@ TEST(FormatGpuAssignment, WritesCompactJsonInSchemaOrder) {
     std::string want;
   };
   const std::vector<Case> cases = {
-      {"the documented example", Assignment("n1", {Share(0, 250, 800, 10240, 20480, "GPU-..")}), kHeaderExample},
+      {"the documented example",
+       Assignment("n1", {Share(0, 250, 10240).Limit(800).MemoryLimit(20480).Uuid("GPU-..")}), kHeaderExample},
       {"an empty uuid is left out and every number is written",
-       Assignment("n2", {Share(1, 1000, 1000), Share(0, 500, 700, 1, 2, "GPU-x")}),
+       Assignment("n2", {Share(1, 1000), Share(0, 500, 1).Limit(700).MemoryLimit(2).Uuid("GPU-x")}),
        R"({"node":"n2","gpus":[{"index":1,"milli":1000,"limitMilli":1000,"memoryMiB":0,"memoryLimitMiB":0},)"
        R"({"index":0,"uuid":"GPU-x","milli":500,"limitMilli":700,"memoryMiB":1,"memoryLimitMiB":2}]})"},
-      {"strings are escaped", Assignment("a\"b\\c\nd\te\x01\xc3\xa9", {Share(0, 1, 1, 0, 0, "\x1f")}),
+      {"strings are escaped", Assignment("a\"b\\c\nd\te\x01\xc3\xa9", {Share(0, 1).Uuid("\x1f")}),
        R"({"node":"a\"b\\c\nd\te\u0001)" "\xc3\xa9"
        R"(","gpus":[{"index":0,"uuid":"\u001f","milli":1,"limitMilli":1,"memoryMiB":0,"memoryLimitMiB":0}]})"},
   };
@@ -175,15 +166,19 @@ TEST(FormatGpuAssignment, WritesCompactJsonInSchemaOrder) {
 
 TEST(GpuAssignmentRoundTrip, ParseOfFormatIsTheIdentity) {
   std::vector<GpuShare> eight;
-  for (int32_t i = 0; i < 8; ++i) eight.push_back(Share(7 - i, 125 * (i + 1), 1000, 1024 * i, 2048 * i, "GPU-" + std::to_string(i)));
+  for (int32_t i = 0; i < 8; ++i) {
+    eight.push_back(
+        Share(7 - i, 125 * (i + 1), 1024 * i).Limit(1000).MemoryLimit(2048 * i).Uuid("GPU-" + std::to_string(i)));
+  }
   const std::vector<std::pair<std::string, GpuAssignment>> cases = {
-      {"a single quarter GPU", Assignment("n1", {Share(0, 250, 250)})},
-      {"the documented example", Assignment("n1", {Share(0, 250, 800, 10240, 20480, "GPU-..")})},
+      {"a single quarter GPU", Assignment("n1", {Share(0, 250)})},
+      {"the documented example",
+       Assignment("n1", {Share(0, 250, 10240).Limit(800).MemoryLimit(20480).Uuid("GPU-..")})},
       {"eight GPUs in descending index order", Assignment("dgx-a100-01.example.com", eight)},
-      {"extreme values", Assignment("n", {Share(255, 1, 1000, 0, int64_t{1} << 40), Share(0, 1000, 1000,
-                                                                                          int64_t{1} << 40,
-                                                                                          int64_t{1} << 40)})},
-      {"strings that need escaping", Assignment("n\"\\/\b\f\n\r\t\x01\x7f\xe2\x82\xac", {Share(0, 1, 2, 3, 4, "\"")})},
+      {"extreme values",
+       Assignment("n", {Share(255, 1).Limit(1000).MemoryLimit(int64_t{1} << 40), Share(0, 1000, int64_t{1} << 40)})},
+      {"strings that need escaping",
+       Assignment("n\"\\/\b\f\n\r\t\x01\x7f\xe2\x82\xac", {Share(0, 1, 3).Limit(2).MemoryLimit(4).Uuid("\"")})},
   };
   for (const auto& [name, assignment] : cases) {
     SCOPED_TRACE(name);

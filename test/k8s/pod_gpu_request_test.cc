@@ -7,39 +7,13 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/builders.h"
 
 namespace tessera::k8s {
 namespace {
 
 using ::testing::HasSubstr;
-
-// A whole-GPU request as the parser builds it, before the case's edits.
-PodGpuRequest Whole(int32_t count = 1) {
-  PodGpuRequest r;
-  r.count = count;
-  return r;
-}
-
-// A shared request of `guaranteed`..`limit` milli-GPU on one GPU.
-PodGpuRequest Shared(int64_t guaranteed, int64_t limit) {
-  PodGpuRequest r;
-  r.whole_gpu = false;
-  r.guaranteed = MilliGpu(guaranteed);
-  r.limit = MilliGpu(limit);
-  return r;
-}
-
-PodGpuRequest WithMemory(PodGpuRequest r, int64_t memory, int64_t limit) {
-  r.memory = MemoryMiB(memory);
-  r.memory_limit = MemoryMiB(limit);
-  return r;
-}
-
-PodGpuRequest WithModels(PodGpuRequest r, std::vector<std::string> models, std::vector<std::string> excluded = {}) {
-  r.models = std::move(models);
-  r.excluded_models = std::move(excluded);
-  return r;
-}
+using testing::Pod;
 
 struct Accepted {
   std::string name;
@@ -56,37 +30,37 @@ TEST(ParsePodGpuRequest, ReadsEveryAcceptedForm) {
       {"unrelated tessera and nvidia keys are not a request",
        {{"tessera.io/other", "x"}, {"nvidia.com/gpu.count", "8"}, {"gpu-count", "2"}},
        std::nullopt},
-      {"a count alone asks for whole GPUs", {{"tessera.io/gpu-count", "2"}}, Whole(2)},
-      {"a count of one is the default made explicit", {{"tessera.io/gpu-count", "1"}}, Whole(1)},
-      {"sixty-four GPUs is the largest count", {{"tessera.io/gpu-count", "64"}}, Whole(64)},
+      {"a count alone asks for whole GPUs", {{"tessera.io/gpu-count", "2"}}, Pod().Count(2)},
+      {"a count of one is the default made explicit", {{"tessera.io/gpu-count", "1"}}, Pod().Count(1)},
+      {"sixty-four GPUs is the largest count", {{"tessera.io/gpu-count", "64"}}, Pod().Count(64)},
       {"a model list alone asks for one whole GPU", {{"tessera.io/gpu-model", "A100"}},
-       WithModels(Whole(), {"A100"})},
+       Pod().Models({"A100"})},
       {"an exclusion alone asks for one whole GPU", {{"tessera.io/gpu-model-exclude", "T4"}},
-       WithModels(Whole(), {}, {"T4"})},
-      {"a fraction asks for a share", {{"tessera.io/gpu-fraction", "0.25"}}, Shared(250, 250)},
-      {"a percentage asks for a share", {{"tessera.io/gpu-fraction", "25%"}}, Shared(250, 250)},
-      {"a fraction of one is still a shared request", {{"tessera.io/gpu-fraction", "1"}}, Shared(1000, 1000)},
+       Pod().ExcludeModels({"T4"})},
+      {"a fraction asks for a share", {{"tessera.io/gpu-fraction", "0.25"}}, Pod().Fraction(250)},
+      {"a percentage asks for a share", {{"tessera.io/gpu-fraction", "25%"}}, Pod().Fraction(250)},
+      {"a fraction of one is still a shared request", {{"tessera.io/gpu-fraction", "1"}}, Pod().Fraction(1000)},
       {"a limit above the fraction allows bursting",
-       {{"tessera.io/gpu-fraction", "0.25"}, {"tessera.io/gpu-fraction-limit", "0.5"}}, Shared(250, 500)},
+       {{"tessera.io/gpu-fraction", "0.25"}, {"tessera.io/gpu-fraction-limit", "0.5"}}, Pod().Fraction(250).Limit(500)},
       {"a limit equal to the fraction in another form",
-       {{"tessera.io/gpu-fraction", "0.5"}, {"tessera.io/gpu-fraction-limit", "50%"}}, Shared(500, 500)},
+       {{"tessera.io/gpu-fraction", "0.5"}, {"tessera.io/gpu-fraction-limit", "50%"}}, Pod().Fraction(500)},
       {"a limit of a whole GPU", {{"tessera.io/gpu-fraction", ".1"}, {"tessera.io/gpu-fraction-limit", "1.0"}},
-       Shared(100, 1000)},
+       Pod().Fraction(100).Limit(1000)},
       {"memory alone defaults its limit to itself", {{"tessera.io/gpu-memory", "10Gi"}},
-       WithMemory(Whole(), 10240, 10240)},
+       Pod().Memory(10240)},
       {"memory with a higher limit",
        {{"tessera.io/gpu-memory", "10Gi"}, {"tessera.io/gpu-memory-limit", "20Gi"}},
-       WithMemory(Whole(), 10240, 20480)},
-      {"memory is rounded up to whole MiB", {{"tessera.io/gpu-memory", "1G"}}, WithMemory(Whole(), 954, 954)},
+       Pod().Memory(10240).MemoryLimit(20480)},
+      {"memory is rounded up to whole MiB", {{"tessera.io/gpu-memory", "1G"}}, Pod().Memory(954)},
       {"a limit equal to the memory in another unit",
        {{"tessera.io/gpu-memory", "1Gi"}, {"tessera.io/gpu-memory-limit", "1024Mi"}},
-       WithMemory(Whole(), 1024, 1024)},
+       Pod().Memory(1024)},
       {"model lists are trimmed and repeats collapse",
        {{"tessera.io/gpu-model", " A100 ,H100,A100 "}, {"tessera.io/gpu-model-exclude", "T4 , V100"}},
-       WithModels(Whole(), {"A100", "H100"}, {"T4", "V100"})},
+       Pod().Models({"A100", "H100"}).ExcludeModels({"T4", "V100"})},
       {"model names are compared exactly, so case differs",
        {{"tessera.io/gpu-model", "a100"}, {"tessera.io/gpu-model-exclude", "A100"}},
-       WithModels(Whole(), {"a100"}, {"A100"})},
+       Pod().Models({"a100"}).ExcludeModels({"A100"})},
       {"everything at once",
        {{"tessera.io/gpu-count", "2"},
         {"tessera.io/gpu-fraction", "0.3"},
@@ -96,12 +70,14 @@ TEST(ParsePodGpuRequest, ReadsEveryAcceptedForm) {
         {"tessera.io/gpu-model", "NVIDIA-A100-SXM4-80GB,NVIDIA-H100-80GB-HBM3"},
         {"tessera.io/gpu-model-exclude", "Tesla-T4"},
         {"tessera.io/gpu-assignment", "ignored"}},
-       [] {
-         PodGpuRequest r = WithModels(WithMemory(Shared(300, 600), 8192, 16384),
-                                      {"NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"}, {"Tesla-T4"});
-         r.count = 2;
-         return r;
-       }()},
+       Pod()
+           .Count(2)
+           .Fraction(300)
+           .Limit(600)
+           .Memory(8192)
+           .MemoryLimit(16384)
+           .Models({"NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"})
+           .ExcludeModels({"Tesla-T4"})},
   };
   for (const Accepted& c : cases) {
     SCOPED_TRACE(c.name);

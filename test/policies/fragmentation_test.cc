@@ -18,6 +18,7 @@ namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::Devices;
 using testing::Node;
 using testing::Pod;
 
@@ -33,15 +34,9 @@ TargetWorkload Workload(const std::vector<std::string>& items) {
   return *std::move(workload);
 }
 
-std::vector<GpuDevice> Gpus(int n, std::string model = "G2") {
-  std::vector<GpuDevice> gpus;
-  for (int i = 0; i < n; ++i) gpus.push_back(GpuDevice{.index = i, .uuid = {}, .model = model, .memory = MemoryMiB(0), .numa = -1});
-  return gpus;
-}
-
-double F(const TargetWorkload& w, const std::vector<GpuDevice>& gpus, std::vector<int64_t> free,
-         std::optional<int64_t> cpu_free) {
-  return NodeFragmentation(w, NodeGpuAccess(w, gpus), free, cpu_free);
+// The measure of a node of G2 GPUs (memory unknown) with `free` milli-GPU free on each.
+double F(const TargetWorkload& w, std::vector<int64_t> free, std::optional<int64_t> cpu_free) {
+  return NodeFragmentation(w, NodeGpuAccess(w, Devices(static_cast<int>(free.size()), "G2", 0)), free, cpu_free);
 }
 
 TEST(WorkloadTextTest, ParsesAndFormatsEveryForm) {
@@ -91,28 +86,28 @@ TEST(WorkloadTextTest, WeightsTooLargeToMeasureExactlyAreRefusedWithTheRemedy) {
 TEST(FragmentationTest, CountsTheGpusTooSmallForEachKindWeightedByHowCommonItIs) {
   const TargetWorkload w = Workload({"1 cpu=1000m gpu=500m", "1 cpu=1000m gpu=1"});
   const int64_t plenty = 8000;
-  EXPECT_EQ(F(w, Gpus(2), {1000, 1000}, plenty), 0) << "both kinds fit, nothing too small";
+  EXPECT_EQ(F(w, {1000, 1000}, plenty), 0) << "both kinds fit, nothing too small";
   // 300 free is too small for both kinds; each still fits on the idle GPU.
-  EXPECT_DOUBLE_EQ(F(w, Gpus(2), {1000, 300}, plenty), 300);
+  EXPECT_DOUBLE_EQ(F(w, {1000, 300}, plenty), 300);
   // A half-GPU kind fits on 500; a whole-GPU kind nowhere: all 800 free is its fragment.
-  EXPECT_DOUBLE_EQ(F(w, Gpus(2), {500, 300}, plenty), 0.5 * 300 + 0.5 * 800);
-  EXPECT_EQ(F(w, Gpus(2), {0, 0}, plenty), 0) << "nothing free, nothing fragmented";
+  EXPECT_DOUBLE_EQ(F(w, {500, 300}, plenty), 0.5 * 300 + 0.5 * 800);
+  EXPECT_EQ(F(w, {0, 0}, plenty), 0) << "nothing free, nothing fragmented";
 }
 
 TEST(FragmentationTest, ANodeShortOfCpuIsFragmentedForEveryKindItCannotHost) {
   const TargetWorkload w = Workload({"1 cpu=1000m gpu=500m", "1 cpu=4000m gpu=500m"});
-  EXPECT_DOUBLE_EQ(F(w, Gpus(1), {1000}, 2000), 0.5 * 1000);
-  EXPECT_DOUBLE_EQ(F(w, Gpus(1), {1000}, std::nullopt), 0) << "unknown CPU is never short";
+  EXPECT_DOUBLE_EQ(F(w, {1000}, 2000), 0.5 * 1000);
+  EXPECT_DOUBLE_EQ(F(w, {1000}, std::nullopt), 0) << "unknown CPU is never short";
 }
 
 TEST(FragmentationTest, CpuOnlyKindsCountAllFreeGpuAsFragment) {
   const TargetWorkload w = Workload({"1 cpu=1000m"});
-  EXPECT_DOUBLE_EQ(F(w, Gpus(2), {1000, 400}, 8000), 1400);
+  EXPECT_DOUBLE_EQ(F(w, {1000, 400}, 8000), 1400);
 }
 
 TEST(FragmentationTest, AKindThatRefusesTheNodesModelCannotUseAnyOfIt) {
   const TargetWorkload w = Workload({"1 cpu=1000m gpu=1 models=T4", "1 cpu=1000m gpu=1 models=g2|T4"});
-  EXPECT_DOUBLE_EQ(F(w, Gpus(2, "G2"), {1000, 1000}, 8000), 0.5 * 2000)
+  EXPECT_DOUBLE_EQ(F(w, {1000, 1000}, 8000), 0.5 * 2000)
       << "the first kind has no access; the second matches G2 ignoring case";
 }
 
@@ -121,7 +116,7 @@ TEST(FragmentationTest, HostStrandingCountsTheGpuTheFreeCpuCannotServe) {
   const TargetWorkload w = Workload({"1 cpu=2000m gpu=500m", "1 cpu=4000m gpu=1"});
   ASSERT_EQ(w.cpu_per_gpu().cpu * 1000, 4000 * w.cpu_per_gpu().gpu) << "4000 milli-CPU per GPU";
   const FragmentationOptions stranding{.host_stranding = true};
-  const NodeGpuAccess access(w, Gpus(4));
+  const NodeGpuAccess access(w, Devices(4, "G2", 0));
   const std::vector<int64_t> idle = {1000, 1000, 1000, 1000};
   EXPECT_EQ(NodeFragmentation(w, access, idle, 16000, stranding), 0) << "16 cores serve 4 GPUs";
   // 6 cores serve 1.5 GPUs: 2.5 of the 4 free GPUs are stranded for both kinds.
@@ -130,7 +125,8 @@ TEST(FragmentationTest, HostStrandingCountsTheGpuTheFreeCpuCannotServe) {
   EXPECT_EQ(NodeFragmentation(w, access, idle, std::nullopt, stranding), 0) << "unknown CPU strands nothing";
   // A node some GPU kind cannot use is left to the paper's no-access term.
   const TargetWorkload typed = Workload({"1 cpu=2000m gpu=500m", "1 cpu=4000m gpu=1 models=T4"});
-  EXPECT_DOUBLE_EQ(NodeFragmentation(typed, NodeGpuAccess(typed, Gpus(4, "G2")), idle, 6000, stranding), 0.5 * 4000);
+  EXPECT_DOUBLE_EQ(NodeFragmentation(typed, NodeGpuAccess(typed, Devices(4, "G2", 0)), idle, 6000, stranding),
+                   0.5 * 4000);
 }
 
 TEST(FragmentationTest, HostStrandingIsExactWhereFloatingPointWouldRound) {
@@ -139,7 +135,7 @@ TEST(FragmentationTest, HostStrandingIsExactWhereFloatingPointWouldRound) {
   // have no exact binary fraction; the integer ratio makes no such step.
   const TargetWorkload w = Workload({"1 cpu=333m gpu=333m", "1 cpu=333m gpu=333m", "1 cpu=334m gpu=334m"});
   const FragmentationOptions stranding{.host_stranding = true};
-  const NodeGpuAccess access(w, Gpus(1));
+  const NodeGpuAccess access(w, Devices(1, "G2", 0));
   EXPECT_EQ(NodeFragmentation(w, access, {1000}, 1000, stranding), 0) << "the CPU serves exactly what is free";
   EXPECT_EQ(NodeFragmentation(w, access, {1000}, 999, stranding), 1) << "one milli-CPU short strands one milli-GPU";
 }
@@ -185,7 +181,7 @@ TEST(FragmentationTest, TheGroupedMeasureIsExactlyItsDefinition) {
                                              "84 cpu=24200m gpu=2", "54 cpu=4000m gpu=160m", "31 cpu=4152m gpu=4x500m"});
   const TargetWorkload by_model = Workload({"5 cpu=4000m gpu=500m models=T4", "3 cpu=8000m gpu=1 models=A100",
                                             "2 cpu=2000m gpu=250m", "1 cpu=16000m"});
-  std::vector<GpuDevice> mixed = Gpus(8, "A100");
+  std::vector<GpuDevice> mixed = Devices(8, "A100", 0);
   for (size_t i = 5; i < mixed.size(); ++i) mixed[i].model = "T4";
   struct Case {
     std::string name;
@@ -193,8 +189,8 @@ TEST(FragmentationTest, TheGroupedMeasureIsExactlyItsDefinition) {
     std::vector<GpuDevice> gpus;
   };
   const std::vector<Case> cases = {
-      {"a node every kind uses alike", &any_model, Gpus(8)},
-      {"a node of one model some kinds refuse", &by_model, Gpus(8, "T4")},
+      {"a node every kind uses alike", &any_model, Devices(8, "G2", 0)},
+      {"a node of one model some kinds refuse", &by_model, Devices(8, "T4", 0)},
       {"a node of two models", &by_model, mixed},
   };
   std::mt19937_64 rng(7);
@@ -235,11 +231,11 @@ TEST(FragmentationTest, TheDecreasesFgdChoosesFromAreTheMeasuresDifferences) {
     bool host_stranding;
   };
   const std::vector<Case> cases = {
-      {"an 8-GPU node every kind uses alike", &any_model, Gpus(8), false},
-      {"a 2-GPU node", &any_model, Gpus(2), false},
-      {"a 20-GPU node", &any_model, Gpus(20), false},
-      {"with host stranding", &any_model, Gpus(8), true},
-      {"a workload that names models", &by_model, Gpus(8, "T4"), false},
+      {"an 8-GPU node every kind uses alike", &any_model, Devices(8, "G2", 0), false},
+      {"a 2-GPU node", &any_model, Devices(2, "G2", 0), false},
+      {"a 20-GPU node", &any_model, Devices(20, "G2", 0), false},
+      {"with host stranding", &any_model, Devices(8, "G2", 0), true},
+      {"a workload that names models", &by_model, Devices(8, "T4", 0), false},
   };
   std::mt19937_64 rng(13);
   for (const Case& c : cases) {
@@ -288,24 +284,17 @@ class FgdPluginTest : public ::testing::Test {
  protected:
   FgdPluginTest() : plugin_(Workload({"1 cpu=1000m gpu=500m", "1 cpu=1000m gpu=1"})) {}
 
-  static NodeView WithHost(NodeView v, const HostResources& host) {
-    v.host = &host;
-    return v;
-  }
-
+  // The nodes of these tests have a host of 8 cores, all free, and 1 TiB: Host(8000, 8000, 1 << 20).
   FgdPlugin plugin_;
-  HostResources host_{.cpu_capacity = MilliCpu(8000), .cpu_used = MilliCpu(0),
-                      .memory_capacity = MemoryMiB(1 << 20), .memory_used = MemoryMiB(0)};
 };
 
 TEST_F(FgdPluginTest, AShareGoesToTheGpuWhereFragmentationGrowsLeast) {
   // GPU 0 has 700 free, GPU 1 is idle. 500 on GPU 0 leaves 200 (too small
   // for both kinds) and keeps the idle GPU; on GPU 1 it would strand the
   // whole-GPU kind.
-  const Node node = Node("n").Gpus(2, "G2", 0).Hold(0, 300);
-  const NodeView view = WithHost(node.View(), host_);
-  PodGpuRequest pod = Pod().Fraction(500);
-  pod.host.cpu = MilliCpu(1000);
+  const Node node = Node("n").Gpus(2, "G2", 0).Hold(0, 300).Host(8000, 8000, 1 << 20);
+  const NodeView view = node.View();
+  const PodGpuRequest pod = Pod().Fraction(500).Cpu(1000);
   std::optional<GpuChoice> choice = plugin_.ChooseGpus(CycleState(pod), view);
   ASSERT_TRUE(choice.has_value());
   EXPECT_EQ(choice->gpu_indices[0], 0);
@@ -315,12 +304,10 @@ TEST_F(FgdPluginTest, AShareGoesToTheGpuWhereFragmentationGrowsLeast) {
 }
 
 TEST_F(FgdPluginTest, WholeGpusAreTheLowestIdleOnesAndNoGpuPodsGetNone) {
-  const Node node = Node("n").Gpus(3, "G2", 0).Hold(0, 300);
-  const NodeView view = WithHost(node.View(), host_);
+  const Node node = Node("n").Gpus(3, "G2", 0).Hold(0, 300).Host(8000, 8000, 1 << 20);
+  const NodeView view = node.View();
   EXPECT_EQ(plugin_.ChooseGpus(CycleState(Pod().Count(2)), view)->gpu_indices, (absl::InlinedVector<int32_t, 8>{1, 2}));
-  PodGpuRequest cpu_only;
-  cpu_only.count = 0;
-  cpu_only.host.cpu = MilliCpu(7500);
+  const PodGpuRequest cpu_only = Pod().Count(0).Cpu(7500);
   // The profile gives it no GPUs (profile_test.cc); fgd still scores it.
   // Taking 7.5 of 8 cores leaves too little for either kind: all 2700 free becomes fragment.
   EXPECT_EQ(plugin_.ScoreNode(CycleState(cpu_only), view, GpuChoice{}), FragmentationScore(0.5 * 700, 2700));
@@ -334,11 +321,11 @@ TEST_F(FgdPluginTest, TheRankingBeginsWithTheChoiceAndOrdersSharesByScore) {
   std::uniform_int_distribution<int> held(0, 10);
   for (int round = 0; round < 200; ++round) {
     SCOPED_TRACE(round);
-    Node node = Node("n").Gpus(4, "G2", 0);
+    Node node = Node("n").Gpus(4, "G2", 0).Host(8000, 8000, 1 << 20);
     for (int32_t i = 0; i < 4; ++i) {
       if (const int h = held(rng); h > 0) node.Hold(i, h * 100);
     }
-    const NodeView view = WithHost(node.View(), host_);
+    const NodeView view = node.View();
     for (const PodGpuRequest& pod : {PodGpuRequest(Pod().Fraction(300)), PodGpuRequest(Pod().Fraction(500)),
                                      PodGpuRequest(Pod().Count(2))}) {
       const std::optional<GpuChoice> choice = plugin_.ChooseGpus(CycleState(pod), view);
@@ -375,12 +362,11 @@ TEST_F(FgdPluginTest, AShareCarriesItsScoreAndItIsTheScore) {
       if (const int h = static_cast<int>(rng() % 11); h > 0) node.Hold(i, h * 100);
     }
     const NodeView bare = node.View();
-    const NodeView with_host = WithHost(node.View(), host_);
+    const NodeView with_host = node.Host(8000, 8000, 1 << 20).View();
     for (const FgdPlugin* plugin : {static_cast<const FgdPlugin*>(&plugin_), &typed}) {
       for (const NodeView& view : {bare, with_host}) {
         for (const int64_t milli : {200, 500, 900}) {
-          PodGpuRequest pod = Pod().Fraction(milli);
-          pod.host.cpu = MilliCpu(1000 * static_cast<int64_t>(rng() % 9));
+          const PodGpuRequest pod = Pod().Fraction(milli).Cpu(1000 * static_cast<int64_t>(rng() % 9));
           const std::optional<GpuChoice> choice = plugin->ChooseGpus(CycleState(pod), view);
           if (!choice.has_value()) continue;
           ASSERT_TRUE(choice->chooser_score.has_value());
@@ -428,8 +414,7 @@ TEST(HostStrandingPluginTest, ScoresTheChoiceUnderTheExtendedMeasure) {
   HostResources host{.cpu_capacity = MilliCpu(6000), .cpu_used = MilliCpu(0),
                      .memory_capacity = MemoryMiB(1 << 20), .memory_used = MemoryMiB(0)};
   NodeView view = node.View();
-  PodGpuRequest pod = Pod();
-  pod.host.cpu = MilliCpu(4000);
+  const PodGpuRequest pod = Pod().Cpu(4000);
   GpuChoice choice;
   choice.gpu_indices.push_back(0);
   EXPECT_EQ(plugin.ScoreNode(CycleState(pod), view, choice), 0) << "host unknown: nothing stranded, no order to add";

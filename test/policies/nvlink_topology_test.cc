@@ -354,12 +354,7 @@ TEST(NvlinkTopologySnapshot, ViewsShareTheNodesTopology) {
   const std::shared_ptr<const ClusterSnapshot> with_twin = model.Publish();
   EXPECT_EQ(with_twin->View(*with_twin->FindNode("twin")).topology, topology) << "interned";
   // A later publish that rebuilds the node keeps the same object.
-  PodHolding pod;
-  pod.uid = "p";
-  pod.pod_key = "ns/p";
-  pod.assignment.node = "good";
-  pod.assignment.gpus.push_back(GpuShare{});
-  model.UpsertPod(std::move(pod));
+  model.UpsertPod(testing::Holding("p", "good", 0, 0));
   const std::shared_ptr<const ClusterSnapshot> next = model.Publish();
   EXPECT_EQ(next->View(*next->FindNode("good")).topology, topology);
 }

@@ -26,54 +26,9 @@ namespace {
 using testing::Node;
 using testing::Pod;
 
-// A node with host resources and the shapes of its GPU pods, as the
-// simulator builds it.
-struct HostNode {
-  Node node;
-  HostResources host;
-  std::vector<GpuPodShape> shapes;
-  bool host_known = true;
-
-  HostNode(Node n, int64_t cpu_free, int64_t cpu_capacity = 96000) : node(std::move(n)) {
-    host.cpu_capacity = MilliCpu(cpu_capacity);
-    host.cpu_used = MilliCpu(cpu_capacity - cpu_free);
-    host.memory_capacity = MemoryMiB(393216);
-  }
-  HostNode& Shape(int32_t gpus, bool whole) {
-    CountPodShape(std::vector<GpuShare>(static_cast<size_t>(gpus), GpuShare{.index = 0, .uuid = {},
-                                                                             .guaranteed = MilliGpu(whole ? 1000 : 500),
-                                                                             .limit = MilliGpu(0), .memory = MemoryMiB(0),
-                                                                             .memory_limit = MemoryMiB(0)}),
-                  shapes);
-    return *this;
-  }
-  HostNode& UnknownHost() {
-    host_known = false;
-    return *this;
-  }
-  [[nodiscard]] NodeView View() const {
-    NodeView v = node.View();
-    v.host = host_known ? &host : nullptr;
-    v.pod_shapes = shapes;
-    return v;
-  }
-};
-
-PodGpuRequest WithCpu(PodGpuRequest r, int64_t cpu) {
-  r.host.cpu = MilliCpu(cpu);
-  return r;
-}
-
-PodGpuRequest CpuOnly(int64_t cpu) {
-  PodGpuRequest r;
-  r.count = 0;
-  r.host.cpu = MilliCpu(cpu);
-  return r;
-}
-
 struct ScoreCase {
   std::string name;
-  HostNode node;
+  Node node;
   PodGpuRequest pod;
   int64_t score;
 };
@@ -88,11 +43,12 @@ void ExpectScores(const Plugin& plugin, const std::vector<ScoreCase>& cases) {
 TEST(DotProductTest, ScoresOneMinusHalfTheAlignmentOfFreeAndAsked) {
   ExpectScores(DotProductPlugin(), {
       // [96000/128000, 8000/8000] · [8000/128000, 1000/8000] / 2 = 0.0859375
-      {"an idle 8-GPU node", HostNode(Node("n").Gpus(8), 96000), WithCpu(Pod(), 8000), 91},
+      {"an idle 8-GPU node", Node("n").Gpus(8).Host(96000), Pod().Cpu(8000), 91},
       {"a nearly full node aligns less and wins",
-       HostNode(Node("n").Gpus(8).Hold(0, 1000).Hold(1, 1000).Hold(2, 1000).Hold(3, 1000).Hold(4, 1000).Hold(5, 1000).Hold(6, 1000), 10000),
-       WithCpu(Pod(), 8000), 98},
-      {"unknown host resources drop the CPU term", HostNode(Node("n").Gpus(8), 96000).UnknownHost(), WithCpu(Pod(), 8000), 93},
+       Node("n").Gpus(8).Hold(0, 1000).Hold(1, 1000).Hold(2, 1000).Hold(3, 1000).Hold(4, 1000).Hold(5, 1000).Hold(6, 1000)
+           .Host(10000),
+       Pod().Cpu(8000), 98},
+      {"unknown host resources drop the CPU term", Node("n").Gpus(8), Pod().Cpu(8000), 93},
   });
 }
 
@@ -100,10 +56,11 @@ TEST(BestFitTest, ScoresWhatThePodLeavesFreeThenStretchesToTheFullRange) {
   const BestFitPlugin plugin;
   ExpectScores(plugin, {
       // 1 − (0.5 · 88000/128000 + 0.5 · 7000/8000) = 0.21875
-      {"an idle 8-GPU node", HostNode(Node("n").Gpus(8), 96000), WithCpu(Pod(), 8000), 21},
+      {"an idle 8-GPU node", Node("n").Gpus(8).Host(96000), Pod().Cpu(8000), 21},
       {"a node the pod nearly fills",
-       HostNode(Node("n").Gpus(8).Hold(0, 1000).Hold(1, 1000).Hold(2, 1000).Hold(3, 1000).Hold(4, 1000).Hold(5, 1000).Hold(6, 1000), 10000),
-       WithCpu(Pod(), 8000), 99},
+       Node("n").Gpus(8).Hold(0, 1000).Hold(1, 1000).Hold(2, 1000).Hold(3, 1000).Hold(4, 1000).Hold(5, 1000).Hold(6, 1000)
+           .Host(10000),
+       Pod().Cpu(8000), 99},
   });
   std::vector<int64_t> scores = {21, 99, 60};
   plugin.NormalizeScores(absl::MakeSpan(scores));
@@ -115,41 +72,42 @@ TEST(BestFitTest, ScoresWhatThePodLeavesFreeThenStretchesToTheFullRange) {
 
 TEST(GpuPackingTest, SharedGpusFirstThenIdleGpusOfUsedNodesThenSmallEmptyNodes) {
   ExpectScores(GpuPackingPlugin(), {
-      {"a share on a half-used GPU: 100 − 50/10", HostNode(Node("n").Gpus(4).Hold(0, 500), 96000), Pod().Fraction(250), 95},
+      {"a share on a half-used GPU: 100 − 50/10", Node("n").Gpus(4).Hold(0, 500).Host(96000), Pod().Fraction(250), 95},
       {"a share next to a GPU too full for it takes an idle one: 50 − 1",
-       HostNode(Node("n").Gpus(2).Hold(0, 900), 96000), Pod().Fraction(250), 49},
-      {"two whole GPUs on a used node: 50 − 2", HostNode(Node("n").Gpus(4).Hold(0, 500), 96000), Pod().Count(2), 48},
-      {"an empty 1-GPU node: 33 − 1", HostNode(Node("n").Gpus(1), 96000), Pod().Fraction(250), 32},
-      {"an empty 8-GPU node: 33 − 8", HostNode(Node("n").Gpus(8), 96000), Pod().Fraction(250), 25},
-      {"a pod that asks for no GPU", HostNode(Node("n").Gpus(2), 96000), CpuOnly(1000), 0},
+       Node("n").Gpus(2).Hold(0, 900).Host(96000), Pod().Fraction(250), 49},
+      {"two whole GPUs on a used node: 50 − 2", Node("n").Gpus(4).Hold(0, 500).Host(96000), Pod().Count(2), 48},
+      {"an empty 1-GPU node: 33 − 1", Node("n").Gpus(1).Host(96000), Pod().Fraction(250), 32},
+      {"an empty 8-GPU node: 33 − 8", Node("n").Gpus(8).Host(96000), Pod().Fraction(250), 25},
+      {"a pod that asks for no GPU", Node("n").Gpus(2).Host(96000), Pod().Count(0).Cpu(1000), 0},
   });
 }
 
 TEST(GpuClusteringTest, PrefersNodesHoldingOnlyPodsOfTheSameShape) {
   ExpectScores(GpuClusteringPlugin(), {
-      {"an empty node", HostNode(Node("n").Gpus(8), 96000), Pod().Fraction(500), 25},
+      {"an empty node", Node("n").Gpus(8).Host(96000), Pod().Fraction(500), 25},
       {"a node of shares only, for a share: 25·500/8000 + 75",
-       HostNode(Node("n").Gpus(8).Hold(0, 500), 96000).Shape(1, false), Pod().Fraction(500), 76},
+       Node("n").Gpus(8).Hold(0, 500).Host(96000).PodShape(1, false), Pod().Fraction(500), 76},
       {"a node of shares and whole GPUs, for a share",
-       HostNode(Node("n").Gpus(8).Hold(0, 500).Hold(1, 1000), 96000).Shape(1, false).Shape(1, true), Pod().Fraction(500), 54},
-      {"a node of whole GPUs only, for a share", HostNode(Node("n").Gpus(8).Hold(1, 1000), 96000).Shape(1, true),
+       Node("n").Gpus(8).Hold(0, 500).Hold(1, 1000).Host(96000).PodShape(1, false).PodShape(1, true),
+       Pod().Fraction(500), 54},
+      {"a node of whole GPUs only, for a share", Node("n").Gpus(8).Hold(1, 1000).Host(96000).PodShape(1, true),
        Pod().Fraction(500), 3},
-      {"a 2-GPU pod is another shape than a 1-GPU pod", HostNode(Node("n").Gpus(8).Hold(1, 1000), 96000).Shape(1, true),
+      {"a 2-GPU pod is another shape than a 1-GPU pod", Node("n").Gpus(8).Hold(1, 1000).Host(96000).PodShape(1, true),
        Pod().Count(2), 3},
-      {"a pod that asks for no GPU", HostNode(Node("n").Gpus(8), 96000), CpuOnly(1000), 0},
+      {"a pod that asks for no GPU", Node("n").Gpus(8).Host(96000), Pod().Count(0).Cpu(1000), 0},
   });
 }
 
 TEST(RandomScoreTest, OneFittingNodeGetsTheFullScoreAndEachIsEquallyLikely) {
   const RandomScorePlugin plugin(0);
-  std::vector<HostNode> nodes;
-  for (int i = 0; i < 8; ++i) nodes.emplace_back(Node(absl::StrCat("n", i)).Gpus(1), 1000);
+  std::vector<Node> nodes;
+  for (int i = 0; i < 8; ++i) nodes.push_back(Node(absl::StrCat("n", i)).Gpus(1).Host(1000));
   std::vector<int> wins(nodes.size(), 0);
   for (uint64_t salt = 1; salt <= 8000; ++salt) {
     PodGpuRequest pod = Pod();
     pod.salt = salt;
     std::vector<int64_t> scores;
-    for (const HostNode& n : nodes) scores.push_back(plugin.ScoreNode(CycleState(pod), n.View(), GpuChoice{}));
+    for (const Node& n : nodes) scores.push_back(plugin.ScoreNode(CycleState(pod), n.View(), GpuChoice{}));
     plugin.NormalizeScores(absl::MakeSpan(scores));
     ASSERT_EQ(std::count(scores.begin(), scores.end(), kMaxPluginScore), 1);
     ASSERT_EQ(std::count(scores.begin(), scores.end(), 0), 7);
@@ -164,7 +122,7 @@ TEST(RandomScoreTest, OneFittingNodeGetsTheFullScoreAndEachIsEquallyLikely) {
 }
 
 TEST(GpuFitTest, BestTakesTheTightestGpuAndRandomAnyGpuThatFits) {
-  const HostNode node(Node("n").Gpus(4).Hold(0, 900).Hold(1, 300).Hold(2, 600), 96000);
+  const Node node = Node("n").Gpus(4).Hold(0, 900).Hold(1, 300).Hold(2, 600).Host(96000);
   const GpuFitPlugin best(GpuSelection::kBest), random(GpuSelection::kRandom);
   EXPECT_EQ(best.ChooseGpus(CycleState(Pod().Fraction(300)), node.View())->gpu_indices[0], 2);
   std::set<int32_t> seen;
@@ -186,8 +144,8 @@ TEST(GpuFitTest, APodThatAsksForNoGpuFitsEverywhereAndGetsNone) {
   plugins.push_back({std::make_unique<GpuFitPlugin>(GpuSelection::kBest), 1});
   absl::StatusOr<std::shared_ptr<const Profile>> profile = Profile::Create(std::move(plugins));
   ASSERT_TRUE(profile.ok()) << profile.status();
-  const HostNode full(Node("n").Gpus(1).Hold(0, 1000), 96000);
-  const CycleState cpu_only(CpuOnly(1000));
+  const Node full = Node("n").Gpus(1).Hold(0, 1000).Host(96000);
+  const CycleState cpu_only(Pod().Count(0).Cpu(1000));
   EXPECT_TRUE((*profile)->Filter(cpu_only, full.View()).ok());
   std::optional<GpuChoice> choice = (*profile)->ChooseGpus(cpu_only, full.View());
   ASSERT_TRUE(choice.has_value());
@@ -198,19 +156,19 @@ TEST(GpuFitTest, APodThatAsksForNoGpuFitsEverywhereAndGetsNone) {
 
 TEST(HostResourcesFitTest, ChecksCpuAndMemoryOnlyWhereTheyAreKnown) {
   const HostResourcesFitPlugin plugin;
-  HostNode node(Node("n").Gpus(1), 4000, 8000);
-  PodGpuRequest big = CpuOnly(6000);
+  Node node = Node("n").Gpus(1).Host(4000, 8000);
+  PodGpuRequest big = Pod().Count(0).Cpu(6000);
   FilterVerdict v = plugin.FilterNode(CycleState(big), node.View());
   EXPECT_EQ(v.code, FilterCode::kUnschedulable);
   EXPECT_EQ(v.message, "node has 4000 milli-CPU free, pod needs 6000");
-  v = plugin.FilterNode(CycleState(CpuOnly(9000)), node.View());
+  v = plugin.FilterNode(CycleState(Pod().Count(0).Cpu(9000)), node.View());
   EXPECT_EQ(v.code, FilterCode::kUnschedulableUnresolvable);
   EXPECT_EQ(v.reason_code, "cpu_too_small");
-  PodGpuRequest memory = CpuOnly(1000);
+  PodGpuRequest memory = Pod().Count(0).Cpu(1000);
   memory.host.memory = MemoryMiB(400000);
   EXPECT_EQ(plugin.FilterNode(CycleState(memory), node.View()).reason_code, "memory_too_small");
-  EXPECT_TRUE(plugin.FilterNode(CycleState(CpuOnly(4000)), node.View()).ok());
-  EXPECT_TRUE(plugin.FilterNode(CycleState(CpuOnly(9000)), node.UnknownHost().View()).ok())
+  EXPECT_TRUE(plugin.FilterNode(CycleState(Pod().Count(0).Cpu(4000)), node.View()).ok());
+  EXPECT_TRUE(plugin.FilterNode(CycleState(Pod().Count(0).Cpu(9000)), node.UnknownHost().View()).ok())
       << "unknown host: kube-scheduler checks it";
 }
 

@@ -93,16 +93,9 @@ class RealPrometheusTest : public ::testing::Test {
     prometheus_ = shared_->prometheus->get();
     SetLoad(5, 5);  // the exporter as every test starts: answering, cool
 
+    // Two A100s a node, uuids GPU-<node>-<index> (what the fake exporter reports).
     for (const std::string node : {"node-a", "node-b"}) {
-      NodeInventory inventory;
-      for (int i = 0; i < 2; ++i) {
-        GpuDevice& g = inventory.gpus.emplace_back();
-        g.index = i;
-        g.uuid = absl::StrCat("GPU-", node, "-", i);
-        g.model = testing::kA100;
-        g.memory = MemoryMiB(81920);
-      }
-      model_.UpsertNode(node, inventory, absl::OkStatus());
+      model_.UpsertNode(node, testing::Node(node).Gpus(2).inventory(), absl::OkStatus());
     }
     model_.Publish();
 
@@ -252,14 +245,7 @@ TEST_F(RealPrometheusTest, EstimatesForJustBoundPodsApplyUntilNewSamplesArrive) 
 
   // A pod lands on node-a's GPU 0 after its last sample.
   const absl::Time bound_at = absl::Now();
-  PodHolding holding;
-  holding.uid = "uid-burst-1";
-  holding.pod_key = "ml/burst-1";
-  holding.assignment.node = "node-a";
-  holding.assignment.gpus.push_back(GpuShare{.index = 0, .uuid = "", .guaranteed = MilliGpu(500), .limit = MilliGpu(500),
-                                             .memory = MemoryMiB(0), .memory_limit = MemoryMiB(0)});
-  holding.bound_at = bound_at;
-  model_.UpsertPod(holding);
+  model_.UpsertPod(testing::BoundAt(testing::Holding("uid-burst-1", "node-a", 0, 500), bound_at));
   model_.Publish();
   ASSERT_LT(Gpu("node-a", 0)->sampled_at, bound_at);
   const int64_t estimated = LoadAwareScore("node-a", pod);

@@ -1,23 +1,54 @@
 // One-line builders for nodes, GPUs and pods in tests:
-//   Node("n1").Gpus(8, "NVIDIA-A100-SXM4-80GB", 81920).Hold(0, 250, 10240)
-//   Pod().Fraction(250).Limit(800).Memory(10240).Count(2)
-//   Holding("uid", "n1", 0, 250)   a bound pod for the cluster model
+//   Node("n1").Gpus(8, "NVIDIA-A100-SXM4-80GB", 81920).Hold(0, 250, 10240)   what plugins see (View()),
+//   Node("n1").Gpus(8).Host(96000).PodShape(1, false)                         host CPU known too
+//   Inventory(8) / Inventory(4, "M", 16384)   a node's GPUs, as the cluster model takes them
+//   Devices(2, "G2", 0)                        the same GPUs as a list
+//   Pod().Fraction(250).Limit(800).Memory(10240).Count(2)   a pod's request (Cpu(): host CPU too)
+//   Holding("uid", "n1", 0, 250)               a bound pod for the cluster model; also on several
+//   Holding("uid", "n1", {0, 1}, 500, 2048)    GPUs alike, or with shares of their own:
+//   Holding("uid", "n1", {Share(0, 250).Limit(500).Memory(1024), Share(1, 1000)})
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "scheduler/cache/cluster_snapshot.h"
 #include "scheduler/framework/node_view.h"
 #include "scheduler/framework/plugin.h"
 #include "scheduler/model/gpu.h"
 #include "scheduler/model/gpu_request.h"
+#include "scheduler/model/host_resources.h"
 
 namespace tessera::testing {
 
 inline constexpr int64_t kA100Mib = 81920;
 inline constexpr const char* kA100 = "NVIDIA-A100-SXM4-80GB";
 inline constexpr const char* kT4 = "NVIDIA-T4";
+
+/// `n` GPUs indexed 0..n-1, of one model and memory size (0: unknown), on
+/// NUMA node 0, with uuids `uuid_prefix` + index ("GPU-0", "GPU-1", …).
+inline std::vector<GpuDevice> Devices(int n, std::string model = kA100, int64_t memory_mib = kA100Mib,
+                                      std::string uuid_prefix = "GPU-") {
+  std::vector<GpuDevice> gpus;
+  gpus.reserve(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    gpus.push_back(GpuDevice{.index = i, .uuid = uuid_prefix + std::to_string(i), .model = model,
+                             .memory = MemoryMiB(memory_mib), .numa = 0});
+  }
+  return gpus;
+}
+
+/// A node's inventory as the watch hands it to ClusterModel::UpsertNode:
+/// Devices(n, model, memory_mib), read from Tessera's annotation.
+///   model.UpsertNode("n1", Inventory(8), absl::OkStatus());
+inline NodeInventory Inventory(int n, std::string model = kA100, int64_t memory_mib = kA100Mib) {
+  NodeInventory inventory;
+  inventory.gpus = Devices(n, std::move(model), memory_mib);
+  inventory.source = InventorySource::kAnnotation;
+  return inventory;
+}
 
 /// A node with GPUs and what pods hold on them; View() is what plugins see.
 class Node {
@@ -70,6 +101,28 @@ class Node {
     return *this;
   }
 
+  /// The node's host as the watch reports it: `cpu_capacity` milli-CPU of
+  /// which `cpu_free` are free, and `memory_mib` of memory, none used. Without
+  /// it (or after UnknownHost) the host is unknown, as for a node whose
+  /// allocatable the watch has not seen.
+  Node& Host(int64_t cpu_free, int64_t cpu_capacity = 96000, int64_t memory_mib = 384 * 1024) {
+    host_ = HostResources{.cpu_capacity = MilliCpu(cpu_capacity), .cpu_used = MilliCpu(cpu_capacity - cpu_free),
+                          .memory_capacity = MemoryMiB(memory_mib), .memory_used = MemoryMiB(0)};
+    return *this;
+  }
+  Node& UnknownHost() {
+    host_.reset();
+    return *this;
+  }
+  /// One more pod of `gpus` GPUs, whole or shared (half a GPU each), in the
+  /// node's pod shapes (NodeView::pod_shapes; what Hold holds is not counted).
+  Node& PodShape(int32_t gpus, bool whole) {
+    const GpuShare share{.index = 0, .uuid = {}, .guaranteed = MilliGpu(whole ? 1000 : 500), .limit = MilliGpu(0),
+                         .memory = MemoryMiB(0), .memory_limit = MemoryMiB(0)};
+    CountPodShape(std::vector<GpuShare>(static_cast<size_t>(gpus), share), pod_shapes_);
+    return *this;
+  }
+
   [[nodiscard]] NodeView View() const {
     const std::vector<GpuState> states = JoinGpuStates(inventory_.gpus, usage_);
     gpu_states_.assign(states.begin(), states.end());  // in place: earlier views stay valid
@@ -77,6 +130,8 @@ class Node {
                   .usage = usage_, .gpu_states = gpu_states_};
     view.topology = inventory_.topology.get();
     view.topology_error = inventory_.topology_error.ok() ? nullptr : &inventory_.topology_error;
+    view.host = host_ ? &*host_ : nullptr;
+    view.pod_shapes = pod_shapes_;
     return view;
   }
   [[nodiscard]] const NodeInventory& inventory() const { return inventory_; }
@@ -87,6 +142,8 @@ class Node {
   NodeInventory inventory_;
   absl::Status error_;
   std::vector<GpuUsage> usage_;
+  std::optional<HostResources> host_;
+  std::vector<GpuPodShape> pod_shapes_;
   mutable std::vector<GpuState> gpu_states_;  // what the last View() points at
 };
 
@@ -108,6 +165,9 @@ class Pod {
   Pod& MemoryLimit(int64_t mib) { r_.memory_limit = MemoryMiB(mib); return *this; }
   Pod& Models(std::vector<std::string> m) { r_.models = std::move(m); return *this; }
   Pod& ExcludeModels(std::vector<std::string> m) { r_.excluded_models = std::move(m); return *this; }
+  /// The pod's host CPU request (milli-CPU) and memory (MiB); Count(0) for a pod without GPUs.
+  Pod& Cpu(int64_t milli) { r_.host.cpu = MilliCpu(milli); return *this; }
+  Pod& HostMemory(int64_t mib) { r_.host.memory = MemoryMiB(mib); return *this; }
 
   operator const PodGpuRequest&() const { return r_; }  // NOLINT: builders convert implicitly
   [[nodiscard]] const PodGpuRequest& request() const { return r_; }
@@ -131,17 +191,66 @@ inline std::vector<const NodeView*> Pointers(const std::vector<NodeView>& views)
   return out;
 }
 
+/// One pod's share of GPU `gpu`: `milli` guaranteed and `mib` reserved, each
+/// its own limit unless Limit / MemoryLimit say more.
+class Share {
+ public:
+  Share(int32_t gpu, int64_t milli, int64_t mib = 0) {
+    s_.index = gpu;
+    s_.guaranteed = s_.limit = MilliGpu(milli);
+    s_.memory = s_.memory_limit = MemoryMiB(mib);
+  }
+  Share& Limit(int64_t milli) { s_.limit = MilliGpu(milli); return *this; }
+  Share& Memory(int64_t mib) {
+    s_.memory = MemoryMiB(mib);
+    if (s_.memory_limit < s_.memory) s_.memory_limit = s_.memory;
+    return *this;
+  }
+  Share& MemoryLimit(int64_t mib) { s_.memory_limit = MemoryMiB(mib); return *this; }
+  Share& Uuid(std::string uuid) { s_.uuid = std::move(uuid); return *this; }
+
+  operator GpuShare() const { return s_; }  // NOLINT: builders convert implicitly
+
+ private:
+  GpuShare s_;
+};
+
+/// A bound pod `uid` (key "ns/<uid>") on `node` holding `shares`.
+inline PodHolding Holding(std::string uid, std::string node, std::vector<GpuShare> shares) {
+  PodHolding p;
+  p.pod_key = "ns/" + uid;
+  p.uid = std::move(uid);
+  p.assignment.node = std::move(node);
+  p.assignment.gpus = std::move(shares);
+  return p;
+}
+
+/// A bound pod `uid` holding `milli` (guaranteed and limit) and `mib` (reserved
+/// and limit) of each of `gpus` of `node`.
+inline PodHolding Holding(std::string uid, std::string node, const std::vector<int32_t>& gpus, int64_t milli,
+                          int64_t mib = 0) {
+  std::vector<GpuShare> shares;
+  for (int32_t gpu : gpus) shares.push_back(Share(gpu, milli, mib));
+  return Holding(std::move(uid), std::move(node), std::move(shares));
+}
+
 /// A bound pod `uid` holding `milli` (guaranteed and limit, no memory) of GPU `gpu` of `node`.
 inline PodHolding Holding(std::string uid, std::string node, int32_t gpu, int64_t milli) {
-  PodHolding p;
-  p.uid = uid;
-  p.pod_key = "ns/" + uid;
-  p.assignment.node = std::move(node);
-  GpuShare s;
-  s.index = gpu;
-  s.guaranteed = s.limit = MilliGpu(milli);
-  p.assignment.gpus.push_back(s);
-  return p;
+  return Holding(std::move(uid), std::move(node), {Share(gpu, milli)});
+}
+
+/// `pod`, asking its node's host for `cpu_milli` milli-CPU and `memory_mib`
+/// of memory (what the model counts as the host's use).
+///   Requesting(Holding("p", "n1", {}), 2000)   a running CPU-only pod
+inline PodHolding Requesting(PodHolding pod, int64_t cpu_milli, int64_t memory_mib = 0) {
+  pod.host = HostRequest{.cpu = MilliCpu(cpu_milli), .memory = MemoryMiB(memory_mib)};
+  return pod;
+}
+
+/// `pod`, bound to its node at `at` (what load-aware's estimate of recent pods reads).
+inline PodHolding BoundAt(PodHolding pod, absl::Time at) {
+  pod.bound_at = at;
+  return pod;
 }
 
 }  // namespace tessera::testing

@@ -17,6 +17,7 @@
 #include "k8s/gpu_assignment.h"
 #include "policies/builtin_registry.h"
 #include "scheduler/model/absl_compat.h"
+#include "test/testing/builders.h"
 #include "test/testing/fake_plugins.h"
 #include "test/testing/fake_pod_api.h"
 #include "test/testing/service_fixture.h"
@@ -28,20 +29,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 using testing::FakePodApi;
-
-NodeInventory A100s(int n) {
-  NodeInventory inv;
-  inv.source = InventorySource::kAnnotation;
-  for (int i = 0; i < n; ++i) {
-    GpuDevice g;
-    g.index = i;
-    g.uuid = absl::StrCat("GPU-", i);
-    g.model = "NVIDIA-A100-SXM4-80GB";
-    g.memory = MemoryMiB(81920);
-    inv.gpus.push_back(g);
-  }
-  return inv;
-}
+using testing::Inventory;
 
 // A pending pod asking for `fraction` of a GPU ("" = one whole GPU).
 PodRecord PendingPod(std::string name, std::string fraction = "") {
@@ -66,8 +54,8 @@ class BinderTest : public ::testing::Test {
         LoadPolicyText(testing::kBinpackPolicy, "policy.yaml", registry_);
     EXPECT_TRUE(profile.ok()) << profile.status();
     profile_ = *profile;
-    model_.UpsertNode("n1", A100s(1), absl::OkStatus());
-    model_.UpsertNode("n2", A100s(2), absl::OkStatus());
+    model_.UpsertNode("n1", Inventory(1), absl::OkStatus());
+    model_.UpsertNode("n2", Inventory(2), absl::OkStatus());
     model_.Publish();
     binder_ = std::make_unique<Binder>(model_, directory_, api_, [this] { return profile_; }, metrics_,
                                        BinderOptions{.reservation_ttl = absl::Minutes(1),
@@ -282,7 +270,7 @@ TEST_F(BinderTest, AFailedBindingOfACpuOnlyPodReleasesItsCpu) {
 }
 
 TEST_F(BinderTest, AGpuBindReservesThePodsCpuWithItsGpus) {
-  model_.UpsertNode("n1", A100s(1), absl::OkStatus(),
+  model_.UpsertNode("n1", Inventory(1), absl::OkStatus(),
                     HostResources{.cpu_capacity = MilliCpu(8000), .memory_capacity = MemoryMiB(16384)});
   model_.Publish();
   PodRecord pod = PendingPod("p", "0.25");

@@ -12,24 +12,16 @@ namespace tessera {
 namespace {
 
 using testing::Holding;
+using testing::Inventory;
 
 constexpr std::string_view kTwoGpus =
     R"([{"index":0,"model":"A100","memoryMiB":40960},{"index":1,"model":"A100","memoryMiB":40960}])";
-
-NodeInventory TwoGpus() {
-  NodeInventory inv;
-  inv.source = InventorySource::kAnnotation;
-  for (int32_t i = 0; i < 2; ++i) {
-    inv.gpus.push_back(GpuDevice{.index = i, .uuid = "", .model = "A100", .memory = MemoryMiB(40960), .numa = -1});
-  }
-  return inv;
-}
 
 std::vector<GpuState> States(const NodeView& view) { return {view.gpu_states.begin(), view.gpu_states.end()}; }
 
 TEST(CandidateNodesTest, EveryFormJoinsTheGpusItReadsWithWhatTheSnapshotSaysPodsHold) {
   ClusterModel model;
-  model.UpsertNode("n1", TwoGpus(), absl::OkStatus());
+  model.UpsertNode("n1", Inventory(2, "A100", 40960), absl::OkStatus());  // kTwoGpus
   model.UpsertPod(Holding("a", "n1", 1, 600));
   const std::shared_ptr<const ClusterSnapshot> snapshot = model.Publish();
   const GpuState idle(0, MemoryMiB(40960), GpuUsage{});

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "extender/service/profile_request.h"
+#include "test/testing/builders.h"
 #include "test/testing/service_fixture.h"
 
 namespace tessera {
@@ -15,20 +16,13 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using testing::Holding;
+using testing::Inventory;
 using testing::ReadFile;
+using testing::Requesting;
 using testing::ServiceFixture;
 
 constexpr int64_t kCores = 1000;
-
-NodeInventory A100s(int n) {
-  NodeInventory inventory;
-  inventory.source = InventorySource::kAnnotation;
-  for (int i = 0; i < n; ++i) {
-    inventory.gpus.push_back(GpuDevice{.index = i, .uuid = "GPU-" + std::to_string(i), .model = "NVIDIA-A100-SXM4-80GB",
-                                       .memory = MemoryMiB(81920), .numa = 0});
-  }
-  return inventory;
-}
 
 HostResources Allocatable(int64_t cores) {
   return HostResources{.cpu_capacity = MilliCpu(cores * kCores), .memory_capacity = MemoryMiB(512 * 1024)};
@@ -58,19 +52,14 @@ class HostResourcesExtenderTest : public ::testing::Test {
   // "gpu": 8 idle A100s and 96 cores; "cpu": no GPU, 96 cores; with `host_known` false neither states its allocatable.
   void TwoNodes(bool host_known) {
     auto host = [&](int64_t cores) { return host_known ? std::optional(Allocatable(cores)) : std::nullopt; };
-    f_.model().UpsertNode("gpu", A100s(8), absl::OkStatus(), host(96));
+    f_.model().UpsertNode("gpu", Inventory(8), absl::OkStatus(), host(96));
     f_.model().UpsertNode("cpu", NodeInventory{}, absl::OkStatus(), host(96));
     f_.model().Publish();
   }
 
   // A running CPU-only pod `uid` on `node` that requested `cores`.
   void Running(const std::string& uid, const std::string& node, int64_t cores) {
-    PodHolding pod;
-    pod.uid = uid;
-    pod.pod_key = "ml/" + uid;
-    pod.assignment.node = node;
-    pod.host = HostRequest{.cpu = MilliCpu(cores * kCores), .memory = MemoryMiB(0)};
-    f_.model().UpsertPod(pod);
+    f_.model().UpsertPod(Requesting(Holding(uid, node, {}), cores * kCores));
   }
 
   ServiceFixture f_;
@@ -85,7 +74,7 @@ TEST_F(HostResourcesExtenderTest, ACpuOnlyPodIsSteeredAwayFromTheCpuThatGpusNeed
 
 TEST_F(HostResourcesExtenderTest, ACpuOnlyPodsScoresAreTheProfilesWithCountZeroAndItsHostRequest) {
   TwoNodes(/*host_known=*/true);
-  f_.model().UpsertNode("half", A100s(8), absl::OkStatus(), Allocatable(96));
+  f_.model().UpsertNode("half", Inventory(8), absl::OkStatus(), Allocatable(96));
   f_.model().Publish();
   const std::vector<std::string> names = {"gpu", "cpu", "half"};
   const std::map<std::string, int64_t> scores = Scores(f_, Args("40", names));
@@ -130,7 +119,7 @@ TEST_F(HostResourcesExtenderTest, FilterChecksACpuOnlyPodsCpuWhereKnownAndPasses
 
 TEST_F(HostResourcesExtenderTest, AGpuPodsFilterAndPrioritizeSeeItsCpuRequest) {
   TwoNodes(/*host_known=*/true);
-  f_.model().UpsertNode("small", A100s(8), absl::OkStatus(), Allocatable(8));
+  f_.model().UpsertNode("small", Inventory(8), absl::OkStatus(), Allocatable(8));
   f_.model().Publish();
   absl::StatusOr<std::string> answer = f_.service().Filter(Args("12", {"gpu", "small"}, "0.5"));
   ASSERT_TRUE(answer.ok()) << answer.status();
@@ -139,7 +128,7 @@ TEST_F(HostResourcesExtenderTest, AGpuPodsFilterAndPrioritizeSeeItsCpuRequest) {
   EXPECT_THAT(result["FailedAndUnresolvableNodes"]["small"].get<std::string>(), HasSubstr("pod needs 12000"));
   // fgd weighs the CPU a GPU pod leaves: on "tight" (16 of 96 cores free)
   // 12 more cores strand its other GPUs; on "gpu" (96 free) nothing is stranded.
-  f_.model().UpsertNode("tight", A100s(8), absl::OkStatus(), Allocatable(96));
+  f_.model().UpsertNode("tight", Inventory(8), absl::OkStatus(), Allocatable(96));
   Running("cpu-hog", "tight", 80);
   f_.model().Publish();
   const std::map<std::string, int64_t> scores = Scores(f_, Args("12", {"gpu", "tight"}, "0.5"));
@@ -166,16 +155,10 @@ namespace {
 
 TEST(GpuShareAloneTest, ACpuOnlyPodPassesEveryNodeAndGetsNoGpuBasedPreference) {
   ServiceFixture f;  // gpu-share, binpack
-  f.model().UpsertNode("busy-gpus", A100s(2), absl::OkStatus(), Allocatable(32));
+  f.model().UpsertNode("busy-gpus", Inventory(2), absl::OkStatus(), Allocatable(32));
   f.model().UpsertNode("no-gpus", NodeInventory{}, absl::OkStatus(), Allocatable(32));
   f.model().UpsertNode("broken", NodeInventory{}, absl::InvalidArgumentError("bad inventory"), Allocatable(32));
-  PodHolding share;
-  share.uid = "s";
-  share.pod_key = "ml/s";
-  share.assignment.node = "busy-gpus";
-  share.assignment.gpus.emplace_back();
-  share.assignment.gpus.back().guaranteed = share.assignment.gpus.back().limit = MilliGpu(900);
-  f.model().UpsertPod(share);
+  f.model().UpsertPod(Holding("s", "busy-gpus", 0, 900));
   f.model().Publish();
   const std::vector<std::string> names = {"busy-gpus", "no-gpus", "broken"};
   absl::StatusOr<std::string> answer = f.service().Filter(Args("1", names));

@@ -144,18 +144,15 @@ class ChangingCluster {
   int next_uid_ = 0;
 };
 
-// `r` asking for host CPU and memory as well.
-PodGpuRequest WithHost(PodGpuRequest r, int64_t cpu_milli) {
-  r.host = HostRequest{.cpu = MilliCpu(cpu_milli), .memory = MemoryMiB(16384)};
-  return r;
-}
-
 TEST(PrioritizeMemoTest, AnswersAsProfileScoreUnderEveryShippedPolicyThroughRandomChanges) {
-  PodGpuRequest cpu_only = WithHost(Pod(), 12000);
-  cpu_only.count = 0;  // as the extender passes a pod without a GPU request
-  const std::vector<PodGpuRequest> requests = {
-      Pod().Fraction(250).Limit(500).Memory(10240), WithHost(Pod(), 8000), Pod().Count(2),
-      WithHost(Pod().Fraction(500).Count(2), 40000), Pod().Fraction(300).Models({testing::kA100}), cpu_only};
+  // As the extender passes a pod without a GPU request.
+  const PodGpuRequest cpu_only = Pod().Count(0).Cpu(12000).HostMemory(16384);
+  const std::vector<PodGpuRequest> requests = {Pod().Fraction(250).Limit(500).Memory(10240),
+                                               Pod().Cpu(8000).HostMemory(16384),
+                                               Pod().Count(2),
+                                               Pod().Fraction(500).Count(2).Cpu(40000).HostMemory(16384),
+                                               Pod().Fraction(300).Models({testing::kA100}),
+                                               cpu_only};
   for (const std::string& name : MemoizablePolicies()) {
     const auto profile = LoadExample(name);
     ASSERT_NE(profile, nullptr);
@@ -184,8 +181,9 @@ TEST(PrioritizeMemoTest, EveryShippedPolicyAnswersAsProfileScoreWithNodesCompute
   // shipped plugins run on several threads at once.
   WorkerPool pool(3);
   ChangingCluster cluster(640, 13);
-  const std::vector<PodGpuRequest> requests = {Pod().Fraction(250).Limit(500).Memory(10240), WithHost(Pod(), 8000),
-                                               Pod().Count(2), WithHost(Pod().Fraction(500).Count(2), 40000)};
+  const std::vector<PodGpuRequest> requests = {Pod().Fraction(250).Limit(500).Memory(10240),
+                                               Pod().Cpu(8000).HostMemory(16384), Pod().Count(2),
+                                               Pod().Fraction(500).Count(2).Cpu(40000).HostMemory(16384)};
   std::vector<std::string> policies = MemoizablePolicies();
   policies.push_back("load-aware-policy.yaml");
   for (const std::string& name : policies) {

@@ -10,6 +10,7 @@
 
 #include "k8s/pod_gpu_request.h"
 #include "test/k8s/helm/json_schema.h"
+#include "test/testing/builders.h"
 #include "test/testing/service_fixture.h"
 
 namespace tessera::deploy {
@@ -33,35 +34,18 @@ struct ExamplePod {
   std::vector<std::string> fits;  // nodes of kCluster the pod may go to
 };
 
-PodGpuRequest Fractional(int64_t milli, int64_t limit, int64_t memory_mib, int64_t memory_limit_mib) {
-  PodGpuRequest r;
-  r.whole_gpu = false;
-  r.guaranteed = MilliGpu(milli);
-  r.limit = MilliGpu(limit);
-  r.memory = MemoryMiB(memory_mib);
-  r.memory_limit = MemoryMiB(memory_limit_mib);
-  return r;
-}
-
-PodGpuRequest WholeGpus(int32_t count) {
-  PodGpuRequest r;
-  r.count = count;
-  return r;
-}
-
-PodGpuRequest WithModels(PodGpuRequest r, std::vector<std::string> models, std::vector<std::string> excluded) {
-  r.models = std::move(models);
-  r.excluded_models = std::move(excluded);
-  return r;
-}
-
 const ExamplePod kExamples[] = {
     // Not the T4: its 15 GiB cannot hold the pod's 16 GiB memory limit.
-    {"fractional-gpu-pod.yaml", Fractional(250, 800, 10240, 16384), {"a100-sxm", "a100-pcie"}},
+    {"fractional-gpu-pod.yaml", testing::Pod().Fraction(250).Limit(800).Memory(10240).MemoryLimit(16384),
+     {"a100-sxm", "a100-pcie"}},
     // Any node with four idle GPUs; which four is the policy's choice.
-    {"nvlink-four-gpu-pod.yaml", WholeGpus(4), {"a100-sxm", "t4"}},
+    {"nvlink-four-gpu-pod.yaml", testing::Pod().Count(4), {"a100-sxm", "t4"}},
     {"gpu-model-pod.yaml",
-     WithModels(Fractional(500, 500, 30720, 30720), {"NVIDIA-A100*", "NVIDIA-H100-80GB-HBM3"}, {"NVIDIA-A100-PCIE-40GB"}),
+     testing::Pod()
+         .Fraction(500)
+         .Memory(30720)
+         .Models({"NVIDIA-A100*", "NVIDIA-H100-80GB-HBM3"})
+         .ExcludeModels({"NVIDIA-A100-PCIE-40GB"}),
      {"a100-sxm"}},
 };
 

@@ -12,30 +12,21 @@
 #include "absl/strings/str_cat.h"
 #include "k8s/client/api_client.h"
 #include "scheduler/model/gpu.h"
+#include "test/testing/builders.h"
 #include "test/testing/fake_api_server.h"
 
 namespace tessera::k8s {
 namespace {
 
 using testing::FakeApiServer;
-
-NodeInventory Gpus(int n, int64_t memory_mib) {
-  NodeInventory inventory;
-  for (int i = 0; i < n; ++i) {
-    GpuDevice gpu;
-    gpu.index = i;
-    gpu.model = "A100";
-    gpu.memory = MemoryMiB(memory_mib);
-    inventory.gpus.push_back(gpu);
-  }
-  return inventory;
-}
+using testing::Inventory;
+using testing::kA100;
 
 TEST(GpuCapacityTest, WantedIsAThousandMilliAHealthyGpuAndTheirMemoryWhenAllOfItIsKnown) {
-  EXPECT_EQ(WantedCapacity(Gpus(8, 81920)), (GpuCapacity{.milli = 8000, .memory_mib = 655360}));
-  EXPECT_EQ(WantedCapacity(Gpus(2, 0)), (GpuCapacity{.milli = 2000, .memory_mib = std::nullopt}));
+  EXPECT_EQ(WantedCapacity(Inventory(8, kA100, 81920)), (GpuCapacity{.milli = 8000, .memory_mib = 655360}));
+  EXPECT_EQ(WantedCapacity(Inventory(2, kA100, 0)), (GpuCapacity{.milli = 2000, .memory_mib = std::nullopt}));
   EXPECT_EQ(WantedCapacity(NodeInventory{}), GpuCapacity{});
-  NodeInventory one_broken = Gpus(8, 81920);
+  NodeInventory one_broken = Inventory(8, kA100, 81920);
   one_broken.gpus[3].healthy = false;
   EXPECT_EQ(WantedCapacity(one_broken), (GpuCapacity{.milli = 7000, .memory_mib = 573440}))
       << "an unhealthy GPU is not counted";

@@ -4,34 +4,17 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "test/testing/builders.h"
 
 namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::Holding;
+using testing::Inventory;
 
-NodeInventory Gpus(int n, int64_t mib = 16384) {
-  NodeInventory inv;
-  inv.source = InventorySource::kAnnotation;
-  for (int i = 0; i < n; ++i) inv.gpus.push_back(GpuDevice{.index = i, .uuid = "", .model = "M", .memory = MemoryMiB(mib), .numa = 0});
-  return inv;
-}
-
-// A pod `uid` holding `milli` (and `mib`) on each of `gpus` of `node`.
-PodHolding Pod(std::string uid, std::string node, std::vector<int32_t> gpus, int64_t milli, int64_t mib = 0) {
-  PodHolding p;
-  p.uid = uid;
-  p.pod_key = "ns/" + uid;
-  p.assignment.node = std::move(node);
-  for (int32_t g : gpus) {
-    GpuShare s;
-    s.index = g;
-    s.guaranteed = s.limit = MilliGpu(milli);
-    s.memory = s.memory_limit = MemoryMiB(mib);
-    p.assignment.gpus.push_back(s);
-  }
-  return p;
-}
+// Every GPU of these tests is a 16 GiB card of model "M".
+constexpr int64_t kCardMib = 16384;
 
 // Guaranteed milli-GPU held on GPU `gpu` of `node` in the current snapshot.
 int64_t Held(const ClusterModel& m, std::string_view node, int32_t gpu) {
@@ -42,9 +25,9 @@ int64_t Held(const ClusterModel& m, std::string_view node, int32_t gpu) {
 
 TEST(ClusterModel, SharesOfPodsAddUpPerGpu) {
   ClusterModel m;
-  m.UpsertNode("n1", Gpus(2), absl::OkStatus());
-  m.UpsertPod(Pod("a", "n1", {0}, 250, 1024));
-  m.UpsertPod(Pod("b", "n1", {0, 1}, 500, 2048));
+  m.UpsertNode("n1", Inventory(2, "M", kCardMib), absl::OkStatus());
+  m.UpsertPod(Holding("a", "n1", {0}, 250, 1024));
+  m.UpsertPod(Holding("b", "n1", {0, 1}, 500, 2048));
   m.Publish();
   const auto s = m.Current();
   const GpuUsage u = s->View(*s->FindNode("n1")).UsageOf(0);
@@ -62,14 +45,15 @@ TEST(ClusterModel, PodsAreKeyedByUidSoRepeatsAndMovesNeverCountTwice) {
     int64_t n1_gpu0, n2_gpu0;
   };
   ClusterModel m;
-  m.UpsertNode("n1", Gpus(1), absl::OkStatus());
-  m.UpsertNode("n2", Gpus(1), absl::OkStatus());
+  m.UpsertNode("n1", Inventory(1, "M", kCardMib), absl::OkStatus());
+  m.UpsertNode("n2", Inventory(1, "M", kCardMib), absl::OkStatus());
   const std::vector<Step> steps = {
-      {"a pod is counted once", [](ClusterModel& c) { c.UpsertPod(Pod("a", "n1", {0}, 300)); }, 300, 0},
-      {"the same pod again is still counted once", [](ClusterModel& c) { c.UpsertPod(Pod("a", "n1", {0}, 300)); }, 300,
+      {"a pod is counted once", [](ClusterModel& c) { c.UpsertPod(Holding("a", "n1", 0, 300)); }, 300, 0},
+      {"the same pod again is still counted once", [](ClusterModel& c) { c.UpsertPod(Holding("a", "n1", 0, 300)); },
+       300, 0},
+      {"a changed share replaces the old one", [](ClusterModel& c) { c.UpsertPod(Holding("a", "n1", 0, 400)); }, 400,
        0},
-      {"a changed share replaces the old one", [](ClusterModel& c) { c.UpsertPod(Pod("a", "n1", {0}, 400)); }, 400, 0},
-      {"a pod that moves frees its old node", [](ClusterModel& c) { c.UpsertPod(Pod("a", "n2", {0}, 400)); }, 0, 400},
+      {"a pod that moves frees its old node", [](ClusterModel& c) { c.UpsertPod(Holding("a", "n2", 0, 400)); }, 0, 400},
       {"a removed pod frees its GPUs", [](ClusterModel& c) { c.RemovePod("a"); }, 0, 0},
       {"removing an unknown pod changes nothing", [](ClusterModel& c) { c.RemovePod("zz"); }, 0, 0},
   };
@@ -84,10 +68,10 @@ TEST(ClusterModel, PodsAreKeyedByUidSoRepeatsAndMovesNeverCountTwice) {
 
 TEST(ClusterModel, PublishSharesUnchangedNodesAndViewsPointIntoTheirOwnNode) {
   ClusterModel m;
-  m.UpsertNode("n1", Gpus(2), absl::OkStatus());
-  m.UpsertNode("n2", Gpus(4), absl::OkStatus());
+  m.UpsertNode("n1", Inventory(2, "M", kCardMib), absl::OkStatus());
+  m.UpsertNode("n2", Inventory(4, "M", kCardMib), absl::OkStatus());
   const auto first = m.Publish();
-  m.UpsertPod(Pod("a", "n2", {3}, 100));
+  m.UpsertPod(Holding("a", "n2", 3, 100));
   const auto second = m.Publish();
   const NodeIndex n1 = *second->FindNode("n1"), n2 = *second->FindNode("n2");
   // n1 did not change: the new snapshot shares its state with the old one.
@@ -108,12 +92,12 @@ TEST(ClusterModel, EveryViewPacksItsInventoryJoinedWithWhatPodsHoldInInventoryOr
   }
   ClusterModel m;
   m.UpsertNode("sparse", sparse, absl::OkStatus());
-  m.UpsertNode("dense", Gpus(2, 4096), absl::OkStatus());
+  m.UpsertNode("dense", Inventory(2, "M", 4096), absl::OkStatus());
   m.UpsertNode("bad", NodeInventory{}, absl::InvalidArgumentError("broken"));
-  m.UpsertPod(Pod("a", "sparse", {2}, 300, 100));
-  m.UpsertPod(Pod("b", "sparse", {2, 5}, 200));
-  m.UpsertPod(Pod("c", "sparse", {4}, 100));  // a GPU the inventory does not list
-  m.UpsertPod(Pod("d", "dense", {1}, 1000));
+  m.UpsertPod(Holding("a", "sparse", {2}, 300, 100));
+  m.UpsertPod(Holding("b", "sparse", {2, 5}, 200));
+  m.UpsertPod(Holding("c", "sparse", 4, 100));  // a GPU the inventory does not list
+  m.UpsertPod(Holding("d", "dense", 1, 1000));
   const auto Held = [](int64_t milli, int64_t mib, int32_t pods) {
     return GpuUsage{.guaranteed = MilliGpu(milli), .limit = MilliGpu(milli), .memory = MemoryMiB(mib),
                     .memory_limit = MemoryMiB(mib), .pods = pods};
@@ -137,18 +121,18 @@ TEST(ClusterModel, EveryViewPacksItsInventoryJoinedWithWhatPodsHoldInInventoryOr
       const NodeView view = s->View(*s->FindNode(c.node));
       EXPECT_EQ(std::vector<GpuState>(view.gpu_states.begin(), view.gpu_states.end()), c.states);
     }
-    m.UpsertNode("other", Gpus(1), absl::OkStatus());
+    m.UpsertNode("other", Inventory(1, "M", kCardMib), absl::OkStatus());
   }
 }
 
 TEST(ClusterModel, InconsistenciesAreReportedNotFatal) {
   ClusterModel m;
-  m.UpsertNode("n1", Gpus(1, 1000), absl::OkStatus());
+  m.UpsertNode("n1", Inventory(1, "M", 1000), absl::OkStatus());
   m.UpsertNode("bad", NodeInventory{}, absl::InvalidArgumentError("annotation tessera.io/gpu-inventory: broken"));
-  m.UpsertPod(Pod("a", "n1", {0}, 700, 800));
-  m.UpsertPod(Pod("b", "n1", {0}, 700, 800));
-  m.UpsertPod(Pod("c", "n1", {5}, 100));
-  m.UpsertPod(Pod("d", "elsewhere", {0}, 100));
+  m.UpsertPod(Holding("a", "n1", {0}, 700, 800));
+  m.UpsertPod(Holding("b", "n1", {0}, 700, 800));
+  m.UpsertPod(Holding("c", "n1", 5, 100));
+  m.UpsertPod(Holding("d", "elsewhere", 0, 100));
   const auto s = m.Publish();
   const NodeState& n1 = s->node(*s->FindNode("n1"));
   EXPECT_THAT(n1.problems, ::testing::Contains(HasSubstr("GPU 0 is overcommitted: pods hold 1400/1000 milli")));
@@ -166,8 +150,8 @@ TEST(ClusterModel, InconsistenciesAreReportedNotFatal) {
 
 TEST(Reservations, ABindInFlightCountsFromTheMomentItIsReserved) {
   ClusterModel m;
-  m.UpsertNode("n1", Gpus(2), absl::OkStatus());
-  ASSERT_TRUE(m.Reserve(Pod("u1", "n1", {0}, 600), absl::Now() + absl::Minutes(1)).ok());
+  m.UpsertNode("n1", Inventory(2, "M", kCardMib), absl::OkStatus());
+  ASSERT_TRUE(m.Reserve(Holding("u1", "n1", 0, 600), absl::Now() + absl::Minutes(1)).ok());
   m.Publish();
   EXPECT_EQ(Held(m, "n1", 0), 600);
   EXPECT_EQ(m.reservation_count(), 1u);
@@ -178,9 +162,9 @@ TEST(Reservations, ABindInFlightCountsFromTheMomentItIsReserved) {
 
 TEST(Reservations, TheWatchShowingThePodConfirmsItWithoutCountingTwice) {
   ClusterModel m;
-  m.UpsertNode("n1", Gpus(1), absl::OkStatus());
-  ASSERT_TRUE(m.Reserve(Pod("u1", "n1", {0}, 600), absl::Now() + absl::Minutes(1)).ok());
-  m.UpsertPod(Pod("u1", "n1", {0}, 600));
+  m.UpsertNode("n1", Inventory(1, "M", kCardMib), absl::OkStatus());
+  ASSERT_TRUE(m.Reserve(Holding("u1", "n1", 0, 600), absl::Now() + absl::Minutes(1)).ok());
+  m.UpsertPod(Holding("u1", "n1", 0, 600));
   m.Publish();
   EXPECT_EQ(Held(m, "n1", 0), 600);
   EXPECT_EQ(m.reservation_count(), 0u);
@@ -191,9 +175,9 @@ TEST(Reservations, TheWatchShowingThePodConfirmsItWithoutCountingTwice) {
 
 TEST(Reservations, ReservingTheSamePodAgainReplacesTheFirstReservation) {
   ClusterModel m;
-  m.UpsertNode("n1", Gpus(2), absl::OkStatus());
-  ASSERT_TRUE(m.Reserve(Pod("u1", "n1", {0}, 600), absl::Now() + absl::Minutes(1)).ok());
-  ASSERT_TRUE(m.Reserve(Pod("u1", "n1", {1}, 600), absl::Now() + absl::Minutes(1)).ok());
+  m.UpsertNode("n1", Inventory(2, "M", kCardMib), absl::OkStatus());
+  ASSERT_TRUE(m.Reserve(Holding("u1", "n1", 0, 600), absl::Now() + absl::Minutes(1)).ok());
+  ASSERT_TRUE(m.Reserve(Holding("u1", "n1", 1, 600), absl::Now() + absl::Minutes(1)).ok());
   m.Publish();
   EXPECT_EQ(Held(m, "n1", 0), 0);
   EXPECT_EQ(Held(m, "n1", 1), 600);
@@ -203,8 +187,8 @@ TEST(Reservations, ARemovedPodHoldingLeavesItsBindInFlightAlone) {
   // The watch shows the pod pending (annotation written, Binding not yet):
   // the sink removes any confirmed holding, but the bind still counts.
   ClusterModel m;
-  m.UpsertNode("n1", Gpus(1), absl::OkStatus());
-  ASSERT_TRUE(m.Reserve(Pod("u1", "n1", {0}, 300), absl::Now() + absl::Minutes(1)).ok());
+  m.UpsertNode("n1", Inventory(1, "M", kCardMib), absl::OkStatus());
+  ASSERT_TRUE(m.Reserve(Holding("u1", "n1", 0, 300), absl::Now() + absl::Minutes(1)).ok());
   m.RemovePod("u1");
   m.Publish();
   EXPECT_EQ(Held(m, "n1", 0), 300);
@@ -212,10 +196,10 @@ TEST(Reservations, ARemovedPodHoldingLeavesItsBindInFlightAlone) {
 
 TEST(Reservations, ReleasingAndExpiringFreeTheGpus) {
   ClusterModel m;
-  m.UpsertNode("n1", Gpus(2), absl::OkStatus());
+  m.UpsertNode("n1", Inventory(2, "M", kCardMib), absl::OkStatus());
   const absl::Time now = absl::Now();
-  ASSERT_TRUE(m.Reserve(Pod("failed", "n1", {0}, 500), now + absl::Minutes(1)).ok());
-  ASSERT_TRUE(m.Reserve(Pod("late", "n1", {1}, 400), now + absl::Seconds(1)).ok());
+  ASSERT_TRUE(m.Reserve(Holding("failed", "n1", 0, 500), now + absl::Minutes(1)).ok());
+  ASSERT_TRUE(m.Reserve(Holding("late", "n1", 1, 400), now + absl::Seconds(1)).ok());
   EXPECT_TRUE(m.ReleaseReservation("failed"));
   EXPECT_FALSE(m.ReleaseReservation("failed"));
   EXPECT_TRUE(m.ExpireReservations(now).empty());
@@ -237,26 +221,26 @@ TEST(Reservations, TheModelRefusesAReservationPastAGpusCapacityWhateverChoseIt) 
   };
   // n1: GPU 0 holds 600 milli and 10 GiB (one pod confirmed, one in flight); 16 GiB cards.
   const std::vector<Case> cases = {
-      {"the last 400 milli of a GPU can be reserved", Pod("new", "n1", {0}, 400), absl::StatusCode::kOk, ""},
-      {"one milli more than is left is refused", Pod("new", "n1", {0}, 401), absl::StatusCode::kResourceExhausted,
+      {"the last 400 milli of a GPU can be reserved", Holding("new", "n1", 0, 400), absl::StatusCode::kOk, ""},
+      {"one milli more than is left is refused", Holding("new", "n1", 0, 401), absl::StatusCode::kResourceExhausted,
        "GPU 0 of node n1 would hold 1001/1000 milli guaranteed"},
-      {"memory past the card is refused", Pod("new", "n1", {1}, 100, 16385), absl::StatusCode::kResourceExhausted,
+      {"memory past the card is refused", Holding("new", "n1", {1}, 100, 16385), absl::StatusCode::kResourceExhausted,
        "GPU 1 of node n1 would hold 16385 of its 16384 MiB"},
-      {"memory adds up with what pods hold", Pod("new", "n1", {0}, 100, 6145), absl::StatusCode::kResourceExhausted,
+      {"memory adds up with what pods hold", Holding("new", "n1", {0}, 100, 6145), absl::StatusCode::kResourceExhausted,
        "would hold 16385 of its 16384 MiB"},
-      {"a GPU the inventory does not list is refused", Pod("new", "n1", {7}, 100),
+      {"a GPU the inventory does not list is refused", Holding("new", "n1", 7, 100),
        absl::StatusCode::kFailedPrecondition, "node n1 has no GPU 7 in its inventory"},
-      {"a pod listing one GPU twice counts both shares", Pod("new", "n1", {1, 1}, 600),
+      {"a pod listing one GPU twice counts both shares", Holding("new", "n1", {1, 1}, 600),
        absl::StatusCode::kResourceExhausted, "GPU 1 of node n1 would hold 1200/1000"},
-      {"the pod's own earlier reservation is replaced, not added", Pod("flight", "n1", {0}, 700),
+      {"the pod's own earlier reservation is replaced, not added", Holding("flight", "n1", 0, 700),
        absl::StatusCode::kOk, ""},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     ClusterModel m;
-    m.UpsertNode("n1", Gpus(2), absl::OkStatus());
-    m.UpsertPod(Pod("held", "n1", {0}, 300, 4096));
-    ASSERT_TRUE(m.Reserve(Pod("flight", "n1", {0}, 300, 6144), absl::Now() + absl::Minutes(1)).ok());
+    m.UpsertNode("n1", Inventory(2, "M", kCardMib), absl::OkStatus());
+    m.UpsertPod(Holding("held", "n1", {0}, 300, 4096));
+    ASSERT_TRUE(m.Reserve(Holding("flight", "n1", {0}, 300, 6144), absl::Now() + absl::Minutes(1)).ok());
     const absl::Status st = m.Reserve(c.reservation, absl::Now() + absl::Minutes(1));
     EXPECT_EQ(st.code(), c.code) << st;
     EXPECT_THAT(std::string(st.message()), HasSubstr(c.message));
@@ -271,7 +255,7 @@ TEST(Reservations, TheModelRefusesAReservationPastAGpusCapacityWhateverChoseIt) 
 
 TEST(Reservations, AReservationOnANodeTheModelDoesNotKnowDisappearsWithIt) {
   ClusterModel m;
-  ASSERT_TRUE(m.Reserve(Pod("u1", "ghost", {0}, 500), absl::Now() + absl::Minutes(1)).ok());
+  ASSERT_TRUE(m.Reserve(Holding("u1", "ghost", 0, 500), absl::Now() + absl::Minutes(1)).ok());
   EXPECT_EQ(m.Publish()->node_count(), 1u);
   m.ReleaseReservation("u1");
   EXPECT_EQ(m.Publish()->node_count(), 0u);
@@ -281,10 +265,10 @@ TEST(Reservations, AReservationOnANodeTheModelDoesNotKnowDisappearsWithIt) {
 
 TEST(IncrementalPublish, RebuildsOnlyChangedNodesAndMatchesAFullRebuild) {
   ClusterModel m;
-  for (int i = 0; i < 20; ++i) m.UpsertNode(absl::StrCat("n", i), Gpus(4), absl::OkStatus());
+  for (int i = 0; i < 20; ++i) m.UpsertNode(absl::StrCat("n", i), Inventory(4, "M", kCardMib), absl::OkStatus());
   const auto before = m.Publish();
-  m.UpsertPod(Pod("u1", "n3", {1}, 250));
-  m.UpsertPod(Pod("u2", "n7", {0, 1}, 1000));
+  m.UpsertPod(Holding("u1", "n3", 1, 250));
+  m.UpsertPod(Holding("u2", "n7", {0, 1}, 1000));
   const auto after = m.Publish();
   EXPECT_EQ(after->node_count(), 20u);
   EXPECT_EQ(after->gpu_count(), 80u);
@@ -312,7 +296,7 @@ TEST(ClusterModelTest, EveryViewReadsItsNodesGpuStatesThroughPublishesThatChange
   // out anew) and nothing in the third block (shared with the last snapshot).
   ClusterModel m;
   const auto name = [](int i) { return absl::StrCat("node-", 1000 + i); };  // name order is index order
-  for (int i = 0; i < 600; ++i) m.UpsertNode(name(i), Gpus(1 + i % 8), absl::OkStatus());
+  for (int i = 0; i < 600; ++i) m.UpsertNode(name(i), Inventory(1 + i % 8, "M", kCardMib), absl::OkStatus());
   std::shared_ptr<const ClusterSnapshot> last = m.Publish();
   const auto expect_every_view_right = [](const ClusterSnapshot& s) {
     for (NodeIndex i = 0; i < s.node_count(); ++i) {
@@ -324,8 +308,10 @@ TEST(ClusterModelTest, EveryViewReadsItsNodesGpuStatesThroughPublishesThatChange
   expect_every_view_right(*last);
   for (int round = 0; round < 6; ++round) {
     SCOPED_TRACE(round);
-    m.UpsertPod(Pod(absl::StrCat("p", round), name(7 + round), {0}, 100 * (1 + round)));
-    if (round % 2 == 1) m.UpsertNode(name(300 + round), Gpus(1 + (round + 3) % 8), absl::OkStatus());
+    m.UpsertPod(Holding(absl::StrCat("p", round), name(7 + round), 0, 100 * (1 + round)));
+    if (round % 2 == 1) {
+      m.UpsertNode(name(300 + round), Inventory(1 + (round + 3) % 8, "M", kCardMib), absl::OkStatus());
+    }
     const std::shared_ptr<const ClusterSnapshot> next = m.Publish();
     expect_every_view_right(*next);
     EXPECT_EQ(next->View(599).gpu_states.data(), last->View(599).gpu_states.data()) << "an untouched block is shared";

@@ -21,6 +21,7 @@ namespace tessera {
 namespace {
 
 using testing::Holding;
+using testing::Inventory;
 using testing::Pod;
 
 // Takes the first GPUs where the pod's share fits by guaranteed milli.
@@ -90,21 +91,12 @@ std::shared_ptr<const Profile> MakeProfile(std::atomic<int>* calls, ProfileOptio
   return *p;
 }
 
-NodeInventory Gpus(int n) {
-  NodeInventory inv;
-  inv.source = InventorySource::kAnnotation;
-  for (int i = 0; i < n; ++i) {
-    inv.gpus.push_back(GpuDevice{.index = i, .uuid = "", .model = "M", .memory = MemoryMiB(16384), .numa = 0});
-  }
-  return inv;
-}
-
 std::string NodeName(int i) { return absl::StrCat("node-", i); }
 
 // A model of `nodes` nodes of 4 GPUs, a few pods on them.
 void Fill(ClusterModel& model, int nodes) {
   for (int i = 0; i < nodes; ++i) {
-    model.UpsertNode(NodeName(i), Gpus(4), absl::OkStatus());
+    model.UpsertNode(NodeName(i), Inventory(4), absl::OkStatus());
     if (i % 3 == 0) model.UpsertPod(Holding(absl::StrCat("seed-", i), NodeName(i), i % 4, 250 * (1 + i % 4)));
   }
 }
@@ -143,12 +135,12 @@ TEST(NodeVersionTest, OnlyTheNodesThatChangedGetANewVersion) {
       {"a reservation renews its node", [](ClusterModel& m) {
          ASSERT_TRUE(m.Reserve(Holding("r", "node-2", 1, 500), absl::InfiniteFuture()).ok());
        }, {"node-2"}},
-      {"a new inventory renews the node", [](ClusterModel& m) { m.UpsertNode("node-4", Gpus(8), absl::OkStatus()); },
-       {"node-4"}},
+      {"a new inventory renews the node",
+       [](ClusterModel& m) { m.UpsertNode("node-4", Inventory(8), absl::OkStatus()); }, {"node-4"}},
       {"a new node keeps every other node's version",
-       [](ClusterModel& m) { m.UpsertNode("node-9", Gpus(2), absl::OkStatus()); }, {"node-9"}},
+       [](ClusterModel& m) { m.UpsertNode("node-9", Inventory(2), absl::OkStatus()); }, {"node-9"}},
       {"the same inventory again (a Node status heartbeat) leaves the version alone",
-       [](ClusterModel& m) { m.UpsertNode("node-4", Gpus(4), absl::OkStatus()); }, {}},
+       [](ClusterModel& m) { m.UpsertNode("node-4", Inventory(4), absl::OkStatus()); }, {}},
       {"live telemetry leaves the version alone",
        [](ClusterModel& m) { m.SetNodeTelemetry("node-0", std::make_shared<NodeTelemetry>()); }, {}},
   };
@@ -195,16 +187,16 @@ TEST(ScoreMemoTest, RecomputesOnlyTheNodesThatChanged) {
          m.UpsertPod(Holding("q", "node-2", 0, 500));
        },
        2},
-      {"a node's GPUs replaced", [](ClusterModel& m) { m.UpsertNode("node-7", Gpus(2), absl::OkStatus()); }, 1},
+      {"a node's GPUs replaced", [](ClusterModel& m) { m.UpsertNode("node-7", Inventory(2), absl::OkStatus()); }, 1},
       {"a node update that changes nothing Tessera reads (a heartbeat)",
-       [](ClusterModel& m) { m.UpsertNode("node-7", Gpus(4), absl::OkStatus()); }, 0},
+       [](ClusterModel& m) { m.UpsertNode("node-7", Inventory(4), absl::OkStatus()); }, 0},
       {"a node's allocatable CPU changed",
        [](ClusterModel& m) {
-         m.UpsertNode("node-7", Gpus(4), absl::OkStatus(),
+         m.UpsertNode("node-7", Inventory(4), absl::OkStatus(),
                       HostResources{.cpu_capacity = MilliCpu(64000), .memory_capacity = MemoryMiB(1 << 18)});
        },
        1},
-      {"a node added", [](ClusterModel& m) { m.UpsertNode("node-new", Gpus(4), absl::OkStatus()); }, 1},
+      {"a node added", [](ClusterModel& m) { m.UpsertNode("node-new", Inventory(4), absl::OkStatus()); }, 1},
       {"a node removed", [](ClusterModel& m) { m.RemoveNode("node-5"); }, 0},
       {"only live telemetry changed",
        [](ClusterModel& m) { m.SetNodeTelemetry("node-0", std::make_shared<NodeTelemetry>()); }, 0},
@@ -253,7 +245,9 @@ ScoreMemo::Counters ExpectAnswersAsProfileScoreThroughRandomChanges(int nodes, W
   for (int round = 0; round < 400; ++round) {
     const int node = static_cast<int>(rng() % static_cast<uint64_t>(nodes + 2));  // the last two come and go
     if (round % 100 == 99) {
-      for (int i = 0; i < nodes; ++i) model.UpsertNode(NodeName(i), Gpus(round % 200 == 99 ? 8 : 4), absl::OkStatus());
+      for (int i = 0; i < nodes; ++i) {
+        model.UpsertNode(NodeName(i), Inventory(round % 200 == 99 ? 8 : 4), absl::OkStatus());
+      }
     }
     switch (rng() % 5) {
       case 0:
@@ -271,7 +265,7 @@ ScoreMemo::Counters ExpectAnswersAsProfileScoreThroughRandomChanges(int nodes, W
         }
         break;
       case 3:
-        model.UpsertNode(NodeName(node), Gpus(1 + static_cast<int>(rng() % 8)), absl::OkStatus());
+        model.UpsertNode(NodeName(node), Inventory(1 + static_cast<int>(rng() % 8)), absl::OkStatus());
         break;
       case 4:
         model.RemoveNode(NodeName(node));
