@@ -41,15 +41,12 @@ using json = nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-class EvictionTest : public ControlPlaneTest {
+class EvictionTest : public ControlPlaneClientTest {
  protected:
   void SetUp() override {
-    ControlPlaneTest::SetUp();
+    ControlPlaneClientTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = plane().AdminClient();
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = *std::move(client);
-    pods_ = std::make_unique<k8s::KubePodApi>(*client_);
+    pods_ = std::make_unique<k8s::KubePodApi>(client());
     absl::StatusOr<json> node = Node("a", 1);
     ASSERT_TRUE(node.ok()) << node.status();
     node_ = (*node)["metadata"]["name"].get<std::string>();
@@ -131,7 +128,7 @@ class EvictionTest : public ControlPlaneTest {
   std::vector<json> EventsSince(const std::string& name, const std::string& from) {
     std::vector<json> events;
     const std::atomic<bool> stop{false};
-    absl::StatusOr<k8s::StreamEnd> end = client_->Stream(
+    absl::StatusOr<k8s::StreamEnd> end = client().Stream(
         absl::StrCat("/api/v1/namespaces/", ns(), "/pods?watch=1&timeoutSeconds=1&resourceVersion=", from,
                      "&fieldSelector=metadata.name%3D", name),
         absl::Seconds(10), stop,
@@ -144,7 +141,6 @@ class EvictionTest : public ControlPlaneTest {
     return events;
   }
 
-  std::unique_ptr<k8s::ApiClient> client_;
   std::unique_ptr<k8s::KubePodApi> pods_;
   std::string node_;
 };

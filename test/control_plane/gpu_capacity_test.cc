@@ -19,19 +19,11 @@ namespace {
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 
-class GpuCapacityTest : public ControlPlaneTest {
+class GpuCapacityTest : public ControlPlaneClientTest {
  protected:
-  void SetUp() override {
-    ControlPlaneTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = plane().AdminClient();
-    ASSERT_TRUE(client.ok()) << client.status();
-    api_ = *std::move(client);
-  }
-
   absl::StatusOr<k8s::ApiResponse> Send(std::string_view method, const std::string& path, const json& body = nullptr,
                                         std::string_view type = "application/json") {
-    return api_->Send(method, path, body.is_null() ? "" : body.dump(), body.is_null() ? "" : type);
+    return client().Send(method, path, body.is_null() ? "" : body.dump(), body.is_null() ? "" : type);
   }
 
   // Polls the node until its status advertises `milli` and `mib` in capacity
@@ -59,7 +51,6 @@ class GpuCapacityTest : public ControlPlaneTest {
     return false;
   }
 
-  std::unique_ptr<k8s::ApiClient> api_;
 };
 
 TEST_F(GpuCapacityTest, AGpuNodeAdvertisesItsGpusAndGetsThemBackWhenAKubeletDropsThem) {

@@ -17,16 +17,8 @@
 namespace tessera::testing {
 namespace {
 
-class LeaderLeaseTest : public ControlPlaneTest {
+class LeaderLeaseTest : public ControlPlaneClientTest {
  protected:
-  void SetUp() override {
-    ControlPlaneTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = plane().AdminClient();
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = *std::move(client);
-  }
-
   // A replica named `identity` electing on this test's lease.
   std::unique_ptr<k8s::LeaderLease> Replica(const std::string& identity) {
     k8s::LeaseOptions o;
@@ -36,7 +28,7 @@ class LeaderLeaseTest : public ControlPlaneTest {
     o.lease_duration = kTerm;
     o.renew_deadline = absl::Seconds(10);
     o.retry_period = absl::Seconds(2);
-    return std::make_unique<k8s::LeaderLease>(*client_, o);
+    return std::make_unique<k8s::LeaderLease>(client(), o);
   }
 
   bool Try(k8s::LeaderLease& replica, absl::Time now) {
@@ -47,13 +39,12 @@ class LeaderLeaseTest : public ControlPlaneTest {
 
   nlohmann::json LeaseSpec() {
     absl::StatusOr<k8s::ApiResponse> r =
-        client_->Get(absl::StrCat("/apis/coordination.k8s.io/v1/namespaces/", ns(), "/leases/writer"));
+        client().Get(absl::StrCat("/apis/coordination.k8s.io/v1/namespaces/", ns(), "/leases/writer"));
     EXPECT_TRUE(r.ok() && r->status == 200);
     return r.ok() ? nlohmann::json::parse(r->body)["spec"] : nlohmann::json();
   }
 
   static constexpr absl::Duration kTerm = absl::Seconds(15);
-  std::unique_ptr<k8s::ApiClient> client_;
   const absl::Time t0_ = absl::Now();
 };
 

@@ -261,4 +261,21 @@ class ControlPlaneTest : public ::testing::Test {
   std::vector<std::string> nodes_;
 };
 
+/// A ControlPlaneTest with an API client of its own as admin, for tests that
+/// hand one to Tessera's components (the lease, the capacity publisher, the pod API).
+class ControlPlaneClientTest : public ControlPlaneTest {
+ protected:
+  void SetUp() override {
+    ControlPlaneTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = plane().AdminClient();
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+  k8s::ApiClient& client() { return *client_; }
+
+ private:
+  std::unique_ptr<k8s::ApiClient> client_;
+};
+
 }  // namespace tessera::testing
