@@ -127,6 +127,16 @@ VictimSet Priced(const std::vector<const Candidate*>& victims, absl::Time now) {
   return set;
 }
 
+// EffectivePriority once the pod's tenant is known.
+int32_t PriorityOf(const PodHolding& pod, std::optional<TenantIndex> tenant, const TenantSet& tenants,
+                   absl::Time now) {
+  if (!tenant.has_value()) return pod.priority;
+  const TenantSpec& spec = tenants.tenant(*tenant);
+  const bool expired = spec.priority_lifetime != absl::InfiniteDuration() && pod.bound_at != absl::InfinitePast() &&
+                       now - pod.bound_at > spec.priority_lifetime;
+  return expired ? std::min(pod.priority, spec.expired_priority) : pod.priority;
+}
+
 }  // namespace
 
 GpuTotals TotalsOfRequest(const CycleState& cycle) {
@@ -135,12 +145,8 @@ GpuTotals TotalsOfRequest(const CycleState& cycle) {
 }
 
 int32_t EffectivePriority(const PodHolding& pod, const TenantLedger& ledger, absl::Time now) {
-  const std::optional<TenantIndex> t = ledger.tenants().TenantOf(pod.namespace_name(), pod.tenant_label);
-  if (!t.has_value()) return pod.priority;
-  const TenantSpec& spec = ledger.tenants().tenant(*t);
-  const bool expired = spec.priority_lifetime != absl::InfiniteDuration() && pod.bound_at != absl::InfinitePast() &&
-                       now - pod.bound_at > spec.priority_lifetime;
-  return expired ? std::min(pod.priority, spec.expired_priority) : pod.priority;
+  const TenantSet& tenants = ledger.tenants();
+  return PriorityOf(pod, tenants.TenantOf(pod.namespace_name(), pod.tenant_label), tenants, now);
 }
 
 std::optional<VictimSet> ChooseVictims(const Profile& profile, const CycleState& cycle, const Preemptor& preemptor,
@@ -151,9 +157,9 @@ std::optional<VictimSet> ChooseVictims(const Profile& profile, const CycleState&
   std::vector<Candidate> candidates;
   for (const PodHolding& pod : node.pods) {
     if (pod.in_flight) continue;
-    const int32_t priority = EffectivePriority(pod, ledger, now);
-    if (priority >= preemptor.priority) continue;
     const std::optional<TenantIndex> tenant = ledger.tenants().TenantOf(pod.namespace_name(), pod.tenant_label);
+    const int32_t priority = PriorityOf(pod, tenant, ledger.tenants(), now);
+    if (priority >= preemptor.priority) continue;
     const bool within = tenant.has_value() && ledger.WithinGuarantee(*tenant);
     if (preemptor_borrows && within) continue;  // rule 2
     candidates.push_back(Candidate{&pod, priority, tenant, within, TotalsOf(pod.assignment)});
