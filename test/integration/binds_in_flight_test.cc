@@ -78,7 +78,7 @@ TEST_F(BindsInFlight, SixteenBindsWaitingOnTheApiServerAreInFlightTogetherWhileP
   Tessera tessera(api_);  // 2 io threads, 16 bind threads: the program's defaults
   ASSERT_TRUE(tessera.WaitForSync());
   const std::vector<nlohmann::json> pods = AddPods(16, "0.25");  // 16 quarters = the node's 4 GPUs
-  ASSERT_TRUE(WaitFor([&] { return api_.PodCount() == 16; }));
+  ASSERT_TRUE(WaitFor([&] { return tessera.KnownPods() == 16; }));
   api_.HoldNext(Bindings(), 16);
 
   std::vector<std::string> answers;
@@ -110,7 +110,7 @@ TEST_F(BindsInFlight, PodsRacingForTheLastSharesBindExactlyAsManyAsThereAreShare
   ASSERT_TRUE(tessera.WaitForSync());
   // 16 pods for 8 halves of the node's 4 GPUs.
   const std::vector<nlohmann::json> pods = AddPods(16, "0.5", "racer-");
-  ASSERT_TRUE(WaitFor([&] { return api_.PodCount() == 16; }));
+  ASSERT_TRUE(WaitFor([&] { return tessera.KnownPods() == 16; }));
   api_.HoldNext(Bindings(), 16);
 
   std::vector<std::string> answers;
@@ -141,7 +141,7 @@ TEST_F(BindsInFlight, ADrainWaitsForBindsInFlightAndAnswersThem) {
   Tessera tessera(api_);
   ASSERT_TRUE(tessera.WaitForSync());
   const std::vector<nlohmann::json> pods = AddPods(4, "0.5");
-  ASSERT_TRUE(WaitFor([&] { return api_.PodCount() == 4; }));
+  ASSERT_TRUE(WaitFor([&] { return tessera.KnownPods() == 4; }));
   api_.HoldNext(Bindings(), 4);
   std::vector<std::string> answers;
   std::vector<std::thread> clients = BindAll(tessera.port(), pods, answers);
@@ -185,7 +185,7 @@ TEST_F(BindsInFlight, ABindPastItsDeadlineAnswersInTimeAndKeepsItsSharesUntilThe
   Tessera tessera(api_, options);
   ASSERT_TRUE(tessera.WaitForSync());
   const nlohmann::json pod = AddPods(1, "0.25").front();
-  ASSERT_TRUE(WaitFor([&] { return api_.PodCount() == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return tessera.KnownPods() == 1; }));
   // The API server writes the Binding, but only long after the bind's deadline.
   api_.DelayNext(Bindings(), std::chrono::milliseconds(3000));
 
@@ -210,7 +210,7 @@ TEST_F(BindsInFlight, ABindArrivingWhenTheBindQueueIsFullIsRefusedAtOnceWithTheR
   Tessera tessera(api_, options);
   ASSERT_TRUE(tessera.WaitForSync());
   const std::vector<nlohmann::json> pods = AddPods(3, "0.25");
-  ASSERT_TRUE(WaitFor([&] { return api_.PodCount() == 3; }));
+  ASSERT_TRUE(WaitFor([&] { return tessera.KnownPods() == 3; }));
   api_.HoldNext(Bindings(), 1);
 
   // One bind runs (held at the API server), then one waits for the thread.

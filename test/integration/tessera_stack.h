@@ -121,6 +121,9 @@ class Tessera {
   }
   std::string Metrics() { return metrics_.Render(); }
   ClusterModel& model() { return model_; }
+  /// Pods the watch has shown Tessera: a bind reserves at once only for these
+  /// (others are read from the API server on a bind thread, later).
+  size_t KnownPods() const { return pods_.size(); }
   int64_t Held(std::string_view node, int32_t gpu) const {
     const auto s = model_.Current();
     const auto i = s->FindNode(node);
