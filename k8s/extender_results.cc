@@ -1,6 +1,9 @@
 #include "k8s/extender_results.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -16,6 +19,53 @@ void AppendFailures(std::string& out, const NodeFailures& failures) {
 }
 
 bool IsContinuationByte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// Text written into room made for it in one go: the answers carry thousands
+// of names, and appending piece by piece paid a capacity check per piece
+// (the largest cost of encoding prioritize's answer). The caller makes room
+// for everything it writes; nothing here checks.
+class RoomWriter {
+ public:
+  // Makes `bytes` of room at the end of `out`; Done() trims what was unused.
+  RoomWriter(std::string& out, size_t bytes) : out_(out), start_(out.size()) {
+    out_.resize(start_ + bytes);
+    at_ = out_.data() + start_;
+  }
+  void Put(char c) { *at_++ = c; }
+  void Put(std::string_view s) {
+    std::memcpy(at_, s.data(), s.size());
+    at_ += s.size();
+  }
+  // At most kMaxIntBytes.
+  void PutInt(int64_t v) {
+    if (v >= 0 && v <= 9) {
+      *at_++ = static_cast<char>('0' + v);
+      return;
+    }
+    at_ = std::to_chars(at_, at_ + kMaxIntBytes, v).ptr;
+  }
+  void Done() { out_.resize(static_cast<size_t>(at_ - out_.data())); }
+
+  static constexpr size_t kMaxIntBytes = 20;  // "-9223372036854775808"
+
+ private:
+  std::string& out_;
+  size_t start_;
+  char* at_;
+};
+
+// The bytes `names` take as plain JSON strings (quotes included), or nullopt
+// when one needs escaping: node names are DNS names and never do.
+template <typename NameOf>
+std::optional<size_t> PlainNamesBytes(size_t count, NameOf name_of) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const std::string_view name = name_of(i);
+    if (!IsPlainJsonString(name)) return std::nullopt;
+    bytes += name.size() + 2;
+  }
+  return bytes;
+}
 
 }  // namespace
 
@@ -80,10 +130,24 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& res
     out += "null";
   }
   out += ",\"NodeNames\":[";
-  for (size_t i = 0; i < result.passed.size(); ++i) {
-    if (i > 0) out.push_back(',');
+  const auto passed_name = [&](size_t i) -> std::string_view {
     const uint32_t k = result.passed[i];
-    AppendJsonString(out, args.nodes ? (*args.nodes)[k].name : (*args.node_names)[k]);
+    return args.nodes ? (*args.nodes)[k].name : (*args.node_names)[k];
+  };
+  if (const std::optional<size_t> bytes = PlainNamesBytes(result.passed.size(), passed_name)) {
+    RoomWriter w(out, *bytes + result.passed.size());
+    for (size_t i = 0; i < result.passed.size(); ++i) {
+      if (i > 0) w.Put(',');
+      w.Put('"');
+      w.Put(passed_name(i));
+      w.Put('"');
+    }
+    w.Done();
+  } else {
+    for (size_t i = 0; i < result.passed.size(); ++i) {
+      if (i > 0) out.push_back(',');
+      AppendJsonString(out, passed_name(i));
+    }
   }
   out += "],\"FailedNodes\":";
   AppendFailures(out, result.failed);
@@ -96,25 +160,37 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& res
 }
 
 std::string EncodeHostPriorityList(const std::vector<std::string_view>& hosts, const std::vector<int64_t>& scores) {
-  // {"Host":"<name>","Score":10}, : 27 bytes besides the name (escaping aside).
-  size_t size = 2;
-  for (std::string_view host : hosts) size += host.size() + 27;
+  static constexpr std::string_view kHost = "{\"Host\":";
+  static constexpr std::string_view kScore = ",\"Score\":";
   std::string out;
-  out.reserve(size);
+  const auto host = [&](size_t i) { return hosts[i]; };
+  if (const std::optional<size_t> bytes = PlainNamesBytes(hosts.size(), host)) {
+    // {"Host":"<name>","Score":<n>}, per host; the wire's scores are 0..10.
+    size_t score_bytes = 0;
+    for (const int64_t score : scores) score_bytes += score >= 0 && score <= 9 ? 1 : RoomWriter::kMaxIntBytes;
+    RoomWriter w(out, 2 + *bytes + score_bytes + hosts.size() * (kHost.size() + kScore.size() + 2));
+    w.Put('[');
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      if (i > 0) w.Put(',');
+      w.Put(kHost);
+      w.Put('"');
+      w.Put(hosts[i]);
+      w.Put('"');
+      w.Put(kScore);
+      w.PutInt(scores[i]);
+      w.Put('}');
+    }
+    w.Put(']');
+    w.Done();
+    return out;
+  }
   out.push_back('[');
   for (size_t i = 0; i < hosts.size(); ++i) {
     if (i > 0) out.push_back(',');
-    out += "{\"Host\":";
+    out += kHost;
     AppendJsonString(out, hosts[i]);
-    out += ",\"Score\":";
-    // The wire's 0..10 without a general number formatter.
-    if (const int64_t score = scores[i]; score >= 0 && score <= 9) {
-      out.push_back(static_cast<char>('0' + score));
-    } else if (score == 10) {
-      out += "10";
-    } else {
-      absl::StrAppend(&out, score);
-    }
+    out += kScore;
+    absl::StrAppend(&out, scores[i]);
     out.push_back('}');
   }
   out.push_back(']');

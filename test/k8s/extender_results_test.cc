@@ -1,6 +1,7 @@
 #include "k8s/extender_results.h"
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,6 +80,25 @@ TEST(EncodeFilterResultTest, ReasonsAndTheErrorCarryNoPercentSign) {
   EXPECT_EQ(got["NodeNames"], nlohmann::json::array({"n1"}));
 }
 
+TEST(EncodeFilterResultTest, PassedNamesReadBackInPassedOrderWhetherOrNotOneNeedsEscaping) {
+  const struct {
+    const char* case_name;
+    std::vector<std::string_view> names;
+  } cases[] = {
+      {"plain DNS names", {"gpu-node-0", "gpu-node-1", "n", "gpu-node-3"}},
+      {"one name with a quote and a control character", {"gpu-node-0", "a\"b\x01", "n", "gpu-node-3"}},
+  };
+  for (const auto& c : cases) {
+    ExtenderArgs args;
+    args.node_names = c.names;
+    FilterResult result;
+    result.passed = {3, 1, 0};
+    const nlohmann::json got = nlohmann::json::parse(EncodeFilterResult(args, result));
+    EXPECT_EQ(got["NodeNames"], nlohmann::json::array({c.names[3], c.names[1], c.names[0]})) << c.case_name;
+    EXPECT_TRUE(got["FailedNodes"].empty()) << c.case_name;
+  }
+}
+
 TEST(HostPriorityListTest, EveryHostAndScoreReadsBackInOrder) {
   const std::vector<std::string> names = {"gpu-node-00000", "a\"quoted\"node", "gpu-node-4999", "n"};
   const std::vector<std::string_view> hosts(names.begin(), names.end());
@@ -91,6 +111,16 @@ TEST(HostPriorityListTest, EveryHostAndScoreReadsBackInOrder) {
     EXPECT_EQ(answer[i]["Score"], scores[i]);
   }
   EXPECT_EQ(EncodeHostPriorityList({}, {}), "[]");
+  // Names that need no escaping are written into room made in advance:
+  // every score, however wide, still fits and reads back.
+  const std::vector<std::string_view> plain = {"a", "gpu-node-00001", "b", "c", "d"};
+  const std::vector<int64_t> wide = {10, 0, -1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+  const nlohmann::json read_back = nlohmann::json::parse(EncodeHostPriorityList(plain, wide));
+  ASSERT_EQ(read_back.size(), plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(read_back[i]["Host"], plain[i]);
+    EXPECT_EQ(read_back[i]["Score"], wide[i]);
+  }
   EXPECT_EQ(EncodeHostPriorityList({"n"}, {100}), "[{\"Host\":\"n\",\"Score\":100}]")
       << "outside the wire's 0..10 the number is still written whole";
 }
