@@ -14,7 +14,9 @@ void CandidateNodes::JoinNames(const std::vector<std::string_view>& names, const
   views_.resize(names.size());
   known_.assign(names.size(), false);
   size_t unknown = 0;
+  constexpr size_t kLookAhead = 8;  // names looked up ahead (PrefetchNode)
   for (size_t i = 0; i < names.size(); ++i) {
+    if (i + kLookAhead < names.size()) snapshot.PrefetchNode(names[i + kLookAhead]);
     if (std::optional<NodeIndex> index = snapshot.FindNode(names[i])) {
       views_[i] = &snapshot.View(*index);
       known_[i] = true;

@@ -11,4 +11,8 @@ std::optional<NodeIndex> ClusterSnapshot::FindNode(std::string_view name) const 
   return it->second;
 }
 
+void ClusterSnapshot::PrefetchNode(std::string_view name) const {
+  if (index_ != nullptr) index_->prefetch(Absl(name));
+}
+
 }  // namespace tessera

@@ -87,6 +87,10 @@ class ClusterSnapshot {
 
   /// \return nullopt when the snapshot does not know the node.
   [[nodiscard]] std::optional<NodeIndex> FindNode(std::string_view name) const;
+  /// Starts loading what FindNode(name) will read. A request names thousands
+  /// of nodes in an order unrelated to the index: looking the next names up
+  /// ahead overlaps their cache misses (a quarter of a 5000-node prioritize).
+  void PrefetchNode(std::string_view name) const;
   [[nodiscard]] const NodeState& node(NodeIndex i) const { return *nodes_[i]; }
   [[nodiscard]] size_t node_count() const { return nodes_.size(); }
   /// GPUs over all nodes' inventories.
