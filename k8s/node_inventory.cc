@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "k8s/gpu_topology.h"
 #include "k8s/internal/errors.h"
 #include "k8s/internal/json.h"
+#include "scheduler/model/mig_geometry.h"
 #include "scheduler/model/quantity_parse.h"
 #include "scheduler/model/absl_compat.h"
 
@@ -32,6 +34,77 @@ constexpr int64_t kMaxMemoryMiB = int64_t{1} << 40;
 constexpr int64_t kMaxNuma = (int64_t{1} << 31) - 1;
 
 std::string AnnotationPrefix() { return absl::StrCat("annotation ", Absl(kGpuInventory), ": "); }
+
+// "mig": [{"profile":"3g.40gb","start":4,"uuid":"MIG-..."}, ...], read into
+// `gpu.mig` as written; CheckMigInstances judges them once the model is known.
+// The key present puts the GPU in MIG mode: `[]` is MIG mode, no instance yet.
+void ParseMigInstances(simdjson::dom::element value, GpuDevice& gpu, const std::function<void(std::string_view)>& fail) {
+  simdjson::dom::array list;
+  if (value.get_array().get(list) != simdjson::SUCCESS) {
+    fail("\"mig\" must be a list of MIG instances");
+    return;
+  }
+  gpu.mig_mode = true;
+  size_t k = 0;
+  for (simdjson::dom::element element : list) {
+    const std::string at = absl::StrCat("\"mig\"[", k++, "]: ");
+    simdjson::dom::object object;
+    if (element.get_object().get(object) != simdjson::SUCCESS) {
+      fail(absl::StrCat(at, "must be a JSON object"));
+      continue;
+    }
+    MigInstance instance;
+    bool profile_ok = false, start_ok = false, named = false, started = false;
+    for (simdjson::dom::key_value_pair field : object) {
+      const std::string_view key = field.key;
+      std::string_view text;
+      if (key == "profile") {
+        named = true;
+        profile_ok = field.value.get_string().get(text) == simdjson::SUCCESS && !text.empty();
+        if (!profile_ok) fail(absl::StrCat(at, "\"profile\" must be a non-empty string"));
+        instance.profile = text;
+      } else if (key == "start") {
+        started = true;
+        const std::optional<int64_t> v = internal::AsInt64(field.value);
+        start_ok = v && *v >= 0 && *v < kMigSlices;
+        if (!start_ok) fail(absl::StrCat(at, "\"start\" must be a memory slice, 0..", kMigSlices - 1));
+        instance.start = start_ok ? static_cast<int32_t>(*v) : 0;
+      } else if (key == "uuid") {
+        if (field.value.get_string().get(text) != simdjson::SUCCESS) fail(absl::StrCat(at, "\"uuid\" must be a string"));
+        instance.uuid = text;
+      }
+    }
+    if (!named) fail(absl::StrCat(at, "\"profile\" is required"));
+    if (!started) fail(absl::StrCat(at, "\"start\" is required"));
+    if (profile_ok && start_ok) gpu.mig.push_back(std::move(instance));
+  }
+}
+
+// The instances of a GPU in MIG mode against its model's geometry: a known
+// model, its profiles, their valid starts, no two overlapping.
+void CheckMigInstances(const GpuDevice& gpu, const std::function<void(std::string_view)>& fail) {
+  if (!gpu.mig_mode) return;
+  const MigGeometry* geometry = FindMigGeometry(gpu.model);
+  if (geometry == nullptr) {
+    fail(absl::StrCat("MIG mode on a ", gpu.model,
+                      ", a model Tessera has no MIG table for (A100 40/80GB, H100 80GB, H200)"));
+    return;
+  }
+  SliceMask taken = 0;
+  for (size_t k = 0; k < gpu.mig.size(); ++k) {
+    const MigInstance& instance = gpu.mig[k];
+    const MigProfile* profile = geometry->Find(instance.profile);
+    if (profile == nullptr) {
+      fail(absl::StrCat("\"mig\"[", k, "]: the ", Absl(geometry->model), " has no MIG profile \"", instance.profile, "\""));
+      continue;
+    }
+    if (absl::Status placed = CheckMigPlacement(*profile, instance.start, taken); !placed.ok()) {
+      fail(absl::StrCat("\"mig\"[", k, "]: ", placed.message()));
+      continue;
+    }
+    taken |= profile->SlicesAt(instance.start);
+  }
+}
 
 // One item of the annotation's list. Unknown keys are ignored so that newer
 // node agents can add fields without breaking older schedulers.
@@ -91,6 +164,8 @@ void ParseInventoryItem(size_t item, simdjson::dom::element element, std::array<
       } else {
         gpu.numa = static_cast<int32_t>(*v);
       }
+    } else if (key == "mig") {
+      ParseMigInstances(field.value, gpu, fail);
     } else if (key == "healthy") {
       bool healthy = true;
       if (field.value.get_bool().get(healthy) != simdjson::SUCCESS) {
@@ -103,6 +178,7 @@ void ParseInventoryItem(size_t item, simdjson::dom::element element, std::array<
   if (!has_index) fail("\"index\" is required");
   if (!has_model) fail("\"model\" is required");
   if (!has_memory) fail("\"memoryMiB\" is required");
+  if (valid) CheckMigInstances(gpu, fail);
   if (!valid) return;
   int& first = seen[static_cast<size_t>(gpu.index)];
   if (first >= 0) {

@@ -16,6 +16,7 @@ namespace {
 // How one GPU relates to the pod.
 enum class GpuFit {
   kModelRefused,   // never: not an accepted model
+  kMigMode,        // never (until it leaves MIG mode): split into MIG instances
   kUnhealthy,      // never (until the node's agent says otherwise): the GPU is broken
   kMemoryUnknown,  // never: pod reserves memory, the card's size is unknown
   kTooSmall,       // never: not enough memory even when idle
@@ -45,6 +46,7 @@ bool ModelAccepted(const CycleState& cycle, const GpuDevice& gpu) {
 // the inventory) is read for its model, and only when the pod names models.
 GpuFit FitWhenIdle(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice& device, const GpuState& gpu) {
   if (cycle.names_models() && !ModelAccepted(cycle, device)) return GpuFit::kModelRefused;
+  if (gpu.mig_mode()) return GpuFit::kMigMode;
   if (!gpu.healthy()) return GpuFit::kUnhealthy;
   const PodGpuRequest& r = cycle.request();
   if (r.memory.value() > 0) {
@@ -82,7 +84,7 @@ GpuFit FitNow(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice
 // random; FitNow, which says which, is asked only to explain a rejection.
 bool FitsNow(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice& device, const GpuState& gpu) {
   if (cycle.names_models() && !ModelAccepted(cycle, device)) return false;
-  if (!gpu.healthy()) return false;
+  if (!gpu.takes_shares()) return false;
   const PodGpuRequest& r = cycle.request();
   const GpuUsage u = gpu.usage();
   const bool known = gpu.memory_known();
@@ -133,7 +135,7 @@ int32_t CountFitting(const GpuShareArgs& args, const CycleState& cycle, absl::Sp
       fits &= share_fits & burst_fits;
       fits &= (!known) | (memory_fits & limit_fits);
     }
-    fits &= g.healthy();
+    fits &= g.takes_shares();
     fitting += static_cast<int32_t>(fits);
     if (fitting >= enough) break;
   }
@@ -243,7 +245,7 @@ using GpuFits = absl::InlinedVector<GpuFit, 16>;
 // How many GPUs could take the pod: of an accepted model; large enough were
 // they idle; fitting now; of those accepted, how many of unknown memory.
 struct FitCounts {
-  int accepted = 0, unhealthy = 0, large_enough = 0, fits_now = 0, memory_unknown = 0;
+  int accepted = 0, unhealthy = 0, large_enough = 0, fits_now = 0, memory_unknown = 0, mig_mode = 0;
 };
 
 FitCounts CountFits(const GpuFits& fits) {
@@ -251,6 +253,7 @@ FitCounts CountFits(const GpuFits& fits) {
   for (const GpuFit fit : fits) {
     switch (fit) {
       case GpuFit::kModelRefused: break;
+      case GpuFit::kMigMode: ++c.mig_mode; break;
       case GpuFit::kUnhealthy: ++c.accepted; ++c.unhealthy; break;
       case GpuFit::kMemoryUnknown: ++c.accepted; ++c.memory_unknown; break;
       case GpuFit::kTooSmall: ++c.accepted; break;
@@ -266,6 +269,15 @@ FitCounts CountFits(const GpuFits& fits) {
 FilterVerdict WhyNever(const GpuShareArgs& args, const CycleState& cycle, const NodeView& node, const FitCounts& c) {
   const PodGpuRequest& r = cycle.request();
   if (c.accepted < r.count) {
+    if (c.mig_mode > 0) {
+      return FilterVerdict::Never(
+          "gpus_in_mig_mode",
+          absl::StrCat("node has ", c.accepted, c.accepted == 1 ? " GPU" : " GPUs",
+                       cycle.names_models() ? " of an accepted model" : "",
+                       c.accepted == 1 ? " that takes shares" : " that take shares", ", pod needs ", r.count,
+                       "; ", c.mig_mode, c.mig_mode == 1 ? " GPU is" : " GPUs are",
+                       " in MIG mode and take only pods asking for a MIG profile"));
+    }
     if (!cycle.names_models()) {
       return FilterVerdict::Never("too_few_gpus", absl::StrCat("node has ", node.gpus.size(), " GPUs, pod needs ", r.count));
     }

@@ -25,13 +25,13 @@ std::optional<int64_t> Agreed(simdjson::dom::element node, std::string_view reso
 
 GpuCapacity WantedCapacity(const NodeInventory& inventory) {
   GpuCapacity wanted;
-  // An unhealthy GPU is never placed on (gpu-share), so kube-scheduler must
-  // not count it either.
+  // An unhealthy GPU or one in MIG mode never takes a share (gpu-share), so
+  // kube-scheduler must not count it either.
   int64_t healthy = 0;
   int64_t memory = 0;
   bool memory_known = true;
   for (const GpuDevice& gpu : inventory.gpus) {
-    if (!gpu.healthy) continue;
+    if (!gpu.healthy || gpu.mig_mode) continue;
     ++healthy;
     memory += gpu.memory.value();
     memory_known = memory_known && gpu.memory_known();

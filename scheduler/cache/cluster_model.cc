@@ -374,11 +374,12 @@ std::vector<std::pair<ConsumerKey, GpuTotals>> ConsumersOf(const std::vector<Pod
   return out;
 }
 
-// What a node's healthy GPUs offer.
+// What a node's healthy GPUs offer to shares (a MIG GPU's instances are
+// not milli-GPU: no share lands there).
 GpuTotals HealthyCapacityOf(const NodeState& s) {
   GpuTotals t;
   for (const GpuDevice& g : s.inventory.gpus) {
-    if (!g.healthy) continue;
+    if (!g.healthy || g.mig_mode) continue;
     t.milli += kOneGpu;
     t.memory += g.memory;
     ++t.gpus;

@@ -22,6 +22,16 @@ enum class InventorySource {
   kAllocatable,         ///< `status.allocatable["nvidia.com/gpu"]`: a count only.
 };
 
+/// One MIG instance of a GPU in MIG mode (scheduler/model/mig_geometry.h
+/// has the profiles and where each may start).
+struct MigInstance {
+  std::string profile;  ///< e.g. "1g.10gb"
+  int32_t start = 0;    ///< its first memory slice
+  std::string uuid;     ///< "MIG-..." when known, else empty
+
+  bool operator==(const MigInstance&) const = default;
+};
+
 /// One physical GPU of a node.
 struct GpuDevice {
   int32_t index = 0;        ///< Device index on the node (as nvidia-smi numbers it).
@@ -33,6 +43,11 @@ struct GpuDevice {
   /// failed row remapping, ...): no pod is placed on it until it is healthy
   /// again. Sources that know nothing of health say healthy.
   bool healthy = true;
+  /// In MIG mode the GPU is split into hardware instances (`mig`, placed
+  /// without overlap, possibly none yet): pods asking for a share or a whole
+  /// GPU never land on it.
+  bool mig_mode = false;
+  std::vector<MigInstance> mig = {};
 
   [[nodiscard]] bool memory_known() const { return memory.value() > 0; }
   bool operator==(const GpuDevice&) const = default;
@@ -102,9 +117,10 @@ struct GpuUsage {
 class GpuState {
  public:
   GpuState() = default;
-  GpuState(int32_t index, MemoryMiB memory, const GpuUsage& usage, bool healthy = true)
+  GpuState(int32_t index, MemoryMiB memory, const GpuUsage& usage, bool healthy = true, bool mig_mode = false)
       : index_(static_cast<int16_t>(index)),
         healthy_(healthy),
+        mig_mode_(mig_mode),
         memory_mib_(Narrow(memory.value())),
         guaranteed_milli_(Narrow(usage.guaranteed.value())),
         limit_milli_(Narrow(usage.limit.value())),
@@ -116,6 +132,10 @@ class GpuState {
   [[nodiscard]] int32_t index() const { return index_; }
   /// GpuDevice::healthy: false, and no pod is placed on it.
   [[nodiscard]] bool healthy() const { return healthy_; }
+  /// GpuDevice::mig_mode: split into MIG instances, so no share is placed on it.
+  [[nodiscard]] bool mig_mode() const { return mig_mode_; }
+  /// Whether a pod asking for a share or whole GPUs may be placed on it.
+  [[nodiscard]] bool takes_shares() const { return healthy_ & !mig_mode_; }
   /// GpuDevice::memory: total; 0 when unknown.
   [[nodiscard]] MemoryMiB memory() const { return MemoryMiB(memory_mib_); }
   [[nodiscard]] bool memory_known() const { return memory_mib_ > 0; }
@@ -141,6 +161,7 @@ class GpuState {
 
   int16_t index_ = 0;     // 0..255 (the inventory's range)
   bool healthy_ = true;   // in the index's word: no extra byte
+  bool mig_mode_ = false;  // the word's last byte
   int32_t memory_mib_ = 0;
   int32_t guaranteed_milli_ = 0;
   int32_t limit_milli_ = 0;
@@ -159,7 +180,7 @@ inline std::vector<GpuState> JoinGpuStates(absl::Span<const GpuDevice> gpus,
   for (const GpuDevice& g : gpus) {
     const bool held = g.index >= 0 && static_cast<size_t>(g.index) < usage_by_index.size();
     states.emplace_back(g.index, g.memory, held ? usage_by_index[static_cast<size_t>(g.index)] : GpuUsage{},
-                        g.healthy);
+                        g.healthy, g.mig_mode);
   }
   return states;
 }

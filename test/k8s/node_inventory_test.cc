@@ -149,6 +149,21 @@ TEST(ParseNodeInventory, TakesTheStrongestSourcePresent) {
   }
 }
 
+TEST(ParseNodeInventory, AGpuInMigModeKeepsItsInstancesAsListed) {
+  absl::StatusOr<NodeInventory> got = ParseNodeInventory({.inventory_annotation = std::string_view(
+      R"([{"index":0,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920,"mig":[)"
+      R"({"profile":"3g.40gb","start":4,"uuid":"MIG-a"},{"profile":"1g.10gb","start":0},{"profile":"2g.20gb","start":2}]},)"
+      R"({"index":1,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920,"mig":[]},)"
+      R"({"index":2,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920}])")});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->gpus.size(), 3u);
+  EXPECT_TRUE(got->gpus[0].mig_mode);
+  EXPECT_EQ(got->gpus[0].mig, (std::vector<MigInstance>{{"3g.40gb", 4, "MIG-a"}, {"1g.10gb", 0, ""}, {"2g.20gb", 2, ""}}));
+  EXPECT_TRUE(got->gpus[1].mig_mode) << "an empty list is MIG mode with no instance made yet";
+  EXPECT_TRUE(got->gpus[1].mig.empty());
+  EXPECT_FALSE(got->gpus[2].mig_mode);
+}
+
 struct Refused {
   std::string name;
   OwnedFields fields;
@@ -208,6 +223,30 @@ TEST(ParseNodeInventory, RefusesAMalformedSourceWithoutFallingThrough) {
       {"a numa node that is not an integer",
        {.inventory_annotation = Item(R"("index":0,"model":"T4","memoryMiB":1,"numa":null)")},
        {kAnn + R"(item 0: "numa" must be an integer >= -1)"}},
+      {"MIG mode on a model with no MIG table",
+       {.inventory_annotation = Item(R"("index":0,"model":"Tesla-V100-SXM2-16GB","memoryMiB":16384,"mig":[])")},
+       {kAnn + R"(item 0: MIG mode on a Tesla-V100-SXM2-16GB, a model Tessera has no MIG table for)"}},
+      {"a MIG profile the model does not offer",
+       {.inventory_annotation = Item(R"("index":0,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920,)"
+                                     R"("mig":[{"profile":"1g.5gb","start":0}])")},
+       {kAnn + R"(item 0: "mig"[0]: the A100-80GB has no MIG profile "1g.5gb")"}},
+      {"a MIG instance at a start its profile cannot take",
+       {.inventory_annotation = Item(R"("index":0,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920,)"
+                                     R"("mig":[{"profile":"3g.40gb","start":2}])")},
+       {kAnn + R"(item 0: "mig"[0]: a 3g.40gb instance cannot start at slice 2)"}},
+      {"two MIG instances that overlap",
+       {.inventory_annotation = Item(R"("index":0,"model":"NVIDIA-H100-80GB-HBM3","memoryMiB":81559,)"
+                                     R"("mig":[{"profile":"1g.10gb","start":5},{"profile":"3g.40gb","start":4}])")},
+       {kAnn + R"(item 0: "mig"[1]: a 3g.40gb instance at slice 4 would overlap another instance)"}},
+      {"a MIG instance without a start and one past the last slice",
+       {.inventory_annotation = Item(R"("index":0,"model":"NVIDIA-H200","memoryMiB":143771,)"
+                                     R"("mig":[{"profile":"1g.18gb"},{"profile":"1g.18gb","start":8},7])")},
+       {kAnn + R"(item 0: "mig"[0]: "start" is required)",
+        kAnn + R"(item 0: "mig"[1]: "start" must be a memory slice, 0..7)",
+        kAnn + R"(item 0: "mig"[2]: must be a JSON object)"}},
+      {"MIG instances that are not a list",
+       {.inventory_annotation = Item(R"("index":0,"model":"NVIDIA-H200","memoryMiB":143771,"mig":{})")},
+       {kAnn + R"(item 0: "mig" must be a list of MIG instances)"}},
       {"health that is not a boolean",
        {.inventory_annotation = Item(R"("index":0,"model":"T4","memoryMiB":1,"healthy":"no")")},
        {kAnn + R"(item 0: "healthy" must be true or false)"}},

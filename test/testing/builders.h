@@ -83,6 +83,15 @@ class Node {
     }
     return *this;
   }
+  /// GPU `index` is in MIG mode, split into `instances` (none by default).
+  Node& Mig(int32_t index, std::vector<MigInstance> instances = {}) {
+    for (GpuDevice& g : inventory_.gpus) {
+      if (g.index != index) continue;
+      g.mig_mode = true;
+      g.mig = instances;
+    }
+    return *this;
+  }
   /// The node's inventory could not be parsed.
   Node& Broken(std::string why) {
     error_ = absl::InvalidArgumentError(std::move(why));

@@ -30,6 +30,10 @@ TEST(GpuCapacityTest, WantedIsAThousandMilliAHealthyGpuAndTheirMemoryWhenAllOfIt
   one_broken.gpus[3].healthy = false;
   EXPECT_EQ(WantedCapacity(one_broken), (GpuCapacity{.milli = 7000, .memory_mib = 573440}))
       << "an unhealthy GPU is not counted";
+  NodeInventory two_mig = Inventory(8, kA100, 81920);
+  two_mig.gpus[0].mig_mode = two_mig.gpus[7].mig_mode = true;
+  EXPECT_EQ(WantedCapacity(two_mig), (GpuCapacity{.milli = 6000, .memory_mib = 491520}))
+      << "a GPU in MIG mode takes no share, so it offers no gpu-milli";
 }
 
 TEST(GpuCapacityTest, AdvertisedIsWhatCapacityAndAllocatableAgreeOn) {
