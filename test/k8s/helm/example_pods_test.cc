@@ -3,13 +3,14 @@
 // what its comment says (through Tessera's own annotation parser), and be
 // placed where that request fits.
 #include <filesystem>
+#include <regex>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "k8s/pod_gpu_request.h"
-#include "test/k8s/helm/json_schema.h"
 #include "test/testing/builders.h"
 #include "test/testing/service_fixture.h"
 
@@ -48,6 +49,32 @@ const ExamplePod kExamples[] = {
          .ExcludeModels({"NVIDIA-A100-PCIE-40GB"}),
      {"a100-sxm"}},
 };
+
+// `node` as the API server would read the YAML file: plain scalars typed
+// (null, booleans, integers, floats, else strings), quoted ones strings.
+nlohmann::json YamlToJson(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return nullptr;
+  if (node.IsMap()) {
+    nlohmann::json object = nlohmann::json::object();
+    for (auto kv : node) object[kv.first.Scalar()] = YamlToJson(kv.second);
+    return object;
+  }
+  if (node.IsSequence()) {
+    nlohmann::json array = nlohmann::json::array();
+    for (auto item : node) array.push_back(YamlToJson(item));
+    return array;
+  }
+  const std::string& s = node.Scalar();
+  if (node.Tag() != "?") return s;  // quoted: a string
+  static const std::regex kInteger("[-+]?[0-9]+");
+  static const std::regex kFloat("[-+]?([0-9]+\\.[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+");
+  if (s == "null" || s == "Null" || s == "NULL" || s == "~") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  if (std::regex_match(s, kInteger)) return std::stoll(s);
+  if (std::regex_match(s, kFloat)) return std::stod(s);
+  return s;
+}
 
 class ExamplePodTest : public ::testing::TestWithParam<ExamplePod> {
  protected:

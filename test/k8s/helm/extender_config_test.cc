@@ -111,7 +111,9 @@ void ExpectAgreesWithTessera(const YAML::Node& config, int tessera_port, const s
   }
 }
 
-TEST(ChartSchedulerConfig, AgreesWithTheTesseraContainerBesideIt) {
+class ChartSchedulerConfig : public ChartTest {};
+
+TEST_F(ChartSchedulerConfig, AgreesWithTheTesseraContainerBesideIt) {
   absl::StatusOr<Manifests> m = RenderChart();
   ASSERT_TRUE(m.ok()) << m.status();
   const YAML::Node tessera = Container(m->One("Deployment"), "tessera");
@@ -127,7 +129,7 @@ TEST(ChartSchedulerConfig, AgreesWithTheTesseraContainerBesideIt) {
   ExpectAgreesWithTessera(config, std::stoi(*port), FlagValue(tessera, "--url-prefix").value_or(""));
 }
 
-TEST(ChartSchedulerConfig, FollowsTheValues) {
+TEST_F(ChartSchedulerConfig, FollowsTheValues) {
   absl::StatusOr<Manifests> m = RenderChart(R"(
 schedulerName: tessera-scheduler
 tessera: {port: 9443}
@@ -146,7 +148,7 @@ kubeScheduler: {leaderElection: {resourceName: gpu-lease, resourceNamespace: kub
   EXPECT_EQ(config["leaderElection"]["resourceNamespace"].as<std::string>(), "kube-system");
 }
 
-TEST(ChartSchedulerConfig, ProbesUseRoutesTesseraServes) {
+TEST_F(ChartSchedulerConfig, ProbesUseRoutesTesseraServes) {
   absl::StatusOr<Manifests> m = RenderChart();
   ASSERT_TRUE(m.ok()) << m.status();
   const YAML::Node tessera = Container(m->One("Deployment"), "tessera");

@@ -12,6 +12,8 @@
 namespace tessera::deploy {
 namespace {
 
+class ChartMemory : public ChartTest {};
+
 Manifests Rendered(std::string_view overrides = "") {
   absl::StatusOr<Manifests> m = RenderChart(overrides);
   EXPECT_TRUE(m.ok()) << m.status();
@@ -28,7 +30,7 @@ int64_t MemoryLimitBytes(const YAML::Node& tessera) {
   return mib.ok() ? mib->value() * kMiBytes : 0;
 }
 
-TEST(ChartMemory, TheDefaultRequestLimitsFitTheChartsMemoryLimit) {
+TEST_F(ChartMemory, TheDefaultRequestLimitsFitTheChartsMemoryLimit) {
   const YAML::Node tessera = Container(Rendered().One("Deployment"), "tessera");
   const HttpServerOptions defaults;
   // The chart leaves the body limits at the program's defaults.
@@ -48,7 +50,7 @@ TEST(ChartMemory, TheDefaultRequestLimitsFitTheChartsMemoryLimit) {
   EXPECT_GE(defaults.max_body_bytes_in_flight, defaults.body_limit);
 }
 
-TEST(ChartMemory, TheRelationCatchesALimitThatNoLongerFits) {
+TEST_F(ChartMemory, TheRelationCatchesALimitThatNoLongerFits) {
   // What an operator would do wrong: halve the container's memory and keep
   // the defaults. The same check must refuse it.
   const YAML::Node tessera =

@@ -14,6 +14,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
+class ChartNodeAgent : public ChartTest {};
+
 Manifests Rendered(std::string_view overrides = "", const Release& release = {}) {
   absl::StatusOr<Manifests> m = RenderChart(overrides, release);
   EXPECT_TRUE(m.ok()) << m.status();
@@ -40,7 +42,7 @@ std::string Env(const YAML::Node& container, const std::string& name) {
   return "";
 }
 
-TEST(ChartNodeAgent, RunsTheAgentFromTesserasImageOnEveryGpuNode) {
+TEST_F(ChartNodeAgent, RunsTheAgentFromTesserasImageOnEveryGpuNode) {
   const Manifests m = Rendered("", {.name = "t", .namespace_name = "gpu-system"});
   const YAML::Node ds = m.One("DaemonSet", "-node-agent");
   EXPECT_EQ(ds["apiVersion"].as<std::string>(), "apps/v1");
@@ -64,7 +66,7 @@ TEST(ChartNodeAgent, RunsTheAgentFromTesserasImageOnEveryGpuNode) {
   EXPECT_FALSE(pod["runtimeClassName"].IsDefined());
 }
 
-TEST(ChartNodeAgent, RunsLockedDown) {
+TEST_F(ChartNodeAgent, RunsLockedDown) {
   const Manifests m = Rendered();
   const YAML::Node pod = m.One("DaemonSet", "-node-agent")["spec"]["template"]["spec"];
   EXPECT_TRUE(pod["securityContext"]["runAsNonRoot"].as<bool>());
@@ -77,7 +79,7 @@ TEST(ChartNodeAgent, RunsLockedDown) {
   EXPECT_EQ(c["resources"]["limits"]["memory"].as<std::string>(), "128Mi");
 }
 
-TEST(ChartNodeAgent, MayReadAndPatchNodesAndNothingElse) {
+TEST_F(ChartNodeAgent, MayReadAndPatchNodesAndNothingElse) {
   const Manifests m = Rendered("", {.name = "t", .namespace_name = "gpu-system"});
   const YAML::Node role = m.One("ClusterRole", "-node-agent");
   ASSERT_EQ(role["rules"].size(), 1u);
@@ -99,7 +101,7 @@ TEST(ChartNodeAgent, MayReadAndPatchNodesAndNothingElse) {
   }
 }
 
-TEST(ChartNodeAgent, ItsPodsAreNotTakenForSchedulerPods) {
+TEST_F(ChartNodeAgent, ItsPodsAreNotTakenForSchedulerPods) {
   const Manifests m = Rendered();
   const YAML::Node labels = m.One("DaemonSet", "-node-agent")["spec"]["template"]["metadata"]["labels"];
   const auto selects_agent = [&](const YAML::Node& selector) {
@@ -116,7 +118,7 @@ TEST(ChartNodeAgent, ItsPodsAreNotTakenForSchedulerPods) {
   EXPECT_TRUE(selects_agent(m.One("DaemonSet", "-node-agent")["spec"]["selector"]["matchLabels"]));
 }
 
-TEST(ChartNodeAgent, TakesItsSettingsFromValues) {
+TEST_F(ChartNodeAgent, TakesItsSettingsFromValues) {
   const Manifests m = Rendered(R"(
 nodeAgent:
   interval: 30s
@@ -142,7 +144,7 @@ nodeAgent:
   EXPECT_EQ(terms[0]["matchExpressions"][0]["key"].as<std::string>(), "pool");
 }
 
-TEST(ChartNodeAgent, CanBeLeftOut) {
+TEST_F(ChartNodeAgent, CanBeLeftOut) {
   const Manifests m = Rendered("{nodeAgent: {enabled: false}}");
   EXPECT_THAT(m.All("DaemonSet"), IsEmpty());
   for (const char* kind : {"ServiceAccount", "ClusterRole", "ClusterRoleBinding"}) {
@@ -152,7 +154,7 @@ TEST(ChartNodeAgent, CanBeLeftOut) {
   }
 }
 
-TEST(ChartNodeAgent, UsesTheInstallersAccountWhenTheChartCreatesNone) {
+TEST_F(ChartNodeAgent, UsesTheInstallersAccountWhenTheChartCreatesNone) {
   const Manifests m = Rendered("{rbac: {create: false}, serviceAccount: {create: false, name: gpu-scheduler}}");
   EXPECT_EQ(m.One("DaemonSet", "-node-agent")["spec"]["template"]["spec"]["serviceAccountName"].as<std::string>(),
             "gpu-scheduler");

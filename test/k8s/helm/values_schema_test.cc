@@ -1,19 +1,19 @@
-// values.schema.json: Helm checks values against it at install and upgrade.
-// It must accept the shipped values.yaml and reject wrong values with a
-// message that names the value.
+// values.schema.json, as the real Helm applies it at install, upgrade, lint
+// and template: it accepts the shipped values.yaml and refuses wrong values
+// with a message that names the value (Helm's "at '/path'").
 #include <fstream>
-#include <sstream>
+#include <functional>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "test/k8s/helm/chart_fixture.h"
-#include "test/k8s/helm/json_schema.h"
 
 namespace tessera::deploy {
 namespace {
 
-using ::testing::ElementsAre;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
@@ -23,74 +23,20 @@ nlohmann::json ReadSchema() {
   return nlohmann::json::parse(in);
 }
 
-nlohmann::json ShippedValues() { return YamlToJson(YAML::LoadFile(kChartDir + "/values.yaml")); }
+// --- the schema's own shape (no Helm needed) ---------------------------------------
 
-// --- the validator itself: each keyword is enforced --------------------------
-
-struct KeywordCase {
-  const char* name;
-  const char* schema;
-  const char* value;
-  const char* error;  // "" when valid
-};
-
-class ValidatorKeyword : public ::testing::TestWithParam<KeywordCase> {};
-
-TEST_P(ValidatorKeyword, Case) {
-  const KeywordCase& c = GetParam();
-  const std::vector<std::string> errors = ValidateJsonSchema(nlohmann::json::parse(c.schema), nlohmann::json::parse(c.value));
-  if (std::string(c.error).empty()) {
-    EXPECT_THAT(errors, IsEmpty());
-  } else {
-    EXPECT_THAT(errors, ElementsAre(HasSubstr(c.error)));
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    JsonSchema, ValidatorKeyword,
-    ::testing::Values(
-        KeywordCase{"TypeMatches", R"({"type":"integer"})", "3", ""},
-        KeywordCase{"TypeMismatch", R"({"type":"integer"})", R"("3")", "must be of type integer, got string"},
-        KeywordCase{"TypeList", R"({"type":["string","integer"]})", "3", ""},
-        KeywordCase{"Enum", R"({"enum":["a","b"]})", R"("c")", R"(must be one of ["a","b"])"},
-        KeywordCase{"Minimum", R"({"minimum":1})", "0", "must be at least 1"},
-        KeywordCase{"Maximum", R"({"maximum":10})", "11", "must be at most 10"},
-        KeywordCase{"MinLength", R"({"minLength":1})", R"("")", "at least 1 characters"},
-        KeywordCase{"Pattern", R"({"pattern":"^v[0-9]+$"})", R"("1")", "must match"},
-        KeywordCase{"Required", R"({"required":["a"]})", "{}", R"("a" is required)"},
-        KeywordCase{"NestedPath", R"({"properties":{"a":{"properties":{"b":{"type":"string"}}}}})", R"({"a":{"b":1}})",
-                    "a.b: must be of type string"},
-        KeywordCase{"AdditionalPropertiesFalse", R"({"properties":{"port":{}},"additionalProperties":false})",
-                    R"({"prot":1})", R"(unknown key "prot"; known: port)"},
-        KeywordCase{"AdditionalPropertiesSchema", R"({"additionalProperties":{"type":"string"}})", R"({"k":1})",
-                    "k: must be of type string"},
-        KeywordCase{"Items", R"({"items":{"type":"string"}})", R"(["a",2])", "[1]: must be of type string"}),
-    [](const ::testing::TestParamInfo<KeywordCase>& info) { return info.param.name; });
-
-TEST(YamlToJson, TypesPlainScalarsAndKeepsQuotedOnesStrings) {
-  const nlohmann::json j = YamlToJson(YAML::Load("{i: 8888, f: 0.5, b: true, n: ~, s: abc, q: '8888', e: ''}"));
-  EXPECT_EQ(j, nlohmann::json::parse(R"({"i":8888,"f":0.5,"b":true,"n":null,"s":"abc","q":"8888","e":""})"));
-}
-
-// --- the chart's schema --------------------------------------------------------
-
-TEST(ValuesSchema, IsDraft07AndUsesOnlyKeywordsTheTestsEnforce) {
-  const nlohmann::json schema = ReadSchema();
-  EXPECT_EQ(schema["$schema"], "http://json-schema.org/draft-07/schema#");
-  EXPECT_THAT(UnsupportedKeywords(schema), IsEmpty());
-}
-
-TEST(ValuesSchema, AcceptsTheShippedValues) { EXPECT_THAT(ValidateJsonSchema(ReadSchema(), ShippedValues()), IsEmpty()); }
+TEST(ValuesSchema, IsDraft07) { EXPECT_EQ(ReadSchema()["$schema"], "http://json-schema.org/draft-07/schema#"); }
 
 TEST(ValuesSchema, DescribesEveryShippedValue) {
   // Every value in values.yaml has a schema with a description, so a typo in a
   // key of the user's file is an unknown key, not a silently ignored one.
   const nlohmann::json schema = ReadSchema();
   std::vector<std::string> undescribed;
-  std::function<void(const nlohmann::json&, const nlohmann::json&, const std::string&)> walk =
-      [&](const nlohmann::json& s, const nlohmann::json& v, const std::string& path) {
-        if (!v.is_object() || !s.contains("properties")) return;
-        for (const auto& [key, child] : v.items()) {
+  std::function<void(const nlohmann::json&, const YAML::Node&, const std::string&)> walk =
+      [&](const nlohmann::json& s, const YAML::Node& v, const std::string& path) {
+        if (!v.IsMap() || !s.contains("properties")) return;
+        for (auto kv : v) {
+          const std::string key = kv.first.as<std::string>();
           const std::string p = path.empty() ? key : path + "." + key;
           if (!s["properties"].contains(key)) {
             undescribed.push_back(p);
@@ -98,55 +44,150 @@ TEST(ValuesSchema, DescribesEveryShippedValue) {
           }
           const nlohmann::json& cs = s["properties"][key];
           if (!cs.contains("description") && !cs.contains("properties")) undescribed.push_back(p);
-          walk(cs, child, p);
+          walk(cs, kv.second, p);
         }
       };
-  walk(schema, ShippedValues(), "");
+  walk(schema, YAML::LoadFile(kChartDir + "/values.yaml"), "");
   EXPECT_THAT(undescribed, IsEmpty());
+}
+
+// --- under Helm ---------------------------------------------------------------------
+
+class ValuesSchemaUnderHelm : public ChartTest {};
+
+TEST_F(ValuesSchemaUnderHelm, LintStrictAcceptsTheShippedValues) {
+  const ProgramResult r = RunProgram(
+      HelmBinary(), {"lint", "--strict", kChartDir, "--set", absl::StrCat("tessera.image.repository=", Absl(kTesseraImage))});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("1 chart(s) linted, 0 chart(s) failed"));
+}
+
+TEST_F(ValuesSchemaUnderHelm, LintStrictRefusesWrongValuesNamingThem) {
+  const ScratchFile values("{tessera: {port: 70000}}\n");
+  const ProgramResult r =
+      RunProgram(HelmBinary(), {"lint", "--strict", kChartDir, "--set",
+                                absl::StrCat("tessera.image.repository=", Absl(kTesseraImage)), "--values", values.path()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out + r.err, HasSubstr("at '/tessera/port'"));
 }
 
 struct BrokenValues {
   const char* name;
-  const char* overrides;  // YAML merged into values.yaml
-  const char* error;      // what the message must say
+  const char* overrides;  // a --values file on top of values.yaml
+  const char* path;       // the value Helm must name, as "at '<path>'"
+  const char* error;      // and what it must say about it
 };
 
-class ValuesSchemaRejects : public ::testing::TestWithParam<BrokenValues> {};
+void PrintTo(const BrokenValues& c, std::ostream* os) { *os << c.overrides; }
+
+class ValuesSchemaRejects : public ChartTest, public ::testing::WithParamInterface<BrokenValues> {};
 
 TEST_P(ValuesSchemaRejects, Case) {
   const BrokenValues& c = GetParam();
-  const YAML::Node values = MergeValues(YAML::LoadFile(kChartDir + "/values.yaml"), YAML::Load(c.overrides));
-  EXPECT_THAT(ValidateJsonSchema(ReadSchema(), YamlToJson(values)), ElementsAre(HasSubstr(c.error)));
+  const absl::StatusOr<Manifests> m = RenderChart(c.overrides);
+  ASSERT_FALSE(m.ok()) << "helm template accepted " << c.overrides;
+  EXPECT_THAT(std::string(m.status().message()),
+              AllOf(HasSubstr("don't meet the specifications of the schema"), HasSubstr(absl::StrCat("at '", c.path, "': ")),
+                    HasSubstr(c.error)));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     ValuesSchema, ValuesSchemaRejects,
     ::testing::Values(
-        BrokenValues{"ReplicasAsText", "{replicaCount: two}", "replicaCount: must be of type integer"},
-        BrokenValues{"NoReplicas", "{replicaCount: 0}", "replicaCount: must be at least 1"},
-        BrokenValues{"SchedulerNameNotADnsName", "{schedulerName: Tessera_Scheduler}", "schedulerName: must match"},
-        BrokenValues{"PortOutOfRange", "{tessera: {port: 70000}}", "tessera.port: must be at most 65535"},
-        BrokenValues{"PortAsText", "{tessera: {port: '8888'}}", "tessera.port: must be of type integer"},
-        BrokenValues{"MistypedKey", "{tessera: {prot: 9000}}", "tessera: unknown key \"prot\""},
-        BrokenValues{"UnknownTopLevelKey", "{replicas: 3}", "(root): unknown key \"replicas\""},
-        BrokenValues{"ZeroWeight", "{extender: {weight: 0}}", "extender.weight: must be at least 1"},
-        BrokenValues{"TimeoutWithoutUnit", "{extender: {httpTimeout: '5'}}", "extender.httpTimeout: must match"},
-        BrokenValues{"TimeoutInWords", "{extender: {httpTimeout: 5 seconds}}", "extender.httpTimeout: must match"},
-        BrokenValues{"KubeSchedulerTooOld", "{kubeScheduler: {image: {tag: v1.24.9}}}", "kubeScheduler.image.tag: must match"},
-        BrokenValues{"KubeSchedulerTagWithoutV", "{kubeScheduler: {image: {tag: 1.30.4}}}",
-                     "kubeScheduler.image.tag: must match"},
-        BrokenValues{"PullPolicyMisspelt", "{tessera: {image: {pullPolicy: ifNotPresent}}}",
-                     "tessera.image.pullPolicy: must be one of"},
-        BrokenValues{"ListenAddressNotAnIp", "{tessera: {listenAddress: localhost}}", "tessera.listenAddress: must match"},
-        BrokenValues{"EmptyPolicy", "{tessera: {policy: ''}}", "tessera.policy: must be at least 1 characters"},
+        BrokenValues{"ReplicasAsText", "{replicaCount: two}", "/replicaCount", "got string, want integer"},
+        BrokenValues{"NoReplicas", "{replicaCount: 0}", "/replicaCount", "minimum: got 0, want 1"},
+        BrokenValues{"SchedulerNameNotADnsName", "{schedulerName: Tessera_Scheduler}", "/schedulerName",
+                     "does not match pattern"},
+        // YAML reads an unquoted 123 as a number; a name must be quoted.
+        BrokenValues{"SchedulerNameANumber", "{schedulerName: 123}", "/schedulerName", "got number, want string"},
+        BrokenValues{"ImageTagANumber", "{tessera: {image: {tag: 1.30}}}", "/tessera/image/tag", "got number, want string"},
+        BrokenValues{"IgnoredXidsANumber", "{nodeAgent: {ignoredXids: 94}}", "/nodeAgent/ignoredXids",
+                     "got number, want string"},
+        BrokenValues{"PortOutOfRange", "{tessera: {port: 70000}}", "/tessera/port", "maximum: got 70,000, want 65,535"},
+        BrokenValues{"PortAsText", "{tessera: {port: '8888'}}", "/tessera/port", "got string, want integer"},
+        BrokenValues{"MistypedKey", "{tessera: {prot: 9000}}", "/tessera", "additional properties 'prot' not allowed"},
+        BrokenValues{"UnknownTopLevelKey", "{replicas: 3}", "", "additional properties 'replicas' not allowed"},
+        BrokenValues{"ZeroWeight", "{extender: {weight: 0}}", "/extender/weight", "minimum: got 0, want 1"},
+        BrokenValues{"TimeoutWithoutUnit", "{extender: {httpTimeout: '5'}}", "/extender/httpTimeout", "does not match pattern"},
+        BrokenValues{"TimeoutANumber", "{extender: {httpTimeout: 5}}", "/extender/httpTimeout", "got number, want string"},
+        BrokenValues{"TimeoutInWords", "{extender: {httpTimeout: 5 seconds}}", "/extender/httpTimeout",
+                     "does not match pattern"},
+        BrokenValues{"KubeSchedulerTooOld", "{kubeScheduler: {image: {tag: v1.24.9}}}", "/kubeScheduler/image/tag",
+                     "does not match pattern"},
+        BrokenValues{"KubeSchedulerTagWithoutV", "{kubeScheduler: {image: {tag: 1.30.4}}}", "/kubeScheduler/image/tag",
+                     "does not match pattern"},
+        BrokenValues{"PullPolicyMisspelt", "{tessera: {image: {pullPolicy: ifNotPresent}}}", "/tessera/image/pullPolicy",
+                     "value must be one of"},
+        BrokenValues{"ListenAddressNotAnIp", "{tessera: {listenAddress: localhost}}", "/tessera/listenAddress",
+                     "does not match pattern"},
+        BrokenValues{"EmptyPolicy", "{tessera: {policy: ''}}", "/tessera/policy", "minLength: got 0, want 1"},
         BrokenValues{"ManagedResourceWithoutName", "{extender: {managedResources: [{ignoredByScheduler: true}]}}",
-                     "extender.managedResources[0]: \"name\" is required"},
-        BrokenValues{"ExtraArgNotAFlag", "{tessera: {extraArgs: [verbose]}}", "tessera.extraArgs[0]: must match"},
+                     "/extender/managedResources/0", "missing property 'name'"},
+        // kube-scheduler takes a name without a domain for a native resource
+        // (cpu, memory), which it never leaves to an extender.
+        BrokenValues{"ManagedResourceWithoutDomain", "{extender: {managedResources: [{name: gpu-milli}]}}",
+                     "/extender/managedResources/0/name", "does not match pattern"},
+        BrokenValues{"ExtraArgNotAFlag", "{tessera: {extraArgs: [verbose]}}", "/tessera/extraArgs/0", "does not match pattern"},
         BrokenValues{"MemoryLimitNotAQuantity", "{tessera: {resources: {limits: {memory: 2 GB}}}}",
-                     "tessera.resources.limits.memory: must match"},
-        BrokenValues{"ServiceTypeUnknown", "{metrics: {service: {type: Ingress}}}", "metrics.service.type: must be one of"},
-        BrokenValues{"LabelValueNotText", "{commonLabels: {team: {name: gpu}}}", "commonLabels.team: must be of type string"}),
+                     "/tessera/resources/limits/memory", "does not match pattern"},
+        BrokenValues{"ServiceTypeUnknown", "{metrics: {service: {type: Ingress}}}", "/metrics/service/type",
+                     "value must be one of"},
+        // Prometheus durations: whole numbers, units in order, none twice.
+        BrokenValues{"ScrapeIntervalAFraction", "{metrics: {serviceMonitor: {interval: 1.5s}}}",
+                     "/metrics/serviceMonitor/interval", "does not match pattern"},
+        BrokenValues{"ScrapeIntervalUnitsOutOfOrder", "{metrics: {serviceMonitor: {interval: 30s1m}}}",
+                     "/metrics/serviceMonitor/interval", "does not match pattern"},
+        BrokenValues{"ScrapeIntervalEmpty", "{metrics: {serviceMonitor: {interval: ''}}}",
+                     "/metrics/serviceMonitor/interval", "minLength: got 0, want 2"},
+        BrokenValues{"ScrapeTimeoutWithoutUnit", "{metrics: {serviceMonitor: {scrapeTimeout: '10'}}}",
+                     "/metrics/serviceMonitor/scrapeTimeout", "does not match pattern"},
+        BrokenValues{"LabelValueNotText", "{commonLabels: {team: {name: gpu}}}", "/commonLabels/team",
+                     "got object, want string"}),
     [](const ::testing::TestParamInfo<BrokenValues>& info) { return info.param.name; });
+
+// What the schema cannot say (it compares no two values): the templates refuse it.
+struct RefusedCombination {
+  const char* name;
+  const char* overrides;
+  const char* error;
+};
+
+void PrintTo(const RefusedCombination& c, std::ostream* os) { *os << c.overrides; }
+
+class ChartRefuses : public ChartTest, public ::testing::WithParamInterface<RefusedCombination> {};
+
+TEST_P(ChartRefuses, Case) {
+  const RefusedCombination& c = GetParam();
+  const absl::StatusOr<Manifests> m =
+      RenderChart(c.overrides, {.api_versions = {"cert-manager.io/v1", "monitoring.coreos.com/v1"}});
+  ASSERT_FALSE(m.ok()) << "helm template accepted " << c.overrides;
+  EXPECT_THAT(std::string(m.status().message()), HasSubstr(c.error));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Chart, ChartRefuses,
+    ::testing::Values(
+        RefusedCombination{"RenewDeadlineAboveTheLease", "{kubeScheduler: {leaderElection: {renewDeadline: 20s}}}",
+                           "renewDeadline (20s) must be below leaseDuration (15s)"},
+        RefusedCombination{"RenewDeadlineEqualToTheLease",
+                           "{kubeScheduler: {leaderElection: {leaseDuration: 1m, renewDeadline: 60000ms}}}",
+                           "renewDeadline (60000ms) must be below leaseDuration (1m)"},
+        RefusedCombination{"RenewDeadlineWithinRetries", "{kubeScheduler: {leaderElection: {renewDeadline: 2400ms}}}",
+                           "renewDeadline (2400ms) must be above 1.2 x retryPeriod (2s)"},
+        RefusedCombination{"ScrapeTimeoutAboveTheInterval",
+                           "{metrics: {serviceMonitor: {enabled: true, interval: 1m, scrapeTimeout: 1m30s}}}",
+                           "scrapeTimeout (1m30s) must not exceed its interval (1m)"}),
+    [](const ::testing::TestParamInfo<RefusedCombination>& info) { return info.param.name; });
+
+TEST_F(ValuesSchemaUnderHelm, DurationsCloseToTheLimitsPass) {
+  // The template compares durations in any of Go's spellings, fractions included.
+  EXPECT_TRUE(RenderChart("{kubeScheduler: {leaderElection: {leaseDuration: 1m, renewDeadline: 59.5s}}}").ok());
+  EXPECT_TRUE(RenderChart("{kubeScheduler: {leaderElection: {leaseDuration: 1h, renewDeadline: 59m59s, retryPeriod: 1m}}}").ok());
+  EXPECT_TRUE(RenderChart("{kubeScheduler: {leaderElection: {renewDeadline: 2500ms}}}").ok());
+  EXPECT_TRUE(RenderChart("{metrics: {serviceMonitor: {enabled: true, interval: 1m, scrapeTimeout: 60s}}}",
+                          {.api_versions = {"monitoring.coreos.com/v1"}})
+                  .ok());
+}
 
 }  // namespace
 }  // namespace tessera::deploy

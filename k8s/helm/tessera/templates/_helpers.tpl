@@ -1,8 +1,6 @@
 {{/*
-Names, labels and the values several templates share. The templates keep to a
-small part of Helm's template language (test/deploy/helm_template.h renders
-that part in CI, where Helm is not installed): if/else/with/range/define,
-fields of . and $, and the functions that file lists.
+Names, labels and the values several templates share. The chart's tests
+render it with the real Helm (test/k8s/helm/chart_fixture.h).
 */}}
 
 {{/* The chart name, at most 63 characters (a label value). */}}
