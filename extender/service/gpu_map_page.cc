@@ -211,9 +211,9 @@ std::string DescribeGroups(const NodeInventory& inv, const std::vector<int>& gro
 // for 1000 milli.
 constexpr int kRow = 22;
 constexpr int kBarX = 58;
-constexpr int kBarWidth = 400;
+constexpr int kBarWidth = 360;
 constexpr int kTextX = kBarX + kBarWidth + 8;
-constexpr int kSvgWidth = 660;
+constexpr int kSvgWidth = 630;
 
 int PixelsOf(int64_t milli) { return static_cast<int>(std::clamp<int64_t>(milli, 0, 1000) * kBarWidth / 1000); }
 
@@ -359,7 +359,7 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:18px 0 6px}h3{font-siz
 .node{background:#fff;border:1px solid #ddd;border-radius:4px;padding:6px 8px}
 .facts{margin:2px 0 4px;color:#555}.problem,.bad{color:#b00020;fill:#b00020;font-weight:600}
 svg.gpus text{font:11px ui-monospace,monospace;fill:#333}svg.gpus text.nvl{fill:#fff;font-weight:700}
-svg.gpus text.bad{fill:#b00020}rect.gpu{fill:#e6eaee;stroke:#c9ced4}rect.burst{fill:#f0a030}
+svg.gpus text.bad{fill:#b00020}rect.gpu{fill:#e6eaee;stroke:#c9ced4}rect.gpu.unhealthy{fill:url(#tessera-hatch);stroke:#b00020}rect.burst{fill:#f0a030}
 .legend span{display:inline-block;margin:0 10px 4px 0}.sw{display:inline-block;width:11px;height:11px;
 vertical-align:-1px;margin-right:4px;border-radius:2px}
 table{border-collapse:collapse;background:#fff}td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top;

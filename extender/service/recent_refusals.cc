@@ -26,8 +26,10 @@ void RecentRefusals::Record(FilterRefusal refusal) {
   for (std::string* text : {&refusal.key, &refusal.pod, &refusal.tenant_label, &refusal.request, &refusal.error}) {
     Cut(*text, max);
   }
-  std::stable_sort(refusal.reasons.begin(), refusal.reasons.end(),
-                   [](const FilterRefusal::Reason& a, const FilterRefusal::Reason& b) { return a.nodes > b.nodes; });
+  std::sort(refusal.reasons.begin(), refusal.reasons.end(),
+            [](const FilterRefusal::Reason& a, const FilterRefusal::Reason& b) {
+              return a.nodes != b.nodes ? a.nodes > b.nodes : a.code < b.code;
+            });
   if (refusal.reasons.size() > options_.max_reasons) refusal.reasons.resize(options_.max_reasons);
   for (FilterRefusal::Reason& r : refusal.reasons) {
     Cut(r.code, max);

@@ -37,7 +37,7 @@ struct FilterRefusal {
   /// The answer's Error, when the pod itself was refused (an invalid
   /// request, an unknown tenant); empty otherwise.
   std::string error = {};
-  /// Why the nodes were refused, by reason code, most nodes first.
+  /// Why the nodes were refused, by reason code, most nodes first (then by code).
   struct Reason {
     std::string code = {};  ///< FilterVerdict::reason_code ("insufficient_gpu_compute").
     int64_t nodes = 0;    ///< Nodes refused for it.
