@@ -68,12 +68,15 @@ bool Contains(std::string_view haystack, std::string_view needle) {
 
 // The name the page gives a pod's tenant: the policy's tenant, else the
 // pod's tenant label, else its namespace.
+// The policy's tenant of `pod`; null without one.
+const std::string* PolicyTenant(const PodHolding& pod, const TenantSet* tenants) {
+  if (tenants == nullptr || tenants->empty()) return nullptr;
+  const std::optional<TenantIndex> t = tenants->TenantOf(pod.namespace_name(), pod.tenant_label);
+  return t.has_value() ? &tenants->tenants()[*t].name : nullptr;
+}
+
 std::string TenantName(const PodHolding& pod, const TenantSet* tenants) {
-  if (tenants != nullptr && !tenants->empty()) {
-    if (const std::optional<TenantIndex> t = tenants->TenantOf(pod.namespace_name(), pod.tenant_label)) {
-      return tenants->tenants()[*t].name;
-    }
-  }
+  if (const std::string* name = PolicyTenant(pod, tenants)) return *name;
   if (!pod.tenant_label.empty()) return pod.tenant_label;
   return absl::StrCat("namespace ", Absl(pod.namespace_name()));
 }
@@ -96,8 +99,9 @@ bool MatchesTerm(const NodeState& n, const Term& t, const TenantSet* tenants) {
   };
   const auto tenant = [&] {
     return std::any_of(n.pods.begin(), n.pods.end(), [&](const PodHolding& p) {
-      return Contains(p.tenant_label, t.value) || Contains(p.namespace_name(), t.value) ||
-             Contains(TenantName(p, tenants), t.value);
+      if (Contains(p.tenant_label, t.value) || Contains(p.namespace_name(), t.value)) return true;
+      const std::string* policy_tenant = PolicyTenant(p, tenants);
+      return policy_tenant != nullptr && Contains(*policy_tenant, t.value);
     });
   };
   switch (t.field) {
