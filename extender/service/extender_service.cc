@@ -130,13 +130,19 @@ std::string DescribeRequest(const absl::StatusOr<std::optional<PodGpuRequest>>& 
 void NoteRefusal(RecentRefusals& refusals, const k8s::WirePod& pod,
                  const absl::StatusOr<std::optional<PodGpuRequest>>& request, size_t nodes,
                  const k8s::FilterResult& result, const Rejections& rejections) {
-  const std::string key = pod.uid.empty() ? absl::StrCat(Absl(pod.namespace_name), "/", Absl(pod.name))
-                                          : std::string(pod.uid);
+  const auto key = [&pod] {
+    return pod.uid.empty() ? absl::StrCat(Absl(pod.namespace_name), "/", Absl(pod.name)) : std::string(pod.uid);
+  };
   if (!result.passed.empty() || (nodes == 0 && result.error.empty())) {
-    refusals.Forget(key);
+    // Every passing filter comes here: no string is built for a pod with a uid.
+    if (!pod.uid.empty()) {
+      refusals.Forget(pod.uid);
+    } else {
+      refusals.Forget(key());
+    }
     return;
   }
-  FilterRefusal refusal{.key = key,
+  FilterRefusal refusal{.key = key(),
                         .pod = absl::StrCat(Absl(pod.namespace_name), "/", Absl(pod.name)),
                         .tenant_label = std::string(pod.tenant_label),
                         .request = DescribeRequest(request),

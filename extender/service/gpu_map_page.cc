@@ -471,33 +471,44 @@ void AppendRefusal(std::string& out, const FilterRefusal& r, absl::Time now) {
   for (const FilterRefusal::Reason& why : r.reasons) {
     out += "<div><b>";
     AppendEscaped(out, why.code, kMaxTextBytes);
-    absl::StrAppend(&out, "</b> on ", why.nodes, why.nodes == 1 ? " node" : " nodes", ", e.g. ");
-    AppendEscaped(out, why.node, kMaxTextBytes);
-    out += ": ";
-    AppendEscaped(out, why.example, kMaxTextBytes * 2);
+    absl::StrAppend(&out, "</b> on ", why.nodes, why.nodes == 1 ? " node" : " nodes");
+    if (!why.node.empty()) {
+      out += ", e.g. ";
+      AppendEscaped(out, why.node, kMaxTextBytes);
+      out += ": ";
+      AppendEscaped(out, why.example, kMaxTextBytes * 2);
+    }
     out += "</div>";
   }
   out += "</td></tr>\n";
 }
 
-// Pods filter refused on every node, less those the snapshot shows holding
-// GPUs (bound since), matching the query.
-void AppendPending(std::string& out, const GpuMapInputs& in, const std::vector<Term>& terms) {
+// The pods filter refused on every node, less those the snapshot shows
+// holding GPUs (bound since).
+std::vector<const FilterRefusal*> StillPending(const GpuMapInputs& in, const ClusterSnapshot& s) {
+  absl::flat_hash_set<std::string_view> keys;
+  for (const FilterRefusal& r : in.refusals) keys.insert(r.key);
   absl::flat_hash_set<std::string_view> bound;
-  if (!in.refusals.empty()) {
-    absl::flat_hash_set<std::string_view> keys;
-    for (const FilterRefusal& r : in.refusals) keys.insert(r.key);
-    for (NodeIndex i = 0; i < in.snapshot->node_count(); ++i) {
-      for (const PodHolding& p : in.snapshot->node(i).pods) {
-        if (keys.contains(p.uid)) bound.insert(p.uid);
-      }
+  for (NodeIndex i = 0; i < s.node_count() && !keys.empty(); ++i) {
+    for (const PodHolding& p : s.node(i).pods) {
+      if (keys.contains(p.uid)) bound.insert(p.uid);
     }
   }
+  std::vector<const FilterRefusal*> pending;
+  for (const FilterRefusal& r : in.refusals) {
+    if (!bound.contains(r.key)) pending.push_back(&r);
+  }
+  return pending;
+}
+
+// The pending pods matching the query.
+void AppendPending(std::string& out, const std::vector<const FilterRefusal*>& pending, const std::vector<Term>& terms,
+                   absl::Time now) {
   std::vector<const FilterRefusal*> listed;
   size_t matched = 0;
-  for (const FilterRefusal& r : in.refusals) {
-    if (bound.contains(r.key) || !RefusalMatches(r, terms)) continue;
-    if (++matched <= kMaxPendingListed) listed.push_back(&r);
+  for (const FilterRefusal* r : pending) {
+    if (!RefusalMatches(*r, terms)) continue;
+    if (++matched <= kMaxPendingListed) listed.push_back(r);
   }
   absl::StrAppend(&out, "<h2 id=\"pending\">Pods that fit nowhere (", matched, ")</h2>\n");
   if (listed.empty()) {
@@ -506,7 +517,7 @@ void AppendPending(std::string& out, const GpuMapInputs& in, const std::vector<T
   }
   out += "<table class=\"pending\"><tr><th>pod</th><th>tenant label</th><th>asks</th><th>refused</th>"
          "<th>nodes</th><th>why (filter's reasons)</th></tr>\n";
-  for (const FilterRefusal* r : listed) AppendRefusal(out, *r, in.now);
+  for (const FilterRefusal* r : listed) AppendRefusal(out, *r, now);
   out += "</table>\n";
   if (matched > listed.size()) absl::StrAppend(&out, "<p>… and ", matched - listed.size(), " more</p>\n");
 }
@@ -546,7 +557,8 @@ std::string RenderGpuMapPage(const GpuMapInputs& in, const GpuMapQuery& query) {
   std::string out;
   out.reserve(4096 + shown.size() * 4096);
   out += kHead;
-  AppendSummary(out, s, in, in.refusals.size());
+  const std::vector<const FilterRefusal*> pending = StillPending(in, s);
+  AppendSummary(out, s, in, pending.size());
   AppendSearch(out, query);
   Palette palette;
   AppendLegend(out, s, shown, in.tenants, palette);
@@ -557,7 +569,7 @@ std::string RenderGpuMapPage(const GpuMapInputs& in, const GpuMapQuery& query) {
   const DrawContext draw{.tenants = in.tenants, .palette = palette};
   for (const NodeIndex i : shown) AppendNode(out, s.node(i), draw);
   out += "</div>\n";
-  if (in.snapshot != nullptr) AppendPending(out, in, terms);
+  AppendPending(out, pending, terms, in.now);
   out += "</body></html>\n";
   return out;
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -144,68 +145,86 @@ std::string RunCommand(const std::string& command, int& code) {
   return out;
 }
 
-class GpuMapBrowserTest : public ::testing::Test {
+// The real binary over Cluster(), and the filters of three pods that fit
+// nowhere (one named like an HTML element) sent to it as kube-scheduler would.
+class GpuMapBinaryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    chromium_ = FindChromium();
-    if (chromium_.empty()) {
-      const char* ci = std::getenv("CI");
-      if (ci != nullptr && std::string(ci) == "true") {
-        FAIL() << "chromium is not installed, and CI=true: scripts/install-deps.sh installs it";
-      }
-      std::cout << "GPU map browser test skipped: no chromium on the PATH (apt-get install chromium)\n";
-      GTEST_SKIP() << "no chromium on the PATH";
-    }
     out_ = fs::path(TESSERA_TEST_OUTPUT_DIR) / "gpu-map";
     fs::create_directories(out_);
     std::ofstream(out_ / "policy.yaml") << kPolicy;
     std::ofstream(out_ / "cluster.yaml") << Cluster();
+    tessera_ = std::make_unique<testing::Extender>(std::vector<std::string>{
+        "--port=0", "--cluster-file=" + (out_ / "cluster.yaml").string(),
+        "--policy-file=" + (out_ / "policy.yaml").string()});
+    const std::smatch m = tessera_->WaitFor(std::regex(R"(serving on http://127\.0\.0\.1:(\d+))"));
+    ASSERT_FALSE(m.empty()) << tessera_->AllOutput();
+    port_ = static_cast<uint16_t>(std::stoi(m[1].str()));
+    testing::HttpClient client(port_);
+    for (const std::string& args :
+         {FilterArgs("llama-70b-train", {{"tessera.io/gpu-count", "8"}}, "research"),
+          FilterArgs("big-embed",
+                     {{"tessera.io/gpu-fraction", "0.8"}, {"tessera.io/gpu-memory", "70Gi"},
+                      {"tessera.io/gpu-model", "NVIDIA-L4"}},
+                     "batch"),
+          FilterArgs("x<img src=x onerror=alert(1)>", {{"tessera.io/gpu-count", "9"}}, "prod")}) {
+      ASSERT_EQ(client.Post("/filter", args).status, 200);
+    }
+  }
+  void TearDown() override {
+    if (tessera_ == nullptr) return;
+    tessera_->Signal(SIGTERM);
+    EXPECT_EQ(tessera_->Wait(), 0);
+  }
+  [[nodiscard]] std::string Url(const std::string& query = "") const {
+    return absl::StrCat("http://127.0.0.1:", port_, "/ui", query);
   }
 
-  // chromium, headless, on `url`, with a profile of its own; `flags` say what it does.
-  std::string Chromium(const std::string& flags, const std::string& url, int& code) const {
-    const fs::path profile = out_ / "profile";
-    fs::remove_all(profile);
-    return RunCommand(absl::StrCat("timeout 120 '", chromium_, "' --headless --no-sandbox --disable-gpu ",
-                            "--disable-dev-shm-usage --no-first-run --user-data-dir='", profile.string(), "' ", flags,
-                            " '", url, "' 2>'", (out_ / "chromium.log").string(), "'"),
-               code);
-  }
-
-  std::string chromium_;
   fs::path out_;
+  std::unique_ptr<testing::Extender> tessera_;
+  uint16_t port_ = 0;
 };
 
-TEST_F(GpuMapBrowserTest, ARealBrowserDrawsTheNodesGpusAndThePodsThatFitNowhere) {
-  testing::Extender tessera({"--port=0", "--cluster-file=" + (out_ / "cluster.yaml").string(),
-                             "--policy-file=" + (out_ / "policy.yaml").string()});
-  const std::smatch m = tessera.WaitFor(std::regex(R"(serving on http://127\.0\.0\.1:(\d+))"));
-  ASSERT_FALSE(m.empty()) << tessera.AllOutput();
-  const uint16_t port = static_cast<uint16_t>(std::stoi(m[1].str()));
-  testing::HttpClient client(port);
-  // kube-scheduler's filter for pods that fit nowhere: Tessera keeps why.
-  ASSERT_EQ(client.Post("/filter", FilterArgs("llama-70b-train", {{"tessera.io/gpu-count", "8"}}, "research")).status,
-            200);
-  ASSERT_EQ(client.Post("/filter", FilterArgs("big-embed", {{"tessera.io/gpu-fraction", "0.8"},
-                                                            {"tessera.io/gpu-memory", "70Gi"},
-                                                            {"tessera.io/gpu-model", "NVIDIA-L4"}},
-                                              "batch"))
-                .status,
-            200);
-  ASSERT_EQ(client.Post("/filter", FilterArgs("x<img src=x onerror=alert(1)>", {{"tessera.io/gpu-count", "9"}},
-                                              "prod"))
-                .status,
-            200);
-  const testing::HttpAnswer page = client.Get("/ui");
+TEST_F(GpuMapBinaryTest, TheBinaryServesTheMapAsHtmlWithThePodsThatFitNowhereAndOnlyToGet) {
+  testing::HttpClient client(port_);
+  const testing::HttpAnswer page = client.Get("/ui?q=is:unhealthy");
   ASSERT_EQ(page.status, 200);
   EXPECT_EQ(page.content_type, "text/html; charset=utf-8");
-  EXPECT_EQ(client.Post("/ui", "").status, 405);
+  EXPECT_THAT(page.body, HasSubstr("<h3>dgx-a100-01</h3>"));
+  EXPECT_THAT(page.body, Not(HasSubstr("<h3>hgx-h100-02</h3>")));
+  EXPECT_THAT(client.Get("/ui").body, HasSubstr("Pods that fit nowhere (3)"));
+  const testing::HttpAnswer post = client.Post("/ui", "");
+  EXPECT_EQ(post.status, 405);
+  EXPECT_EQ(post.allow, "GET");
+}
 
-  const std::string url = absl::StrCat("http://127.0.0.1:", port, "/ui");
+// chromium, headless, on `url`, with a profile of its own under `out`;
+// `flags` say what it does. Its standard output, its exit code in `code`.
+std::string Chromium(const std::string& chromium, const fs::path& out, const std::string& flags,
+                     const std::string& url, int& code) {
+  const fs::path profile = out / "profile";
+  fs::remove_all(profile);
+  return RunCommand(absl::StrCat("timeout 120 '", chromium, "' --headless --no-sandbox --disable-gpu ",
+                                 "--disable-dev-shm-usage --no-first-run --user-data-dir='", profile.string(), "' ",
+                                 flags, " '", url, "' 2>'", (out / "chromium.log").string(), "'"),
+                    code);
+}
+
+TEST_F(GpuMapBinaryTest, ARealBrowserDrawsTheNodesGpusAndThePodsThatFitNowhere) {
+  const std::string chromium = FindChromium();
+  if (chromium.empty()) {
+    const char* ci = std::getenv("CI");
+    if (ci != nullptr && std::string(ci) == "true") {
+      FAIL() << "chromium is not installed, and CI=true: scripts/install-deps.sh installs it";
+    }
+    std::cout << "GPU map browser test skipped: no chromium on the PATH (apt-get install chromium)\n";
+    GTEST_SKIP() << "no chromium on the PATH";
+  }
   const fs::path screenshot = out_ / "gpu-map.png";
   fs::remove(screenshot);
   int code = 0;
-  Chromium(absl::StrCat("--hide-scrollbars --screenshot='", screenshot.string(), "' --window-size=1400,1000"), url,
+  Chromium(chromium, out_,
+           absl::StrCat("--hide-scrollbars --screenshot='", screenshot.string(), "' --window-size=1400,1000"), Url(),
            code);
   ASSERT_EQ(code, 0) << "chromium failed; see " << (out_ / "chromium.log");
   ASSERT_TRUE(fs::exists(screenshot)) << "no screenshot; see " << (out_ / "chromium.log");
@@ -215,23 +234,21 @@ TEST_F(GpuMapBrowserTest, ARealBrowserDrawsTheNodesGpusAndThePodsThatFitNowhere)
   EXPECT_GT(fs::file_size(screenshot), 20'000u);  // a picture, not a blank page
   std::cout << "GPU map screenshot: " << screenshot.string() << " (" << fs::file_size(screenshot) << " bytes)\n";
 
-  const std::string dom = Chromium("--dump-dom", url + "?per_page=50", code);
+  const std::string dom = Chromium(chromium, out_, "--dump-dom", Url("?per_page=50"), code);
   ASSERT_EQ(code, 0) << "chromium failed; see " << (out_ / "chromium.log");
   std::ofstream(out_ / "gpu-map-dom.html") << dom;
   for (const char* drawn : {"<svg class=\"gpus\"", "<rect class=\"share\"", "<rect class=\"gpu unhealthy\"",
                             "<rect class=\"nvlink\"", "<rect class=\"burst\"", "NVLink A: GPU 0 1 2 3 · B: GPU 4 5 6 7",
                             "research/llama-train-0 · tenant research", "<td>research/llama-70b-train</td>",
-                            "<td>batch/big-embed</td>", "</h3>", "Pods that fit nowhere (3)"}) {
+                            "<td>batch/big-embed</td>", "<b>gpu_memory_too_small</b> on 1 node, e.g. pcie-l4-03",
+                            "Pods that fit nowhere (3)"}) {
     EXPECT_THAT(dom, HasSubstr(drawn));
   }
   EXPECT_THAT(dom, HasSubstr("x&lt;img src=x onerror=alert(1)&gt;"));
   EXPECT_THAT(dom, Not(HasSubstr("<img")));
-  // The browser saw the tenants' colours in the legend and a searched page.
-  const std::string searched = Chromium("--dump-dom", url + "?q=model:h100", code);
+  const std::string searched = Chromium(chromium, out_, "--dump-dom", Url("?q=model:h100"), code);
   EXPECT_THAT(searched, HasSubstr("<h3>hgx-h100-02</h3>"));
   EXPECT_THAT(searched, Not(HasSubstr("<h3>dgx-a100-01</h3>")));
-  tessera.Signal(SIGTERM);
-  EXPECT_EQ(tessera.Wait(), 0);
 }
 
 }  // namespace

@@ -115,6 +115,15 @@ TEST_F(GpuMapPageTest, PodsRefusedEverywhereAreListedWithFiltersReasonsUnlessThe
   EXPECT_THAT(Render("/ui?q=nothing-like-it", {waiting}), HasSubstr("Pods that fit nowhere (0)"));
 }
 
+TEST_F(GpuMapPageTest, APodRefusedWholeShowsTheErrorAndReasonsWithoutAnExampleNode) {
+  FilterRefusal typo{.key = "t1", .pod = "ml/typo", .tenant_label = "reserch", .request = "1 GPU", .nodes = 3,
+                     .error = "pod's label tessera.io/tenant=\"reserch\" names no tenant"};
+  typo.reasons = {{.code = "unknown_tenant", .nodes = 3}};
+  const std::string page = Render("/ui", {typo});
+  EXPECT_THAT(page, HasSubstr("<b>pod&#39;s label tessera.io/tenant=&quot;reserch&quot; names no tenant</b>"));
+  EXPECT_THAT(page, HasSubstr("<div><b>unknown_tenant</b> on 3 nodes</div>"));
+}
+
 TEST_F(GpuMapPageTest, HostileNamesAndQueriesAreEscapedEverywhere) {
   const std::string script = "<script>alert(1)</script>";
   model_.UpsertNode("evil<b>", testing::Node("evil").Gpus(1, "M<i>", 1024).inventory(), absl::OkStatus());
