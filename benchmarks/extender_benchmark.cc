@@ -14,6 +14,13 @@
 //   BM_Encode*        k8s::EncodeFilterResult (every node passing) and
 //                     EncodeHostPriorityList
 //
+// BM_FilterRefusedNames is filter for a pod that fits on no node (8 whole
+// GPUs of a model no node has), with and without the record of refused pods the GPU map reads
+// (record=1 is how the program runs; extender/service/recent_refusals.h).
+// BM_GpuMapPage renders GET /ui (extender/service/gpu_map_page.h) over the
+// cluster with 1000 refused pods kept: page 1 (100 nodes), and a search that
+// reads every pod's name (query=1).
+//
 // "Names" requests carry NodeNames (nodeCacheCapable=true); "FullNodes" carry
 // Nodes.items, v1.Node objects of 5-6 KB like kube-scheduler sends
 // (nodeCacheCapable=false). Arguments: nodes, and the pod's gpu-count (1 or 2).
@@ -56,6 +63,8 @@
 #include "scheduler/metrics/metrics.h"
 #include "extender/service/candidate_nodes.h"
 #include "extender/service/extender_service.h"
+#include "extender/service/gpu_map_page.h"
+#include "extender/service/recent_refusals.h"
 
 namespace tessera {
 namespace {
@@ -349,8 +358,11 @@ struct Fixture {
   MetricsRegistry metrics;
   std::shared_ptr<const Profile> profile;
   std::shared_ptr<const ClusterSnapshot> snapshot;
+  RecentRefusals refusals;
   std::unique_ptr<ExtenderService> service;
+  std::unique_ptr<ExtenderService> service_without_record;  // for BM_FilterRefusedNames
   std::string names_body[2];  // by gpu-count - 1
+  std::string refused_body;   // a pod no node can take
   std::string full_body[2];
   std::string error;  // set when the fixture could not be built
 
@@ -412,8 +424,18 @@ std::unique_ptr<Fixture> BuildFixture(int64_t n) {
   }
   f->snapshot = f->model.Publish();
   f->service = std::make_unique<ExtenderService>(ExtenderSources{.snapshot = [fp = f.get()] { return fp->snapshot; },
-                                                                 .profile = [fp = f.get()] { return fp->profile; }},
+                                                                 .profile = [fp = f.get()] { return fp->profile; },
+                                                                 .refusals = &f->refusals},
                                                  f->metrics);
+  f->service_without_record = std::make_unique<ExtenderService>(
+      ExtenderSources{.snapshot = [fp = f.get()] { return fp->snapshot; },
+                      .profile = [fp = f.get()] { return fp->profile; }},
+      f->metrics);
+  {
+    Json pod = Json::parse(PodJson(1));
+    pod["metadata"]["annotations"] = {{"tessera.io/gpu-count", "8"}, {"tessera.io/gpu-model", "NVIDIA-B200"}};
+    f->refused_body = absl::StrFormat(R"({"Pod":%s,"Nodes":null,"NodeNames":[%s]})", pod.dump(), names);
+  }
 
   for (int count = 1; count <= 2; ++count) {
     const std::string pod = PodJson(count);
@@ -592,6 +614,53 @@ void BM_FilterFullNodes(benchmark::State& state) { EndToEnd(state, Verb::kFilter
 void BM_PrioritizeNames(benchmark::State& state) { EndToEnd(state, Verb::kPrioritize, Form::kNames); }
 void BM_PrioritizeFullNodes(benchmark::State& state) { EndToEnd(state, Verb::kPrioritize, Form::kFullNodes); }
 
+// --- 5. a pod that fits nowhere, and the GPU map -----------------------------------
+
+void BM_FilterRefusedNames(benchmark::State& state) {
+  const Fixture& f = GetFixture(state.range(0));
+  if (!f.error.empty()) {
+    state.SkipWithError(f.error.c_str());
+    return;
+  }
+  const ExtenderService& service = state.range(1) == 1 ? *f.service : *f.service_without_record;
+  absl::StatusOr<std::string> first = service.Filter(f.refused_body);
+  if (!first.ok() || first->find("\"NodeNames\":[]") == std::string::npos) {
+    state.SkipWithError("the refused pod was not refused everywhere");
+    return;
+  }
+  for (auto _ : state) {
+    absl::StatusOr<std::string> out = service.Filter(f.refused_body);
+    benchmark::DoNotOptimize(out);
+  }
+}
+
+void BM_GpuMapPage(benchmark::State& state) {
+  const Fixture& f = GetFixture(state.range(0));
+  if (!f.error.empty()) {
+    state.SkipWithError(f.error.c_str());
+    return;
+  }
+  static RecentRefusals* const refused = [] {
+    auto* r = new RecentRefusals();
+    for (int i = 0; i < 1000; ++i) {
+      FilterRefusal one{.key = absl::StrFormat("pending-%04d", i), .pod = absl::StrFormat("ml/pending-%04d", i),
+                        .tenant_label = "research", .request = "8 GPUs", .nodes = 5000};
+      one.reasons = {{.code = "insufficient_gpu", .nodes = 5000, .example = "3 of the 8 GPUs ...", .node = "n"}};
+      r->Record(std::move(one));
+    }
+    return r;
+  }();
+  const GpuMapQuery query = ParseGpuMapQuery(state.range(1) == 1 ? "/ui?q=worker-00042&page=1" : "/ui?page=2");
+  size_t bytes = 0;
+  for (auto _ : state) {
+    const std::string page = RenderGpuMapPage(
+        {.snapshot = f.snapshot.get(), .refusals = refused->List(), .source = "benchmark"}, query);
+    bytes = page.size();
+    benchmark::DoNotOptimize(page);
+  }
+  state.counters["page_KiB"] = static_cast<double>(bytes) / 1024.0;
+}
+
 // --- registration ---------------------------------------------------------------
 
 void Sizes(benchmark::internal::Benchmark* b) { b->ArgName("nodes")->Arg(100)->Arg(1000)->Arg(5000); }
@@ -616,6 +685,14 @@ BENCHMARK(BM_FilterNames)->Apply(SizesAndGpus)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterFullNodes)->Apply(SizesAndGpus)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PrioritizeNames)->Apply(SizesAndGpus)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrioritizeFullNodes)->Apply(SizesAndGpus)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FilterRefusedNames)
+    ->ArgNames({"nodes", "record"})
+    ->ArgsProduct({{100, 1000, 5000}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GpuMapPage)
+    ->ArgNames({"nodes", "query"})
+    ->ArgsProduct({{100, 1000, 5000}, {0, 1}})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tessera

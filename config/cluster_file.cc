@@ -122,6 +122,8 @@ void LoadPods(const YAML::Node& pods, ConfigErrors& errors, ClusterModel& model)
     holding.pod_key = absl::StrCat(ns, "/", name);
     holding.uid = p["uid"].IsDefined() && p["uid"].IsScalar() ? p["uid"].Scalar() : holding.pod_key;
     holding.assignment = std::move(*assignment);
+    const auto labels = StringMap(p["labels"], JoinPath(path, "labels"), errors);
+    holding.tenant_label = std::string(Find(labels, k8s::kTenantLabel).value_or(""));
     model.UpsertPod(std::move(holding));
   }
 }

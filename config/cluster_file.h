@@ -12,6 +12,7 @@
 //       name: bert-0
 //       uid: 5a6c...            # optional; defaults to namespace/name
 //       annotations: {tessera.io/gpu-assignment: '{"node":"gpu-node-1","gpus":[{"index":0,"milli":250}]}'}
+//       labels: {tessera.io/tenant: research}   # optional: the tenant the pod belongs to
 //
 // The same parsers as for API objects read these fields, so a node or pod
 // that works here works in a cluster.

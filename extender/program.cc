@@ -11,6 +11,7 @@
 #include "extender/control_loop.h"
 #include "extender/service/admission_handler.h"
 #include "extender/service/debug_state.h"
+#include "extender/service/gpu_map_page.h"
 #include "k8s/client/api_server_config.h"
 #include "k8s/sync/pending_requeue.h"
 #include "scheduler/common/log.h"
@@ -219,7 +220,8 @@ void Program::BuildService() {
                       .scheduler_preempted =
                           [this](std::string_view uid) {
                             if (preemption_ != nullptr) preemption_->NoteSchedulerPreempted(uid);
-                          }},
+                          },
+                      .refusals = &refusals_},
       metrics_);
   router_ = std::make_unique<Router>(
       RouterOptions{.url_prefix = options_.url_prefix,
@@ -227,6 +229,7 @@ void Program::BuildService() {
                     // that are taken: not ready until both initial lists are in.
                     .ready = [this] { return Synced(); },
                     .debug_state = [this] { return DebugState(); },
+                    .gpu_map = [this](std::string_view target) { return GpuMap(target); },
                     .refresh_gauges = [this] { RefreshGauges(); }},
       *service_, metrics_);
   // Binds wait on the API server and large filters compute on threads of
@@ -260,6 +263,17 @@ std::string Program::DebugState() const {
   }
   if (tenant_accountant_ != nullptr) in.tenants = tenant_accountant_->Report();
   return RenderDebugState(in);
+}
+
+std::string Program::GpuMap(std::string_view target) const {
+  const std::shared_ptr<const ClusterSnapshot> snapshot = model_.Current();
+  const std::shared_ptr<const TenantSet> tenants = store_->CurrentTenants();
+  return RenderGpuMapPage({.snapshot = snapshot.get(),
+                           .tenants = tenants.get(),
+                           .refusals = refusals_.List(),
+                           .now = absl::Now(),
+                           .source = source_},
+                          ParseGpuMapQuery(target));
 }
 
 void Program::RefreshGauges() {
@@ -325,7 +339,7 @@ int Program::Serve() {
                          kMutatePodsPath, " (schedulerName ", options_.mutation.scheduler_name, ")"));
   }
   LogInfo(absl::StrCat("serving on http://", options_.server.address, ":", (*server)->port(), options_.url_prefix,
-                       " (POST /filter, /prioritize, /bind; GET /healthz, /readyz, /metrics, /debug)"));
+                       " (POST /filter, /prioritize, /bind; GET /healthz, /readyz, /metrics, /debug, /ui)"));
   std::fflush(stderr);
 
   ControlActions actions;

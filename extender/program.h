@@ -18,6 +18,7 @@
 #include "extender/server/http_server.h"
 #include "extender/service/binder.h"
 #include "extender/service/extender_service.h"
+#include "extender/service/recent_refusals.h"
 #include "extender/service/request_dispatcher.h"
 #include "extender/service/router.h"
 #include "extender/service/tenant_accounting.h"
@@ -66,6 +67,7 @@ class Program {
   void ApplyTelemetrySettings();
   void RefreshGauges();
   [[nodiscard]] std::string DebugState() const;
+  [[nodiscard]] std::string GpuMap(std::string_view target) const;
   [[nodiscard]] bool Synced() const { return watch_ == nullptr || watch_->synced(); }
   /// Whether this replica may write on its own initiative now.
   [[nodiscard]] bool Writer() const { return lease_ == nullptr || lease_->IsLeader(); }
@@ -87,6 +89,7 @@ class Program {
   ClusterModel model_;
   PodDirectory pods_;
   std::string source_;  // "cluster file x" or the API server's description, for logs and /debug
+  RecentRefusals refusals_;  // filter writes, the GPU map page reads
   std::unique_ptr<k8s::ApiClient> api_client_;
   std::unique_ptr<k8s::ClusterWatch> watch_;
   std::unique_ptr<k8s::KubePodApi> pod_api_;

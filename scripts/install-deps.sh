@@ -18,6 +18,8 @@ packages=(
   # The sanitizer build and the fuzz targets (scripts/test.sh, scripts/fuzz.sh):
   # clang, its libFuzzer and sanitizer runtimes, llvm-symbolizer for stack traces.
   clang-14 libclang-rt-14-dev llvm-14
+  # The GPU map page's test renders /ui in a real headless browser.
+  chromium
 )
 
 missing=()

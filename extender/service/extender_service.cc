@@ -93,6 +93,71 @@ std::optional<std::string> UnknownTenant(const TenantSet* tenants, const k8s::Wi
                       "\" names no tenant of the policy in force (tenants: ", absl::StrJoin(names, ", "), ")");
 }
 
+// Nodes filter refused for one reason code, and the first of them with its
+// message: what the GPU map page says of a pod that fits nowhere. The
+// message is copied once per reason code, not per node.
+struct Rejected {
+  int64_t nodes = 0;
+  std::string node;  // a copy: the snapshot the name lives in may go first
+  std::string example;
+
+  void Count(std::string_view node_name, std::string_view message) {
+    if (nodes++ == 0) {
+      node = std::string(node_name);
+      example = std::string(message);
+    }
+  }
+};
+using Rejections = absl::flat_hash_map<std::string_view, Rejected>;
+
+// "2 GPUs × 500 milli (burst 800), 10240 MiB each": what a pod asks, in words.
+std::string DescribeRequest(const absl::StatusOr<std::optional<PodGpuRequest>>& request) {
+  if (!request.ok()) return "invalid request";
+  if (!request->has_value()) return "no GPU";
+  const PodGpuRequest& r = **request;
+  std::string out = absl::StrCat(r.count, r.count == 1 ? " GPU" : " GPUs");
+  if (!r.whole_gpu) {
+    absl::StrAppend(&out, " × ", r.guaranteed.value(), " milli");
+    if (r.limit > r.guaranteed) absl::StrAppend(&out, " (burst ", r.limit.value(), ")");
+  }
+  if (r.memory.value() > 0) absl::StrAppend(&out, ", ", r.memory.value(), " MiB each");
+  if (!r.models.empty()) absl::StrAppend(&out, ", models ", absl::StrJoin(r.models, "|"));
+  return out;
+}
+
+// Keeps why filter refused the pod on every node, or forgets an earlier
+// refusal once the pod fits somewhere.
+void NoteRefusal(RecentRefusals& refusals, const k8s::WirePod& pod,
+                 const absl::StatusOr<std::optional<PodGpuRequest>>& request, size_t nodes,
+                 const k8s::FilterResult& result, const Rejections& rejections) {
+  const auto key = [&pod] {
+    return pod.uid.empty() ? absl::StrCat(Absl(pod.namespace_name), "/", Absl(pod.name)) : std::string(pod.uid);
+  };
+  if (!result.passed.empty() || (nodes == 0 && result.error.empty())) {
+    // Every passing filter comes here: no string is built for a pod with a uid.
+    if (!pod.uid.empty()) {
+      refusals.Forget(pod.uid);
+    } else {
+      refusals.Forget(key());
+    }
+    return;
+  }
+  FilterRefusal refusal{.key = key(),
+                        .pod = absl::StrCat(Absl(pod.namespace_name), "/", Absl(pod.name)),
+                        .tenant_label = std::string(pod.tenant_label),
+                        .request = DescribeRequest(request),
+                        .nodes = static_cast<int64_t>(nodes),
+                        .error = result.error,
+                        .reasons = {}};
+  for (const auto& [code, rejected] : rejections) {
+    refusal.reasons.push_back({.code = std::string(code),
+                               .nodes = rejected.nodes,
+                               .example = rejected.example,
+                               .node = rejected.node});
+  }
+  refusals.Record(std::move(refusal));
+}
+
 }  // namespace
 
 ExtenderService::ExtenderService(ExtenderSources sources, MetricsRegistry& metrics)
@@ -116,7 +181,7 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
   k8s::FilterResult result;
   // Rejections are counted per reason once per request, not once per node:
   // the registry lookup takes a lock.
-  absl::flat_hash_map<std::string_view, int64_t> rejections;
+  Rejections rejections;
 
   absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(args->pod.annotations);
   if (sources_.synced && !sources_.synced()) {
@@ -132,7 +197,7 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
     result.error = !request.ok()
                        ? absl::StrCat("pod has an invalid GPU request: ", request.status().message())
                        : absl::StrCat("pod has an unreadable CPU or memory request: ", args->pod.host_error.message());
-    rejections["invalid_pod_request"] += static_cast<int64_t>(n);
+    rejections["invalid_pod_request"].nodes += static_cast<int64_t>(n);
   } else {
     // A pod without a GPU request goes through the profile too, with count
     // 0: host-resources checks its CPU and memory where the model knows them.
@@ -147,7 +212,7 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
         unknown_tenant ? std::nullopt : QuotaRefusal(tenants.get(), args->pod, cycle, *snapshot);
     if (unknown_tenant) {
       result.error = *unknown_tenant;
-      rejections["unknown_tenant"] += static_cast<int64_t>(n);
+      rejections["unknown_tenant"].nodes += static_cast<int64_t>(n);
     }
     for (size_t i = 0; i < n && !unknown_tenant; ++i) {
       if (i + kPrefetchDistance < n) PrefetchNode(candidates.view(i + kPrefetchDistance));
@@ -159,8 +224,9 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
       }
       if (!candidates.known(i)) {
         // The watch may not have seen the node yet: "not now", not "never".
-        result.failed.Add(view.name, "node is not in Tessera's cluster model (yet)");
-        ++rejections["unknown_node"];
+        constexpr std::string_view kUnknownNode = "node is not in Tessera's cluster model (yet)";
+        result.failed.Add(view.name, kUnknownNode);
+        rejections["unknown_node"].Count(view.name, kUnknownNode);
         continue;
       }
       FilterVerdict computed;
@@ -176,7 +242,7 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
           result.unresolvable.Add(view.name, verdict.message);
           break;
       }
-      ++rejections[verdict.reason_code];
+      rejections[verdict.reason_code].Count(view.name, verdict.message);
     }
     const bool preemption_may_help = result.passed.empty() && !result.failed.empty() && result.error.empty() &&
                                      wants_gpus && !args->pod.never_preempts && !args->pod.uid.empty();
@@ -189,9 +255,11 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
                                               .request = cycle.request()});
     }
   }
-  for (const auto& [reason, count] : rejections) {
-    metrics_.Counter(kRejections, kRejectionsHelp, {{"reason", std::string(reason)}}).Inc(static_cast<double>(count));
+  for (const auto& [reason, rejected] : rejections) {
+    metrics_.Counter(kRejections, kRejectionsHelp, {{"reason", std::string(reason)}})
+        .Inc(static_cast<double>(rejected.nodes));
   }
+  if (sources_.refusals != nullptr) NoteRefusal(*sources_.refusals, args->pod, request, n, result, rejections);
   return k8s::EncodeFilterResult(*args, result);
 }
 
@@ -248,6 +316,7 @@ ExtenderService::BindRest ExtenderService::StartBind(std::string_view body, absl
   if (sources_.synced && !sources_.synced()) {
     return [answer] { return answer(absl::UnavailableError(Absl(kNotSyncedError))); };
   }
+  if (sources_.refusals != nullptr) sources_.refusals->Forget(args->pod_uid);
   Binder* binder = sources_.binder;
   return [answer, binder, pending = binder->Begin(*args, deadline)]() mutable {
     return answer(binder->Finish(std::move(pending)));

@@ -18,6 +18,7 @@
 #include "scheduler/tenancy/tenant_set.h"
 #include "extender/service/binder.h"
 #include "extender/service/preemption_loop.h"
+#include "extender/service/recent_refusals.h"
 
 namespace tessera {
 
@@ -48,6 +49,10 @@ struct ExtenderSources {
   std::function<void(UnschedulablePod)> unschedulable = {};
   /// Told of every pod the preempt verb kept nodes for; may be empty.
   std::function<void(std::string_view uid)> scheduler_preempted = {};
+  /// Keeps, per pod filter refused on every node, the reasons it gave (the
+  /// GPU map page shows them); a filter that passes the pod somewhere, or
+  /// its bind, forgets it. Not owned; null: nothing is kept.
+  RecentRefusals* refusals = nullptr;
 };
 
 class ExtenderService {

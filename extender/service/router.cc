@@ -19,7 +19,7 @@ struct Route {
 constexpr Route kRoutes[] = {
     {"filter", http::verb::post},  {"prioritize", http::verb::post}, {"bind", http::verb::post},
     {"preempt", http::verb::post}, {"healthz", http::verb::get},     {"readyz", http::verb::get},
-    {"metrics", http::verb::get},  {"debug", http::verb::get},
+    {"metrics", http::verb::get},  {"debug", http::verb::get},      {"ui", http::verb::get},
 };
 
 HttpResponse Respond(const HttpRequest& req, http::status status, std::string body,
@@ -124,7 +124,7 @@ HttpResponse Router::Handle(const HttpRequest& request, absl::Time deadline) con
       return JsonError(request, http::status::not_found,
                        absl::StrCat("no such path: ", Absl(request.target()),
                                     "; Tessera serves POST /filter, /prioritize, /bind, /preempt and GET /healthz, "
-                                    "/readyz, /metrics, /debug"));
+                                    "/readyz, /metrics, /debug, /ui"));
     }
     if (request.method() != route->method) {
       HttpResponse res = JsonError(request, http::status::method_not_allowed,
@@ -163,6 +163,15 @@ HttpResponse Router::Dispatch(const HttpRequest& request, std::string_view verb,
                             : JsonError(request, http::status::service_unavailable, "not ready");
   }
   if (verb == "debug") return Respond(request, http::status::ok, options_.debug_state());
+  if (verb == "ui") {
+    HttpResponse res = Respond(request, http::status::ok, options_.gpu_map(request.target()),
+                               "text/html; charset=utf-8");
+    // Inline style and script only, nothing from elsewhere.
+    res.set("Content-Security-Policy",
+            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; form-action 'self'");
+    res.set(http::field::cache_control, "no-store");
+    return res;
+  }
   options_.refresh_gauges();
   return Respond(request, http::status::ok, metrics_.Render(), "text/plain; version=0.0.4; charset=utf-8");
 }

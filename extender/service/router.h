@@ -25,6 +25,9 @@ struct RouterOptions {
   /// `GET /debug`: a JSON document of Tessera's internal state (sync status,
   /// binds in flight, inconsistencies found), for people, not for machines.
   std::function<std::string()> debug_state = [] { return std::string("{}"); };
+  /// `GET /ui`: the GPU map page (extender/service/gpu_map_page.h), given the
+  /// request's target (its query string says what to show).
+  std::function<std::string(std::string_view target)> gpu_map = [](std::string_view) { return std::string(); };
   /// Called before `/metrics` renders, to refresh gauges (model size, ...).
   std::function<void()> refresh_gauges = [] {};
 };
@@ -34,6 +37,7 @@ struct RouterOptions {
 ///   POST /bind                           binds the pod (API-server mode; 501 with a cluster file)
 ///   POST /preempt                        ExtenderPreemptionResult: victims that free a GPU
 ///   GET  /healthz, /readyz, /metrics     liveness, readiness, Prometheus text
+///   GET  /debug, /ui                     internal state as JSON; the GPU map page (HTML)
 /// Anything else: 404 (unknown path) or 405 (known path, wrong method), each
 /// with a JSON body `{"Error": "<reason>"}`, as are 400s for malformed requests.
 class Router {

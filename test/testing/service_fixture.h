@@ -40,7 +40,8 @@ class ServiceFixture {
     service_ = std::make_unique<ExtenderService>(
         ExtenderSources{.snapshot = [this] { return model_.Current(); },
                         .profile = [this] { return profile_; },
-                        .tenants = [this] { return tenants_; }},
+                        .tenants = [this] { return tenants_; },
+                        .refusals = &refusals_},
         metrics_);
   }
 
@@ -54,6 +55,8 @@ class ServiceFixture {
   [[nodiscard]] const ExtenderService& service() const { return *service_; }
   ClusterModel& model() { return model_; }
   MetricsRegistry& metrics() { return metrics_; }
+  /// The pods filter refused on every node (what the GPU map lists).
+  RecentRefusals& refusals() { return refusals_; }
 
  private:
   PluginRegistry registry_;
@@ -61,6 +64,7 @@ class ServiceFixture {
   MetricsRegistry metrics_;
   std::shared_ptr<const Profile> profile_;
   std::shared_ptr<const TenantSet> tenants_;
+  RecentRefusals refusals_;
   std::unique_ptr<ExtenderService> service_;
 };
 
