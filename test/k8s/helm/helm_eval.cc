@@ -293,6 +293,16 @@ class Evaluator {
       for (const YAML::Node& v : root_["Capabilities"]["APIVersions"]) has = has || v.Scalar() == version->Scalar();
       return Plain(has ? "true" : "false");
     }
+    const std::vector<std::string> kFilesGet = {"Files", "Get"};
+    if (command.front().kind == Arg::Kind::kField && command.front().path == kFilesGet) {
+      // A file of the chart's, as text; Helm gives "" for a file it lacks.
+      if (command.size() != 2 || piped.has_value()) return absl::InvalidArgumentError(".Files.Get takes one path");
+      absl::StatusOr<YAML::Node> path = EvalArg(command[1], dot);
+      if (!path.ok()) return path;
+      const YAML::Node& root = root_;  // const: a lookup must not add the path
+      const YAML::Node text = root["Files"][path->Scalar()];
+      return String(text.IsDefined() && text.IsScalar() ? text.Scalar() : "");
+    }
     if (command.front().kind != Arg::Kind::kIdent) {
       if (command.size() > 1 || piped.has_value()) {
         return absl::InvalidArgumentError("a value cannot take arguments or a piped value");

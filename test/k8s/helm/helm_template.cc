@@ -26,9 +26,13 @@ absl::StatusOr<std::string> ReadFile(const std::filesystem::path& path) {
   return s.str();
 }
 
-// What templates see as . at the top: .Values, .Release, .Chart.
-YAML::Node Root(const YAML::Node& values, const YAML::Node& chart, const Release& release) {
+// What templates see as . at the top: .Values, .Release, .Chart, and .Files
+// (the chart's files outside templates/, by path, for .Files.Get).
+YAML::Node Root(const YAML::Node& values, const YAML::Node& chart, const Release& release,
+                const std::map<std::string, std::string>& files = {}) {
   YAML::Node root(YAML::NodeType::Map);
+  root["Files"] = YAML::Node(YAML::NodeType::Map);
+  for (const auto& [path, text] : files) root["Files"][path] = StringValue(text);
   root["Values"] = values;
   root["Release"]["Name"] = StringValue(release.name);
   root["Release"]["Namespace"] = StringValue(release.namespace_name);
@@ -80,6 +84,15 @@ absl::StatusOr<HelmChart> HelmChart::Load(const std::string& chart_dir) {
     chart.sources_[path] = *source;
   }
   if (ec) return absl::NotFoundError(absl::StrCat("cannot list ", templates.string(), ": ", ec.message()));
+  // Files a template may read with .Files.Get (Helm's .Files: everything
+  // outside templates/; only what the chart ships in folders of its own).
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(chart_dir, ec)) {
+    const std::string path = std::filesystem::relative(entry.path(), chart_dir).generic_string();
+    if (!entry.is_regular_file() || absl::StartsWith(path, "templates/") || !absl::StrContains(path, "/")) continue;
+    absl::StatusOr<std::string> text = ReadFile(entry.path());
+    if (!text.ok()) return text.status();
+    chart.files_[path] = *std::move(text);
+  }
   for (const auto& [path, source] : chart.sources_) {
     if (absl::Status st = helm::ParseTemplate(path, source, *parsed); !st.ok()) return st;
   }
@@ -88,7 +101,7 @@ absl::StatusOr<HelmChart> HelmChart::Load(const std::string& chart_dir) {
 }
 
 absl::StatusOr<RenderedChart> HelmChart::Render(const YAML::Node& overrides, const Release& release) const {
-  const YAML::Node root = Root(MergeValues(values_, overrides), chart_, release);
+  const YAML::Node root = Root(MergeValues(values_, overrides), chart_, release, files_);
   RenderedChart rendered;
   for (const auto& [path, tree] : parsed_->trees) {
     // Helpers (_*.tpl) only define templates; Helm renders no manifest from them.

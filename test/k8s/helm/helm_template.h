@@ -67,6 +67,7 @@ class HelmChart {
   YAML::Node chart_;
   YAML::Node values_;
   std::map<std::string, std::string> sources_;
+  std::map<std::string, std::string> files_;  // .Files, by path in the chart
   std::shared_ptr<const helm::ParsedTemplates> parsed_;
 };
 
