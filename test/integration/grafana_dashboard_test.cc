@@ -52,18 +52,23 @@ struct Query {
 // Every panel's targets (rows' nested panels too) and every query variable.
 std::vector<Query> QueriesOf(const nlohmann::json& dashboard) {
   std::vector<Query> out;
+  static const nlohmann::json kNone = nlohmann::json::array();
+  // Members by reference: value() would copy, and pointers into a copy dangle.
+  const auto member = [](const nlohmann::json& o, const char* key) -> const nlohmann::json& {
+    return o.is_object() && o.contains(key) ? o.at(key) : kNone;
+  };
   std::vector<const nlohmann::json*> panels;
-  for (const nlohmann::json& p : dashboard.value("panels", nlohmann::json::array())) {
+  for (const nlohmann::json& p : member(dashboard, "panels")) {
     panels.push_back(&p);
-    for (const nlohmann::json& nested : p.value("panels", nlohmann::json::array())) panels.push_back(&nested);
+    for (const nlohmann::json& nested : member(p, "panels")) panels.push_back(&nested);
   }
   for (const nlohmann::json* p : panels) {
-    for (const nlohmann::json& t : p->value("targets", nlohmann::json::array())) {
+    for (const nlohmann::json& t : member(*p, "targets")) {
       out.push_back({absl::StrCat("panel \"", p->value("title", ""), "\" target ", t.value("refId", "")),
                      t.value("expr", "")});
     }
   }
-  for (const nlohmann::json& v : dashboard["templating"].value("list", nlohmann::json::array())) {
+  for (const nlohmann::json& v : member(member(dashboard, "templating"), "list")) {
     if (v.value("type", "") != "query") continue;
     const nlohmann::json& q = v["query"];
     out.push_back({absl::StrCat("variable $", v.value("name", "")), q.is_string() ? q.get<std::string>() : q.value("query", "")});
@@ -103,12 +108,14 @@ TEST(GrafanaDashboard, EveryPanelQueryIsPromQlThatPrometheusParses) {
   const char* promtool = "/usr/bin/promtool";  // Debian's prometheus package (scripts/install-deps.sh)
   ASSERT_EQ(::access(promtool, X_OK), 0) << "no promtool: install Debian's prometheus package";
   const fs::path rules = fs::temp_directory_path() / ("tessera-dashboard-rules-" + std::to_string(::getpid()) + ".yaml");
+  std::string which;  // each recording rule's panel, for the failure message
   {
     std::ofstream out(rules);
     out << "groups:\n  - name: dashboard\n    rules:\n";
     int n = 0;
     for (const Query& q : QueriesOf(ReadDashboard())) {
       if (q.where.starts_with("variable")) continue;  // label_values() is Grafana's, not PromQL
+      absl::StrAppend(&which, "dashboard:query", n, " is ", q.where, "\n");
       out << "      - record: dashboard:query" << n++ << "\n        expr: " << nlohmann::json(AsPrometheusSees(q.expr)).dump()
           << "\n";
     }
@@ -123,7 +130,7 @@ TEST(GrafanaDashboard, EveryPanelQueryIsPromQlThatPrometheusParses) {
   while ((got = fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, got);
   const int status = ::pclose(pipe);
   fs::remove(rules);
-  EXPECT_EQ(status, 0) << output;
+  EXPECT_EQ(status, 0) << output << which;
 }
 
 constexpr const char* kPolicy = R"(apiVersion: tessera.io/v1alpha1

@@ -1,14 +1,27 @@
 #include "test/testing/promql_names.h"
 
 #include <array>
+#include <algorithm>
 #include <cctype>
 
-#include "absl/strings/match.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 
 namespace tessera::testing {
 namespace {
+
+// Standard-library helpers: Debian's abseil takes its own string_view.
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
+}
+
+std::string_view StripWhitespace(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
 
 bool IdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
 bool IdentChar(char c) { return IdentStart(c) || std::isdigit(static_cast<unsigned char>(c)); }
@@ -19,7 +32,7 @@ bool IsKeyword(std::string_view w) {
       "and", "or", "unless", "atan2", "by", "without", "on", "ignoring", "group_left", "group_right", "offset",
       "bool", "inf", "nan"};
   for (std::string_view k : kWords) {
-    if (absl::EqualsIgnoreCase(w, k)) return true;
+    if (EqualsIgnoreCase(w, k)) return true;
   }
   return false;
 }
@@ -63,6 +76,14 @@ size_t SkipSpace(std::string_view s, size_t i) {
   return i;
 }
 
+// Does the word at s[i] open an aggregation's clause (`sum by (x) (...)`)?
+bool ClauseFollows(std::string_view s, size_t i) {
+  size_t end = i;
+  while (end < s.size() && IdentChar(s[end])) ++end;
+  const std::string_view word = s.substr(i, end - i);
+  return word == "by" || word == "without";
+}
+
 // {__name__="x"} inside a matcher names metric x.
 void NameMatcher(std::string_view matchers, std::set<std::string>& out) {
   const size_t at = matchers.find("__name__");
@@ -77,9 +98,10 @@ void NameMatcher(std::string_view matchers, std::set<std::string>& out) {
 
 // Grafana's variable query functions: label_values(SELECTOR, label) reads SELECTOR.
 std::string_view GrafanaQueryExpression(std::string_view expr) {
-  std::string_view e = absl::StripAsciiWhitespace(expr);
+  const std::string_view whole = StripWhitespace(expr);
   for (std::string_view fn : {"label_values(", "query_result("}) {
-    if (absl::ConsumePrefix(&e, fn) && absl::ConsumeSuffix(&e, ")")) {
+    if (whole.starts_with(fn) && whole.ends_with(")")) {
+      const std::string_view e = whole.substr(fn.size(), whole.size() - fn.size() - 1);
       if (fn == "label_values(") {
         // The selector ends at the last top-level comma; a lone label is label_values(label).
         int depth = 0;
@@ -141,8 +163,8 @@ std::set<std::string> MetricNamesInPromQl(std::string_view expr) {
       const size_t next = SkipSpace(s, i);
       if (TakesLabelList(word)) {
         if (next < s.size() && s[next] == '(') i = SkipGroup(s, next, '(', ')');
-      } else if (IsKeyword(word) || (next < s.size() && s[next] == '(')) {
-        // an operator, or a function or aggregation: not a metric
+      } else if (IsKeyword(word) || (next < s.size() && s[next] == '(') || ClauseFollows(s, next)) {
+        // an operator; a function or aggregation; `sum by (x) (...)`: not a metric
       } else {
         out.emplace(word);
       }
@@ -155,8 +177,11 @@ std::set<std::string> MetricNamesInPromQl(std::string_view expr) {
 
 std::set<std::string> SampleNamesInExposition(std::string_view text) {
   std::set<std::string> out;
-  for (std::string_view line : absl::StrSplit(text, '\n')) {
-    line = absl::StripLeadingAsciiWhitespace(line);
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t nl = std::min(text.find('\n', start), text.size());
+    const std::string_view line = StripWhitespace(text.substr(start, nl - start));
+    start = nl + 1;
     if (line.empty() || line.front() == '#') continue;
     size_t end = 0;
     while (end < line.size() && IdentChar(line[end])) ++end;
