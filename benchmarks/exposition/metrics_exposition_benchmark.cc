@@ -309,7 +309,7 @@ void PrintSemantics() {
   prometheus::BuildCounter().Name("negative_total").Help("h").Register(*theirs).Add({}).Increment(-5);
   ours.Histogram("h_seconds", "h", {}, {0.0005, 0.1, 2.5}).Observe(0.05);
   ours.Gauge("g", "h").Set(1e6 / 3);
-  auto& h = prometheus::BuildHistogram().Name("h_seconds").Help("h").Register(*theirs).Add({}, {0.0005, 0.1, 2.5});
+  auto& h = prometheus::BuildHistogram().Name("h_seconds").Help("h").Register(*theirs).Add({}, prometheus::Histogram::BucketBoundaries{0.0005, 0.1, 2.5});
   h.Observe(0.05);
   prometheus::BuildGauge().Name("g").Help("h").Register(*theirs).Add({}).Set(1e6 / 3);
   std::fprintf(stderr, "--- Tessera's registry writes:\n%s--- prometheus-cpp 1.0.1 writes:\n%s---\n",
