@@ -5,7 +5,10 @@
 // tessera-extender binary: run against an API server with GPU nodes in two
 // node pools and a policy with two tenants, after kube-scheduler's verbs
 // (a filter that rejects a node, a prioritize, a bind). A panel that queries
-// a metric Tessera does not export fails here, named.
+// a metric Tessera does not export fails here, named. Then a real Prometheus
+// scrapes that Tessera and every panel query must answer with data: a label
+// or a value a query selects that Tessera never writes fails too.
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +29,7 @@
 #include "test/testing/child_process.h"
 #include "test/testing/fake_api_server.h"
 #include "test/testing/http_client.h"
+#include "test/testing/prometheus_process.h"
 #include "test/testing/promql_names.h"
 
 namespace tessera {
@@ -183,6 +187,37 @@ class DashboardScrape : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
+  // kube-scheduler's verbs: filters (the 8-GPU pod fits no node: rejections
+  // by reason; a malformed body: an error code), prioritizes (the second
+  // from the score memo), a bind. Returns /metrics once the control loop has
+  // counted the bound pod for its tenant.
+  std::string Traffic() {
+    testing::HttpClient client(port_);
+    EXPECT_TRUE(testing::WaitFor([&] { return client.Get("/readyz").status == 200; })) << extender_->Stderr();
+    const nlohmann::json nodes = {"l4-1", "a100-1"};
+    const std::string filter = nlohmann::json{{"Pod", pod_}, {"Nodes", nullptr}, {"NodeNames", nodes}}.dump();
+    EXPECT_EQ(client.Post("/filter", filter).status, 200);
+    nlohmann::json big = testing::FakeApiServer::MinimalPod("ml", "big");
+    big["metadata"]["annotations"]["tessera.io/gpu-count"] = "8";
+    EXPECT_EQ(client.Post("/filter", nlohmann::json{{"Pod", big}, {"Nodes", nullptr}, {"NodeNames", nodes}}.dump()).status,
+              200);
+    EXPECT_EQ(client.Post("/filter", "{").status, 400);
+    EXPECT_EQ(client.Post("/prioritize", filter).status, 200);
+    EXPECT_EQ(client.Post("/prioritize", filter).status, 200);
+    const std::string bind = nlohmann::json{{"PodName", "p"}, {"PodNamespace", "ml"},
+                                            {"PodUID", pod_["metadata"]["uid"]}, {"Node", "l4-1"}}.dump();
+    EXPECT_EQ(client.Post("/bind", bind).body, R"({"Error":""})");
+    // The tenant gauges come from the control loop's tick (every second).
+    std::string metrics;
+    const bool complete = testing::WaitFor([&] {
+      metrics = client.Get("/metrics").body;
+      return metrics.find(R"(tessera_tenant_gpu_milli{kind="used",tenant="research"} 500)") != std::string::npos;
+    });
+    EXPECT_TRUE(complete) << "the research tenant's bound half GPU never showed:\n" << metrics;
+    return metrics;
+  }
+
+
   testing::FakeApiServer api_;
   nlohmann::json pod_;
   fs::path dir_;
@@ -191,27 +226,8 @@ class DashboardScrape : public ::testing::Test {
 };
 
 TEST_F(DashboardScrape, EveryMetricAQueryReadsIsASeriesTesseraExports) {
-  testing::HttpClient client(port_);
-  ASSERT_TRUE(testing::WaitFor([&] { return client.Get("/readyz").status == 200; })) << extender_->Stderr();
-  // kube-scheduler's verbs: a filter (the 8-GPU pod fits no node: rejections
-  // by reason), a prioritize, a bind.
-  const nlohmann::json nodes = {"l4-1", "a100-1"};
-  const std::string filter = nlohmann::json{{"Pod", pod_}, {"Nodes", nullptr}, {"NodeNames", nodes}}.dump();
-  ASSERT_EQ(client.Post("/filter", filter).status, 200);
-  nlohmann::json big = testing::FakeApiServer::MinimalPod("ml", "big");
-  big["metadata"]["annotations"]["tessera.io/gpu-count"] = "8";
-  ASSERT_EQ(client.Post("/filter", nlohmann::json{{"Pod", big}, {"Nodes", nullptr}, {"NodeNames", nodes}}.dump()).status, 200);
-  ASSERT_EQ(client.Post("/prioritize", filter).status, 200);
-  const std::string bind = nlohmann::json{{"PodName", "p"}, {"PodNamespace", "ml"},
-                                          {"PodUID", pod_["metadata"]["uid"]}, {"Node", "l4-1"}}.dump();
-  ASSERT_EQ(client.Post("/bind", bind).body, R"({"Error":""})");
-  // The tenant gauges come from the control loop's tick (every second).
-  std::string metrics;
-  const bool complete = testing::WaitFor([&] {
-    metrics = client.Get("/metrics").body;
-    return metrics.find(R"(tessera_tenant_gpu_milli{kind="used",tenant="research"} 500)") != std::string::npos;
-  });
-  ASSERT_TRUE(complete) << "the research tenant's bound half GPU never showed:\n" << metrics;
+  const std::string metrics = Traffic();
+  ASSERT_FALSE(HasFailure());
   EXPECT_THAT(metrics, ::testing::HasSubstr(R"(tessera_pool_gpu_milli{kind="allocated",model="NVIDIA-L4",pool="serve"} 500)"));
   EXPECT_THAT(metrics, ::testing::HasSubstr(R"(tessera_pool_gpus{model="NVIDIA-A100-SXM4-80GB",pool="train",state="idle"} 4)"));
 
@@ -234,6 +250,53 @@ TEST_F(DashboardScrape, EveryMetricAQueryReadsIsASeriesTesseraExports) {
                            "tessera_http_request_duration_seconds_bucket", "tessera_http_requests_total",
                            "tessera_binds_total", "tessera_watch_failures_total", "tessera_watch_synced"}) {
     EXPECT_TRUE(queried.contains(must)) << "the dashboard shows no " << must;
+  }
+}
+
+// %-escapes `s` for a URL's query string.
+std::string UrlEncode(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += c;
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+      out += hex;
+    }
+  }
+  return out;
+}
+
+// Runs `expr` as an instant query; the answer's JSON (null when unreadable).
+nlohmann::json RunQuery(uint16_t prometheus_port, const std::string& expr) {
+  const testing::HttpAnswer a = testing::HttpClient(prometheus_port).Get("/api/v1/query?query=" + UrlEncode(expr));
+  return nlohmann::json::parse(a.body, nullptr, /*allow_exceptions=*/false);
+}
+
+TEST_F(DashboardScrape, EveryPanelQueryAnswersWithDataFromARealPrometheus) {
+  Traffic();
+  ASSERT_FALSE(HasFailure());
+  absl::StatusOr<std::unique_ptr<testing::PrometheusProcess>> prometheus =
+      testing::PrometheusProcess::Start({.target_port = port_, .lookback_delta = "5m"});
+  ASSERT_TRUE(prometheus.ok()) << prometheus.status();
+  const uint16_t port = (*prometheus)->port();
+  // A rate needs two samples in its window: wait for a few scrapes after the first.
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        const nlohmann::json r = RunQuery(port, "count_over_time(tessera_model_nodes[1m])");
+        return r.is_object() && !r["data"]["result"].empty() &&
+               std::stoi(r["data"]["result"][0]["value"][1].get<std::string>()) >= 5;
+      },
+      std::chrono::seconds(30)))
+      << (*prometheus)->Log();
+  for (const Query& q : QueriesOf(ReadDashboard())) {
+    if (q.where.starts_with("variable")) continue;  // label_values() is Grafana's
+    SCOPED_TRACE(q.where + ": " + q.expr);
+    const nlohmann::json r = RunQuery(port, AsPrometheusSees(q.expr));
+    ASSERT_TRUE(r.is_object());
+    EXPECT_EQ(r.value("status", ""), "success") << r.dump();
+    EXPECT_FALSE(r["data"]["result"].empty()) << q.where << " answers no data from a Tessera that had traffic";
   }
 }
 
