@@ -1,5 +1,6 @@
 #include "scheduler/cache/pool_usage.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -37,27 +38,38 @@ bool AddGpu(const GpuDevice& device, const GpuState& state, PoolModelUsage& u) {
 
 std::vector<PoolModelUsage> UsageByPoolAndModel(const ClusterSnapshot& snapshot) {
   std::map<std::pair<std::string_view, std::string_view>, PoolModelUsage> by_key;
+  // Per model on the node at hand (a node has one model, rarely two): its
+  // entry, whether it has a healthy GPU, whether all of those are idle.
+  struct NodeModel {
+    std::string_view model;
+    PoolModelUsage* usage;
+    bool any_healthy = false;
+    bool all_idle = true;
+  };
+  std::vector<NodeModel> node_models;
   for (NodeIndex i = 0; i < snapshot.node_count(); ++i) {
     const NodeState& node = snapshot.node(i);
     const NodeView& view = snapshot.View(i);
     const std::string_view pool = node.pool.empty() ? kNoPool : std::string_view(node.pool);
-    // Per model on this node: does it have any, and are its healthy ones all idle?
-    std::map<std::string_view, std::pair<bool, bool>> node_models;  // model -> (any healthy, all healthy idle)
+    node_models.clear();
     for (size_t g = 0; g < node.inventory.gpus.size() && g < view.gpu_states.size(); ++g) {
       const GpuDevice& device = node.inventory.gpus[g];
       const std::string_view model = device.model.empty() ? kUnknownModel : std::string_view(device.model);
-      PoolModelUsage& u = by_key[{pool, model}];
-      const bool idle = AddGpu(device, view.gpu_states[g], u);
-      auto [it, inserted] = node_models.try_emplace(model, false, true);
+      auto it = std::find_if(node_models.begin(), node_models.end(),
+                             [&](const NodeModel& m) { return m.model == model; });
+      if (it == node_models.end()) {
+        node_models.push_back({.model = model, .usage = &by_key[{pool, model}]});
+        it = node_models.end() - 1;
+      }
+      const bool idle = AddGpu(device, view.gpu_states[g], *it->usage);
       if (view.gpu_states[g].healthy()) {
-        it->second.first = true;
-        it->second.second = it->second.second && idle;
+        it->any_healthy = true;
+        it->all_idle = it->all_idle && idle;
       }
     }
-    for (const auto& [model, seen] : node_models) {
-      PoolModelUsage& u = by_key[{pool, model}];
-      ++u.nodes;
-      if (seen.first && seen.second) ++u.nodes_idle;
+    for (const NodeModel& m : node_models) {
+      ++m.usage->nodes;
+      if (m.any_healthy && m.all_idle) ++m.usage->nodes_idle;
     }
   }
   std::vector<PoolModelUsage> out;
