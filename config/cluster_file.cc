@@ -84,11 +84,15 @@ void LoadNodes(const YAML::Node& nodes, ConfigErrors& errors, ClusterModel& mode
         .allocatable_gpus = Find(allocatable, k8s::kGpuResource),
         .topology_annotation = Find(annotations, k8s::kGpuTopology),
     };
+    std::string pool;
+    for (std::string_view key : k8s::kNodePoolLabels) {
+      if (std::optional<std::string_view> v = Find(labels, key); v.has_value() && pool.empty()) pool = *v;
+    }
     absl::StatusOr<NodeInventory> inventory = k8s::ParseNodeInventory(fields);
     if (inventory.ok()) {
-      model.UpsertNode(name, std::move(*inventory), absl::OkStatus());
+      model.UpsertNode(name, std::move(*inventory), absl::OkStatus(), std::nullopt, std::move(pool));
     } else {
-      model.UpsertNode(name, NodeInventory{}, inventory.status());
+      model.UpsertNode(name, NodeInventory{}, inventory.status(), std::nullopt, std::move(pool));
     }
   }
 }

@@ -280,6 +280,7 @@ void Program::RefreshGauges() {
   const std::shared_ptr<const ClusterSnapshot> snapshot = model_.Current();
   metrics_.Gauge("tessera_model_nodes", "Nodes in the cluster model.").Set(double(snapshot->node_count()));
   metrics_.Gauge("tessera_model_gpus", "GPUs in the cluster model.").Set(double(snapshot->gpu_count()));
+  pool_gauges_.Refresh(*snapshot);
   metrics_.Gauge("tessera_model_nodes_inventory_errors", "Nodes whose GPU inventory is unparsable.")
       .Set(double(snapshot->nodes_with_inventory_errors()));
   metrics_.Gauge("tessera_binds_in_flight", "Bind reservations not yet confirmed by the watch.")

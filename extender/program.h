@@ -18,6 +18,7 @@
 #include "extender/server/http_server.h"
 #include "extender/service/binder.h"
 #include "extender/service/extender_service.h"
+#include "extender/service/pool_gauges.h"
 #include "extender/service/recent_refusals.h"
 #include "extender/service/request_dispatcher.h"
 #include "extender/service/router.h"
@@ -112,6 +113,8 @@ class Program {
   std::unique_ptr<PreemptionLoop> preemption_;
   // API-server mode: per-tenant gauges, chargeback counters, run-time limits (the control loop's).
   std::unique_ptr<TenantAccountant> tenant_accountant_;
+  // tessera_pool_*: allocation and fragmentation per node pool and GPU model (every mode).
+  PoolGauges pool_gauges_{metrics_};
 };
 
 }  // namespace tessera

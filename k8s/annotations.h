@@ -39,6 +39,15 @@ inline constexpr std::string_view kGfdProductLabel = "nvidia.com/gpu.product";
 inline constexpr std::string_view kGfdMemoryLabel = "nvidia.com/gpu.memory";
 inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
 
+// Node labels: the node pool a node belongs to, for the per-pool metrics
+// (tessera_pool_*). The first present wins: Tessera's own, then Karpenter's,
+// GKE's, EKS's and AKS's. A cluster that names its pools otherwise sets
+// tessera.io/node-pool on its nodes. Pools are few, so the label stays bounded.
+inline constexpr std::string_view kNodePoolLabels[] = {
+    "tessera.io/node-pool",          "karpenter.sh/nodepool",         "cloud.google.com/gke-nodepool",
+    "eks.amazonaws.com/nodegroup",   "kubernetes.azure.com/agentpool",
+};
+
 // Node: how its GPUs are linked (NVLink, PCIe), as JSON or as the text of
 // `nvidia-smi topo -m` (k8s/gpu_topology.h).
 inline constexpr std::string_view kGpuTopology = "tessera.io/gpu-topology";

@@ -177,6 +177,12 @@ absl::StatusOr<WireNode> DecodeNode(element e, const std::string& path) {
     if (!v.ok()) return v.status();
     *f.out = *v;
   }
+  for (std::string_view key : kNodePoolLabels) {
+    if (out.pool.has_value()) break;
+    absl::StatusOr<std::optional<std::string_view>> v = StringEntry(*labels, key, path + ".metadata.labels");
+    if (!v.ok()) return v.status();
+    out.pool = *v;
+  }
   return out;
 }
 
@@ -474,7 +480,7 @@ class ExtenderArgsReader {
     NodeInventoryFields& inv = node->inventory;
     for (std::optional<std::string_view>* field : {&inv.inventory_annotation, &inv.topology_annotation, &inv.gfd_count,
                                                    &inv.gfd_product, &inv.gfd_memory, &inv.allocatable_gpus,
-                                                   &node->allocatable_cpu, &node->allocatable_memory}) {
+                                                   &node->allocatable_cpu, &node->allocatable_memory, &node->pool}) {
       *field = Keep(*field);
     }
     node->json = text;

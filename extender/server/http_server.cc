@@ -150,7 +150,9 @@ struct ServerCore {
         strand(net::make_strand(ioc)),
         acceptor(strand),
         retry_timer(strand),
-        drain_timer(strand) {}
+        drain_timer(strand) {
+    ExportRefusalCounters();
+  }
 
   ~ServerCore() {
     Drain();
@@ -211,12 +213,26 @@ struct ServerCore {
   void ReleaseBody(uint64_t bytes) { body_bytes_in_flight.fetch_sub(bytes); }
 
   // What the server refused itself, in options.metrics (when given).
+  Counter& RefusedConnections() {
+    return options.metrics->Counter("tessera_http_connections_refused_total",
+                                    "Connections closed when accepted, past --max-connections.");
+  }
+  Counter& Rejections(std::string_view reason) {
+    return options.metrics->Counter(
+        "tessera_http_rejections_total",
+        "Requests the HTTP server answered itself, before any handler: body_budget (503, "
+        "--max-body-bytes-in-flight), body_too_large (413), header_too_large (431), malformed (400).",
+        {{"reason", std::string(reason)}});
+  }
+  // Every series at 0 from the start: rate() and increase() count the first
+  // refusal only when the series existed before it.
+  void ExportRefusalCounters() {
+    if (options.metrics == nullptr) return;
+    RefusedConnections();
+    for (std::string_view reason : {"body_budget", "body_too_large", "header_too_large", "malformed"}) Rejections(reason);
+  }
   void CountRefusedConnection() {
-    if (options.metrics != nullptr) {
-      options.metrics->Counter("tessera_http_connections_refused_total",
-                               "Connections closed when accepted, past --max-connections.")
-          .Inc();
-    }
+    if (options.metrics != nullptr) RefusedConnections().Inc();
   }
   void CountRejection(http::status status) {
     if (options.metrics == nullptr) return;
@@ -224,12 +240,7 @@ struct ServerCore {
     if (status == http::status::service_unavailable) reason = "body_budget";
     if (status == http::status::payload_too_large) reason = "body_too_large";
     if (status == http::status::request_header_fields_too_large) reason = "header_too_large";
-    options.metrics
-        ->Counter("tessera_http_rejections_total",
-                  "Requests the HTTP server answered itself, before any handler: body_budget (503, "
-                  "--max-body-bytes-in-flight), body_too_large (413), header_too_large (431), malformed (400).",
-                  {{"reason", std::string(reason)}})
-        .Inc();
+    Rejections(reason).Inc();
   }
 
   const HttpServerOptions options;

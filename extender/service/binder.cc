@@ -16,7 +16,15 @@ namespace tessera {
 
 Binder::Binder(ClusterModel& model, const PodDirectory& pods, k8s::PodApi& api,
                std::function<std::shared_ptr<const Profile>()> profile, MetricsRegistry& metrics, BinderOptions options)
-    : model_(model), pods_(pods), api_(api), profile_(std::move(profile)), metrics_(metrics), options_(options) {}
+    : model_(model), pods_(pods), api_(api), profile_(std::move(profile)), metrics_(metrics), options_(options) {
+  // Every outcome's series at 0 from the start: rate() and increase() count
+  // the first of each only when its series existed before it.
+  for (std::string_view result : {"success", "no_fit", "invalid_request", "pod_lookup", "pod_replaced", "deadline",
+                                  "binding", "binding_timeout"}) {
+    metrics_.Counter("tessera_binds_total", "Bind requests by result.", {{"result", std::string(result)}});
+  }
+  metrics_.Counter("tessera_reservations_expired_total", "Bind reservations released unconfirmed after the TTL.");
+}
 
 absl::Status Binder::Fail(std::string_view reason, absl::Status status) {
   metrics_.Counter("tessera_binds_total", "Bind requests by result.", {{"result", std::string(reason)}}).Inc();

@@ -20,7 +20,14 @@ std::string_view MetricOf(GpuResource r) {
 
 }  // namespace
 
-TenantAccountant::TenantAccountant(MetricsRegistry& metrics, k8s::PodApi* api) : metrics_(metrics), api_(api) {}
+TenantAccountant::TenantAccountant(MetricsRegistry& metrics, k8s::PodApi* api) : metrics_(metrics), api_(api) {
+  for (std::string_view result : {"evicted", "refused"}) RunTimeEvictions(result);  // at 0 from the start, for rate()
+}
+
+Counter& TenantAccountant::RunTimeEvictions(std::string_view result) {
+  return metrics_.Counter("tessera_tenant_run_time_evictions_total",
+                          "Evictions of pods past their tenant's maxRunTime, by result.", {{"result", std::string(result)}});
+}
 
 void TenantAccountant::SetGauges(const TenantReport& r) {
   struct Kind {
@@ -123,10 +130,7 @@ void TenantAccountant::EvictOverdue(const std::vector<std::pair<PodHolding, std:
     ++evictions;
     const absl::Status st = api_->Evict(k8s::PodRefOf(pod), now + absl::Seconds(5));
     const bool done = st.ok() || absl::IsNotFound(st);
-    metrics_
-        .Counter("tessera_tenant_run_time_evictions_total",
-                 "Evictions of pods past their tenant's maxRunTime, by result.", {{"result", done ? "evicted" : "refused"}})
-        .Inc();
+    RunTimeEvictions(done ? "evicted" : "refused").Inc();
     if (done) {
       LogInfo(absl::StrCat("evicted pod ", pod.pod_key, ": past its ", why));
     } else {

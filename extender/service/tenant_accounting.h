@@ -65,6 +65,7 @@ class TenantAccountant {
     __int128 mib_ms = 0;     // MiB × milliseconds
   };
   void SetGauges(const TenantReport& r);
+  Counter& RunTimeEvictions(std::string_view result);
   void EvictOverdue(const std::vector<std::pair<PodHolding, std::string>>& overdue, absl::Time now);
 
   MetricsRegistry& metrics_;

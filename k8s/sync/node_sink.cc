@@ -42,9 +42,10 @@ absl::Status NodeSink::Upsert(simdjson::dom::element object) {
     if (metrics_ != nullptr) {
       metrics_->Counter("tessera_node_inventory_errors_total", "Node updates whose GPU inventory was unreadable.").Inc();
     }
-    model_.UpsertNode(name, NodeInventory{}, inventory.status(), *allocatable);
+    model_.UpsertNode(name, NodeInventory{}, inventory.status(), *allocatable, std::string(node->pool.value_or("")));
   } else {
-    model_.UpsertNode(name, std::move(*inventory), absl::OkStatus(), *allocatable);
+    model_.UpsertNode(name, std::move(*inventory), absl::OkStatus(), *allocatable,
+                      std::string(node->pool.value_or("")));
   }
   if (utilization_observer_) {
     std::optional<std::string_view> utilization;

@@ -14,7 +14,7 @@ ClusterModel::ClusterModel() : current_(std::make_shared<const ClusterSnapshot>(
 void ClusterModel::MarkDirty(const std::string& node) { dirty_.insert(node); }
 
 void ClusterModel::UpsertNode(std::string name, NodeInventory inventory, absl::Status inventory_error,
-                              std::optional<HostResources> allocatable) {
+                              std::optional<HostResources> allocatable, std::string pool) {
   absl::MutexLock lock(&mu_);
   auto [it, inserted] = nodes_.try_emplace(name);
   if (inserted) node_set_changed_ = true;
@@ -27,13 +27,15 @@ void ClusterModel::UpsertNode(std::string name, NodeInventory inventory, absl::S
   // Most Node updates change nothing Tessera reads (status heartbeats,
   // conditions, labels of no interest): the node keeps its state and its
   // version, and the score memo its answers for it.
-  if (e.known && e.inventory == inventory && e.inventory_error == inventory_error && e.allocatable == allocatable) {
+  if (e.known && e.inventory == inventory && e.inventory_error == inventory_error && e.allocatable == allocatable &&
+      e.pool == pool) {
     return;
   }
   e.known = true;
   e.inventory = std::move(inventory);
   e.inventory_error = std::move(inventory_error);
   e.allocatable = allocatable;
+  e.pool = std::move(pool);
   MarkDirty(name);
 }
 
@@ -69,6 +71,7 @@ void ClusterModel::RemoveNode(std::string_view name) {
   it->second.inventory = {};
   it->second.inventory_error = absl::OkStatus();
   it->second.allocatable.reset();
+  it->second.pool.clear();
   // Pods bound there still hold their GPUs until they are removed themselves.
   EraseIfEmpty(it);
   node_set_changed_ = true;
@@ -435,6 +438,7 @@ void ReportOvercommitment(NodeState& s) {
 std::shared_ptr<const NodeState> ClusterModel::Build(const std::string& name, const NodeEntry& e) {
   auto s = std::make_shared<NodeState>();
   s->name = name;
+  s->pool = e.pool;
   s->version = next_node_version.fetch_add(1, std::memory_order_relaxed);
   s->inventory_error = e.inventory_error;
   if (e.inventory_error.ok()) s->inventory = e.inventory;

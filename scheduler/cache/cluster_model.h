@@ -28,9 +28,10 @@ class ClusterModel {
   /// Adds or replaces a node's inventory. `inventory_error` not OK means the
   /// node's inventory source was unparsable (the node then has no GPUs).
   /// `allocatable`: the node's host CPU and memory capacity (its used fields
-  /// are ignored); nullopt leaves the node's host unknown.
+  /// are ignored); nullopt leaves the node's host unknown. `pool`: the node
+  /// pool it belongs to (NodeState::pool), empty when none.
   void UpsertNode(std::string name, NodeInventory inventory, absl::Status inventory_error,
-                  std::optional<HostResources> allocatable = std::nullopt);
+                  std::optional<HostResources> allocatable = std::nullopt, std::string pool = {});
   void RemoveNode(std::string_view name);
 
   /// Adds or replaces what a bound pod holds (by uid): `pod.host` on the
@@ -90,6 +91,7 @@ class ClusterModel {
     NodeInventory inventory;
     absl::Status inventory_error;
     std::optional<HostResources> allocatable;  // capacity only; nullopt: unknown
+    std::string pool;
     HostRequest host_used;   // Σ host requests of the confirmed pods here (host_of_pod_)
     int64_t host_pods = 0;   // how many: the entry stays while any is here
     absl::btree_map<std::string, PodHolding> pods;  // by uid

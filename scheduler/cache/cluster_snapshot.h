@@ -59,6 +59,10 @@ struct PodHolding {
 /// One node: its GPUs and what pods hold on them.
 struct NodeState {
   std::string name;
+  /// The node pool it belongs to (k8s/node_pool.h reads it from the node's
+  /// labels); empty when none is known. For the per-pool metrics only: no
+  /// plugin reads it.
+  std::string pool;
   NodeInventory inventory;
   absl::Status inventory_error;     ///< Not OK: inventory unparsable, node treated as having no GPUs.
   std::vector<GpuUsage> usage;      ///< By GPU index; sized to cover every index pods hold.

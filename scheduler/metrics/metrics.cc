@@ -57,15 +57,28 @@ MetricLabels Canonical(std::string_view metric, MetricLabels labels, bool histog
   return labels;
 }
 
-// Shortest text that parses back to the same double ("0.005", "42", "1e+06"),
-// the same digits Go's strconv.FormatFloat(v, 'g', -1, 64) gives Prometheus.
+// Shortest text that parses back to the same double, written as Go's
+// strconv.FormatFloat(v, 'g', -1, 64) writes it in Prometheus' own clients:
+// the exponent form when the decimal exponent is below -4 or at least 6
+// ("0.0005", "123456", "1e+06", "1.5e+06", "1e-05"). It matters for bucket
+// bounds: `le` is a label, compared as text by a matcher such as
+// {le="0.0005"}, so it must read as every other exporter's. (std::to_chars
+// alone picks the shorter form: "5e-04".)
 std::string FormatValue(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
   if (ec != std::errc()) return absl::StrFormat("%.17g", v);  // cannot happen with 64 bytes
-  return std::string(buf, end);
+  const std::string_view scientific(buf, static_cast<size_t>(end - buf));
+  const size_t e = scientific.find('e');
+  int exponent = 0;
+  std::from_chars(scientific.data() + e + 1 + (scientific[e + 1] == '+'), scientific.data() + scientific.size(),
+                  exponent);
+  if (exponent < -4 || exponent >= 6) return std::string(scientific);
+  const std::to_chars_result fixed = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed);
+  if (fixed.ec != std::errc()) return absl::StrFormat("%.17g", v);
+  return std::string(buf, fixed.ptr);
 }
 
 // HELP text escapes backslash and newline; label values also escape '"'.

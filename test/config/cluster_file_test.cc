@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -22,6 +23,22 @@ TEST(ClusterFileTest, TheDemoClusterLoads) {
   const absl::Status st =
       LoadClusterFile(std::string(TESSERA_SOURCE_DIR) + "/config/examples/demo-cluster.yaml", model);
   EXPECT_TRUE(st.ok()) << st;
+}
+
+TEST(ClusterFileTest, ANodesPoolComesFromTheFirstWellKnownPoolLabel) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("tessera-cluster-pool-" + std::to_string(::getpid()) + ".yaml")).string();
+  std::ofstream(path) << R"(nodes:
+  - {name: a, labels: {nvidia.com/gpu.count: "1", karpenter.sh/nodepool: spot, tessera.io/node-pool: train}}
+  - {name: b, labels: {nvidia.com/gpu.count: "1"}}
+)";
+  ClusterModel model;
+  ASSERT_TRUE(LoadClusterFile(path, model).ok());
+  std::filesystem::remove(path);
+  const auto snapshot = model.Publish();  // the loader leaves publishing to its caller
+  ASSERT_TRUE(snapshot->FindNode("a").has_value() && snapshot->FindNode("b").has_value());
+  EXPECT_EQ(snapshot->node(*snapshot->FindNode("a")).pool, "train") << "Tessera's own label first";
+  EXPECT_EQ(snapshot->node(*snapshot->FindNode("b")).pool, "");
 }
 
 struct HostileCase {

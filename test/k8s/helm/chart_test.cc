@@ -85,7 +85,8 @@ TEST_F(ChartRender, CreatesTheSchedulerAndWhatItNeeds) {
   const Manifests m = Rendered();
   std::multiset<std::string> kinds;
   for (const YAML::Node& o : m.objects) kinds.insert(o["kind"].as<std::string>());
-  EXPECT_EQ(kinds, (std::multiset<std::string>{"Deployment", "ConfigMap", "ConfigMap", "ServiceAccount", "ClusterRole",
+  // ConfigMaps: the scheduler's configuration, the policy, the Grafana dashboard.
+  EXPECT_EQ(kinds, (std::multiset<std::string>{"Deployment", "ConfigMap", "ConfigMap", "ConfigMap", "ServiceAccount", "ClusterRole",
                                                 "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding", "Role",
                                                 "RoleBinding", "RoleBinding", "Service", "NetworkPolicy",
                                                 "PodDisruptionBudget", "PriorityClass", "PriorityClass",

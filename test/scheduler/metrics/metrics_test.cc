@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace tessera {
@@ -91,6 +92,30 @@ TEST(MetricsRegistryTest, HistogramWithoutLabelsHasOnlyLe) {
             "lat_seconds_bucket{le=\"+Inf\"} 1\n"
             "lat_seconds_sum 0.001\n"
             "lat_seconds_count 1\n");
+}
+
+// As Go's strconv.FormatFloat(v, 'g', -1, 64), which Prometheus' own clients
+// write with: a bucket bound is the `le` label's text, so a matcher such as
+// {le="0.0005"} finds Tessera's buckets as it finds any exporter's.
+TEST(MetricsRegistryTest, NumbersAreWrittenAsGoWritesThem) {
+  struct Case {
+    double value;
+    const char* text;
+  };
+  const std::vector<Case> cases = {
+      {0.0005, "0.0005"}, {0.00001, "1e-05"}, {0.00025, "0.00025"}, {123456, "123456"},     {1e6, "1e+06"},
+      {1.5e6, "1.5e+06"}, {0, "0"},           {-2.5, "-2.5"},       {1.0 / 3, "0.3333333333333333"},
+      {42, "42"},         {1e21, "1e+21"},    {999999, "999999"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    MetricsRegistry registry;
+    registry.Gauge("g", "h").Set(c.value);
+    EXPECT_EQ(registry.Render(), std::string("# HELP g h\n# TYPE g gauge\ng ") + c.text + "\n");
+  }
+  MetricsRegistry registry;
+  registry.Histogram("lat_seconds", "h", {}, DefaultLatencyBuckets());
+  EXPECT_THAT(registry.Render(), ::testing::HasSubstr("lat_seconds_bucket{le=\"0.0005\"} 0\n"));
 }
 
 TEST(MetricsRegistryTest, FamiliesAreSortedByName) {
