@@ -158,7 +158,10 @@ class RangeCheck {
 std::chrono::milliseconds Millis(absl::Duration d) { return std::chrono::milliseconds(absl::ToInt64Milliseconds(d)); }
 
 // A listen address that only this machine reaches (127.0.0.0/8, ::1).
+// "localhost" counts, so that the server's own error (it binds IP literals
+// only) is what an operator reads, not one about plain HTTP.
 bool IsLoopback(const std::string& address) {
+  if (address == "localhost") return true;
   boost::system::error_code ec;
   const boost::asio::ip::address a = boost::asio::ip::make_address(address, ec);
   return !ec && a.is_loopback();
