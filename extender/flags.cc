@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/ip/address.hpp>
+
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -72,6 +74,25 @@ ABSL_FLAG(std::string, webhook_scheduler_name, "",
 ABSL_FLAG(std::string, gpu_enforcement, "none",
           "What enforces a pod's GPU share in its container, for the env the webhook injects: none, mps (CUDA MPS "
           "limits) or hami-core (HAMi-core limits).");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain the extender listener (--address, --port) serves HTTPS with; with "
+          "--tls-key-file. Re-read when it changes. Needed when --address is beyond loopback.");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls-cert-file.");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA certificates that clients' certificates are verified against (kube-scheduler's extender "
+          "tlsConfig certFile). Re-read when it changes. Needs --tls-cert-file.");
+ABSL_FLAG(std::string, tls_client_auth, "none",
+          "Who must present a client certificate that --tls-client-ca-file verifies: none; verbs (bind and "
+          "preempt, the verbs that change the cluster, are answered 403 without one; filter, prioritize, the probes "
+          "and /metrics stay open); all (every connection, at the handshake).");
+ABSL_FLAG(bool, allow_insecure_listen, false,
+          "Serve plain HTTP on an --address beyond loopback (127.0.0.1, ::1), where anyone who reaches the port "
+          "could call bind. Without it Tessera refuses to start there without --tls-cert-file.");
+ABSL_FLAG(int, read_only_port, 0,
+          "Port of a second, plain-HTTP listener that answers GET only (/healthz, /readyz, /metrics, /debug) and "
+          "refuses the verbs with 403: for kubelet probes and Prometheus while --address stays on loopback. "
+          "0: none.");
+ABSL_FLAG(std::string, read_only_address, "0.0.0.0", "Address of --read-only-port.");
 ABSL_FLAG(std::string, url_prefix, "", "Path prefix of kube-scheduler's urlPrefix (e.g. /scheduler).");
 ABSL_FLAG(int64_t, max_body_bytes, static_cast<int64_t>(tessera::HttpServerOptions{}.body_limit),
           "Largest request body accepted (413 beyond). The default and --max-body-bytes-in-flight's fit the chart's "
@@ -135,6 +156,49 @@ class RangeCheck {
 };
 
 std::chrono::milliseconds Millis(absl::Duration d) { return std::chrono::milliseconds(absl::ToInt64Milliseconds(d)); }
+
+// A listen address that only this machine reaches (127.0.0.0/8, ::1).
+// "localhost" counts, so that the server's own error (it binds IP literals
+// only) is what an operator reads, not one about plain HTTP.
+bool IsLoopback(const std::string& address) {
+  if (address == "localhost") return true;
+  boost::system::error_code ec;
+  const boost::asio::ip::address a = boost::asio::ip::make_address(address, ec);
+  return !ec && a.is_loopback();
+}
+
+absl::StatusOr<ClientAuth> ParseClientAuth(std::string_view value) {
+  if (value == "none") return ClientAuth::kNone;
+  if (value == "verbs") return ClientAuth::kVerbs;
+  if (value == "all") return ClientAuth::kAll;
+  return absl::InvalidArgumentError(absl::StrCat("--tls-client-auth must be none, verbs or all, got \"", Absl(value), "\""));
+}
+
+// --tls-*, --allow-insecure-listen: the extender listener's TLS, and no
+// plain HTTP beyond loopback unless asked for by name.
+void CheckListenerTls(RangeCheck& check) {
+  const std::string address = absl::GetFlag(FLAGS_address);
+  const bool tls = !absl::GetFlag(FLAGS_tls_cert_file).empty();
+  if (tls == absl::GetFlag(FLAGS_tls_key_file).empty()) {
+    check.Invalid("--tls-cert-file and --tls-key-file go together");
+  }
+  const bool client_ca = !absl::GetFlag(FLAGS_tls_client_ca_file).empty();
+  if (client_ca && !tls) check.Invalid("--tls-client-ca-file needs --tls-cert-file and --tls-key-file");
+  absl::StatusOr<ClientAuth> auth = ParseClientAuth(absl::GetFlag(FLAGS_tls_client_auth));
+  if (!auth.ok()) {
+    check.Invalid(Std(auth.status().message()));
+  } else if (*auth != ClientAuth::kNone && !client_ca) {
+    check.Invalid(absl::StrCat("--tls-client-auth=", absl::GetFlag(FLAGS_tls_client_auth),
+                               " needs --tls-client-ca-file (and TLS: --tls-cert-file, --tls-key-file)"));
+  }
+  if (!tls && !address.empty() && !IsLoopback(address) && !absl::GetFlag(FLAGS_allow_insecure_listen)) {
+    check.Invalid(absl::StrCat(
+        "--address=", address,
+        " is beyond loopback, where anyone who reaches the port could call bind: serve TLS there "
+        "(--tls-cert-file, --tls-key-file; --tls-client-ca-file with --tls-client-auth=verbs to let only "
+        "kube-scheduler bind), listen on 127.0.0.1, or pass --allow-insecure-listen"));
+  }
+}
 
 // --leader-elect-*: the Lease and its timing, consistent with one another.
 absl::StatusOr<k8s::LeaseOptions> LeaseFromFlags() {
@@ -209,6 +273,12 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   if (!enforcement.ok()) check.Invalid(absl::StrCat("--gpu_enforcement: ", enforcement.status().message()));
   absl::StatusOr<k8s::LeaseOptions> lease = LeaseFromFlags();
   if (!lease.ok()) check.Invalid(Std(lease.status().message()));
+  CheckListenerTls(check);
+  const int read_only_port = absl::GetFlag(FLAGS_read_only_port);
+  check.Int("read_only_port", read_only_port, 0, 65535);
+  if (read_only_port != 0 && (read_only_port == port || read_only_port == webhook_port)) {
+    check.Invalid("--read-only-port must differ from --port and --webhook-port");
+  }
   if (absl::Status st = check.Result(); !st.ok()) return st;
 
   ProgramOptions o;
@@ -245,6 +315,20 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   o.webhook_server.max_body_bytes_in_flight = size_t{64} << 20;
   o.webhook_server.tls_cert_file = absl::GetFlag(FLAGS_webhook_cert_file);
   o.webhook_server.tls_key_file = absl::GetFlag(FLAGS_webhook_key_file);
+  // The read-only listener: few, small GET requests (probes, scrapes).
+  o.read_only_server = o.server;
+  o.read_only_server.address = absl::GetFlag(FLAGS_read_only_address);
+  o.read_only_server.port = static_cast<uint16_t>(read_only_port);
+  o.read_only_server.threads = 1;
+  o.read_only_server.body_limit = size_t{64} << 10;
+  o.read_only_server.max_body_bytes_in_flight = size_t{1} << 20;
+  o.read_only_server.max_connections = 64;
+  // The extender listener's TLS, set after the copies above (theirs differ).
+  o.server.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  o.server.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
+  o.server.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  o.client_auth = *ParseClientAuth(absl::GetFlag(FLAGS_tls_client_auth));
+  o.server.tls_require_client_cert = o.client_auth == ClientAuth::kAll;
   o.mutation.scheduler_name = absl::GetFlag(FLAGS_webhook_scheduler_name);
   if (o.mutation.scheduler_name.empty()) o.mutation.scheduler_name = o.scheduler_name;
   o.mutation.enforcement = *enforcement;

@@ -14,9 +14,27 @@
 
 namespace tessera {
 
+/// Which callers of the extender listener must present a client certificate
+/// that --tls-client-ca-file verifies (--tls-client-auth).
+enum class ClientAuth {
+  kNone,   ///< nobody: no client certificates are asked for
+  kVerbs,  ///< the verbs that change the cluster (bind, preempt); filter, prioritize and the probes stay open
+  kAll,    ///< every connection, at the TLS handshake
+};
+
 /// Everything the command line sets, validated.
 struct ProgramOptions {
+  /// The extender listener (--address, --port, --tls-*): the verbs, the
+  /// probes, /metrics. Beyond loopback only with TLS or --allow-insecure-listen.
   HttpServerOptions server;
+  /// --tls-client-auth; the server's needs_client_cert is set from it where
+  /// the router is known (Program), tls_require_client_cert here.
+  ClientAuth client_auth = ClientAuth::kNone;
+  /// A second, plain-HTTP listener that answers GET only (/healthz, /readyz,
+  /// /metrics, /debug) and refuses every verb (403): for kubelet probes and
+  /// Prometheus while the verbs stay on loopback or behind client
+  /// certificates. port 0: none.
+  HttpServerOptions read_only_server;
   /// Path prefix of kube-scheduler's urlPrefix ("/scheduler").
   std::string url_prefix;
   /// Prioritize's helper threads; -1: WorkerPool::DefaultThreads().
@@ -60,7 +78,9 @@ struct ProgramOptions {
 
 /// The parsed flags as options, each checked against its range.
 /// \return InvalidArgument naming the flag, its value and its range
-///   ("--port must be 0..65535, got 70000"), for every flag out of range.
+///   ("--port must be 0..65535, got 70000"), for every flag out of range,
+///   and for an extender listener beyond loopback without TLS (unless
+///   --allow-insecure-listen).
 absl::StatusOr<ProgramOptions> OptionsFromFlags();
 
 }  // namespace tessera

@@ -38,6 +38,19 @@ ProgramOptions WithServerMetrics(ProgramOptions options, MetricsRegistry* metric
   return options;
 }
 
+// For the start-up line: who may call what over TLS.
+std::string ClientAuthNote(ClientAuth auth) {
+  switch (auth) {
+    case ClientAuth::kNone:
+      return "; TLS, no client certificates";
+    case ClientAuth::kVerbs:
+      return "; TLS, bind and preempt need a verified client certificate";
+    case ClientAuth::kAll:
+      return "; TLS, every client needs a verified client certificate";
+  }
+  return "";
+}
+
 }  // namespace
 
 struct Program::Nudge {
@@ -315,14 +328,50 @@ void Program::Chore() {
   std::thread([nudge = nudge_] { nudge->Run(); }).detach();
 }
 
+HttpServerOptions Program::ExtenderServerOptions() const {
+  HttpServerOptions o = options_.server;
+  if (options_.client_auth == ClientAuth::kVerbs) {
+    // The verbs that change the cluster; filter and prioritize only read, and
+    // the probes and /metrics must answer the kubelet and Prometheus.
+    o.needs_client_cert = [router = router_.get()](const HttpRequest& request) {
+      const std::string_view verb = router->Verb(request);
+      return verb == "bind" || verb == "preempt";
+    };
+  }
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> Program::StartReadOnlyServer() {
+  if (options_.read_only_server.port == 0) return nullptr;
+  return HttpServer::StartAsync(options_.read_only_server, [this](HttpRequest r, HttpResponder respond) {
+    // Every verb is a POST: a GET cannot bind, preempt or reserve anything.
+    if (r.method() != boost::beast::http::verb::get) {
+      return respond(JsonErrorResponse(boost::beast::http::status::forbidden,
+                                       "the read-only port answers GET only (/healthz, /readyz, /metrics, /debug); "
+                                       "the extender verbs are served on --port"));
+    }
+    dispatcher_->Handle(std::move(r), std::move(respond));
+  });
+}
+
 int Program::Serve() {
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
-      HttpServer::StartAsync(options_.server, [this](HttpRequest r, HttpResponder respond) {
+      HttpServer::StartAsync(ExtenderServerOptions(), [this](HttpRequest r, HttpResponder respond) {
         dispatcher_->Handle(std::move(r), std::move(respond));
       });
   if (!server.ok()) {
     LogError(absl::StrCat("cannot serve: ", server.status().message()));
     return 1;
+  }
+  absl::StatusOr<std::unique_ptr<HttpServer>> read_only = StartReadOnlyServer();
+  if (!read_only.ok()) {
+    LogError(absl::StrCat("cannot serve the read-only port: ", read_only.status().message()));
+    (*server)->Drain();
+    return 1;
+  }
+  if (*read_only != nullptr) {
+    LogInfo(absl::StrCat("read-only port on http://", options_.read_only_server.address, ":", (*read_only)->port(),
+                         " (GET /healthz, /readyz, /metrics, /debug; verbs refused)"));
   }
   // The admission webhook: a listener of its own (TLS, its own port), so a
   // slow or hostile webhook client shares nothing with kube-scheduler's calls.
@@ -333,21 +382,26 @@ int Program::Serve() {
     if (!started.ok()) {
       LogError(absl::StrCat("cannot serve the admission webhook: ", started.status().message()));
       (*server)->Drain();
+      if (*read_only != nullptr) (*read_only)->Drain();
       return 1;
     }
     webhook = *std::move(started);
     LogInfo(absl::StrCat("admission webhook on https://", options_.webhook_server.address, ":", webhook->port(),
                          kMutatePodsPath, " (schedulerName ", options_.mutation.scheduler_name, ")"));
   }
-  LogInfo(absl::StrCat("serving on http://", options_.server.address, ":", (*server)->port(), options_.url_prefix,
-                       " (POST /filter, /prioritize, /bind; GET /healthz, /readyz, /metrics, /debug, /ui)"));
+  const bool tls = !options_.server.tls_cert_file.empty();
+  LogInfo(absl::StrCat("serving on ", tls ? "https://" : "http://", options_.server.address, ":", (*server)->port(),
+                       options_.url_prefix,
+                       " (POST /filter, /prioritize, /bind; GET /healthz, /readyz, /metrics, /debug, /ui)",
+                       tls ? ClientAuthNote(options_.client_auth) : ""));
   std::fflush(stderr);
 
   ControlActions actions;
-  actions.on_stop = [&server, &webhook](int signal) {
+  actions.on_stop = [&server, &webhook, &read_only](int signal) {
     LogInfo(absl::StrCat("signal ", signal, ": draining requests in flight"));
     (*server)->Drain();
     if (webhook != nullptr) webhook->Drain();
+    if (*read_only != nullptr) (*read_only)->Drain();
   };
   actions.on_hup = [this] {
     LogInfo("SIGHUP: reloading the policy file");
@@ -380,6 +434,7 @@ int Program::Serve() {
     ControlLoop control(std::move(actions));
     (*server)->Wait();
     if (webhook != nullptr) webhook->Wait();
+    if (*read_only != nullptr) (*read_only)->Wait();
   }
   if (nudge_ != nullptr) nudge_->stop.store(true);
   if (capacity_ != nullptr) capacity_->Stop();

@@ -75,6 +75,10 @@ class Program {
   absl::Status OpenLease(const k8s::ApiServerConfig& config);
   absl::Status OpenCapacityPublisher(const k8s::ApiServerConfig& config);
   void Chore();
+  /// options_.server with the requests that need a client certificate (--tls-client-auth).
+  [[nodiscard]] HttpServerOptions ExtenderServerOptions() const;
+  /// The --read-only-port listener (null when none): GETs only, the verbs refused.
+  absl::StatusOr<std::unique_ptr<HttpServer>> StartReadOnlyServer();
   // The nudge of k8s/sync/pending_requeue.h, with a client of its own: it
   // runs on a detached thread that owns all it touches, so a slow API server
   // never holds up a shutdown.

@@ -53,15 +53,46 @@ constexpr std::chrono::milliseconds kMaxLinger{2000};
 // Accept failures such as EMFILE repeat at once; back off instead of spinning.
 constexpr std::chrono::milliseconds kAcceptRetry{50};
 
-// When the certificate or key file last changed (following symlinks: a
-// mounted Secret swaps a symlink); nullopt when either cannot be read.
-using TlsFilesStamp = std::pair<std::filesystem::file_time_type, std::filesystem::file_time_type>;
+// When the certificate, key and client-CA files last changed (following
+// symlinks: a mounted Secret swaps a symlink); nullopt when one cannot be read.
+using TlsFilesStamp = std::array<std::filesystem::file_time_type, 3>;
 std::optional<TlsFilesStamp> StampTlsFiles(const HttpServerOptions& o) {
-  std::error_code cert_ec, key_ec;
-  const auto cert = std::filesystem::last_write_time(o.tls_cert_file, cert_ec);
-  const auto key = std::filesystem::last_write_time(o.tls_key_file, key_ec);
-  if (cert_ec || key_ec) return std::nullopt;
-  return TlsFilesStamp{cert, key};
+  TlsFilesStamp stamp{};
+  const std::array<const std::string*, 3> files = {&o.tls_cert_file, &o.tls_key_file, &o.tls_client_ca_file};
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (files[i]->empty()) continue;
+    std::error_code ec;
+    stamp[i] = std::filesystem::last_write_time(*files[i], ec);
+    if (ec) return std::nullopt;
+  }
+  return stamp;
+}
+
+// Client certificates verified against o.tls_client_ca_file, asked for from
+// every client (required when o.tls_require_client_cert).
+absl::Status LoadClientCa(net::ssl::context& ctx, const HttpServerOptions& o) {
+  error_code ec;
+  if (ctx.load_verify_file(o.tls_client_ca_file, ec); ec) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("cannot read the TLS client CA file %s: %s", o.tls_client_ca_file, ec.message()));
+  }
+  // The CA names the server sends with its request: a client holding several
+  // certificates (Go's crypto/tls) picks the one one of these issued.
+  STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(o.tls_client_ca_file.c_str());
+  if (names == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("the TLS client CA file %s holds no certificate", o.tls_client_ca_file));
+  }
+  SSL_CTX_set_client_CA_list(ctx.native_handle(), names);
+  ctx.set_verify_mode(o.tls_require_client_cert ? net::ssl::verify_peer | net::ssl::verify_fail_if_no_peer_cert
+                                                : net::ssl::verify_peer,
+                      ec);
+  if (ec) return absl::InternalError(absl::StrFormat("cannot set the TLS verify mode: %s", ec.message()));
+  // Resuming a session needs a context id once peers are verified (else
+  // OpenSSL fails the resumption handshake).
+  static constexpr unsigned char kSessionContext[] = "tessera";
+  SSL_CTX_set_session_id_context(ctx.native_handle(), kSessionContext, sizeof kSessionContext - 1);
+  return absl::OkStatus();
 }
 
 // A server context with the certificate chain and key of `o`, TLS 1.2 and up.
@@ -85,10 +116,37 @@ absl::StatusOr<std::shared_ptr<net::ssl::context>> LoadTlsContext(const HttpServ
       return absl::InvalidArgumentError(absl::StrFormat("the TLS private key %s does not match the certificate %s",
                                                         o.tls_key_file, o.tls_cert_file));
     }
+    if (!o.tls_client_ca_file.empty()) {
+      if (absl::Status st = LoadClientCa(*ctx, o); !st.ok()) return st;
+    }
     return ctx;
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrFormat("cannot create a TLS context: %s", e.what()));
   }
+}
+
+// After a successful handshake: the client sent a certificate and it
+// verified (with verify_peer, one that does not verify fails the handshake;
+// this also holds where a verify callback let it through).
+bool PeerVerified(SSL* ssl) {
+  X509* peer = SSL_get_peer_certificate(ssl);
+  if (peer == nullptr) return false;
+  X509_free(peer);
+  return SSL_get_verify_result(ssl) == X509_V_OK;
+}
+
+// The TLS options make sense together (files are looked at later).
+absl::Status CheckTlsOptions(const HttpServerOptions& o) {
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("TLS needs both a certificate file and a key file");
+  }
+  if (o.tls_cert_file.empty() && !o.tls_client_ca_file.empty()) {
+    return absl::InvalidArgumentError("a TLS client CA needs TLS: a certificate file and a key file");
+  }
+  if (o.tls_client_ca_file.empty() && (o.tls_require_client_cert || o.needs_client_cert)) {
+    return absl::InvalidArgumentError("authenticating clients needs a TLS client CA file");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -221,7 +279,8 @@ struct ServerCore {
     return options.metrics->Counter(
         "tessera_http_rejections_total",
         "Requests the HTTP server answered itself, before any handler: body_budget (503, "
-        "--max-body-bytes-in-flight), body_too_large (413), header_too_large (431), malformed (400).",
+        "--max-body-bytes-in-flight), body_too_large (413), header_too_large (431), malformed (400), "
+        "unauthenticated (403, no verified client certificate: --tls-client-auth).",
         {{"reason", std::string(reason)}});
   }
   // Every series at 0 from the start: rate() and increase() count the first
@@ -229,7 +288,9 @@ struct ServerCore {
   void ExportRefusalCounters() {
     if (options.metrics == nullptr) return;
     RefusedConnections();
-    for (std::string_view reason : {"body_budget", "body_too_large", "header_too_large", "malformed"}) Rejections(reason);
+    for (std::string_view reason : {"body_budget", "body_too_large", "header_too_large", "malformed", "unauthenticated"}) {
+      Rejections(reason);
+    }
   }
   void CountRefusedConnection() {
     if (options.metrics != nullptr) RefusedConnections().Inc();
@@ -240,6 +301,7 @@ struct ServerCore {
     if (status == http::status::service_unavailable) reason = "body_budget";
     if (status == http::status::payload_too_large) reason = "body_too_large";
     if (status == http::status::request_header_fields_too_large) reason = "header_too_large";
+    if (status == http::status::forbidden) reason = "unauthenticated";
     Rejections(reason).Inc();
   }
 
@@ -369,6 +431,7 @@ class StreamSession final : public Session {
         // Plain HTTP, an old protocol version, no shared cipher: nothing we
         // could answer in a language the client reads, so just close.
         if (ec) return self->Close();
+        self->client_verified_ = PeerVerified(self->stream_.native_handle());
         // The first request may have arrived with the client's Finished and
         // sit decrypted-to-be in the TLS engine, where waiting for the
         // socket's readability would not see it: read it at once.
@@ -462,6 +525,13 @@ class StreamSession final : public Session {
     slot_ = server_.OpenSlot(shared_from_this());
     const HttpResponder respond(slot_);
     try {
+      if (!client_verified_ && server_.options.needs_client_cert && server_.options.needs_client_cert(req)) {
+        server_.CountRejection(http::status::forbidden);
+        return respond(JsonErrorResponse(
+            http::status::forbidden,
+            "this request needs a client certificate that Tessera's client CA verifies (--tls-client-auth); "
+            "kube-scheduler presents one through its extender tlsConfig certFile and keyFile"));
+      }
       server_.handler(std::move(req), respond);
     } catch (const std::exception& e) {
       respond(JsonErrorResponse(http::status::internal_server_error, absl::StrFormat("internal error: %s", e.what())));
@@ -584,6 +654,8 @@ class StreamSession final : public Session {
   bool drain_ = false;
   uint64_t timer_generation_ = 0;
   uint64_t reserved_body_ = 0;  // this request's share of the body budget
+  // TLS: the client presented a certificate the client CA verified.
+  bool client_verified_ = false;
   std::array<char, 16 << 10> discard_;
 };
 
@@ -795,10 +867,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::StartAsync(HttpServerOpt
 
   std::shared_ptr<net::ssl::context> tls;
   std::optional<TlsFilesStamp> tls_stamp;
-  if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
-    if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
-      return absl::InvalidArgumentError("TLS needs both a certificate file and a key file");
-    }
+  if (absl::Status st = CheckTlsOptions(options); !st.ok()) return st;
+  if (!options.tls_cert_file.empty()) {
     tls_stamp = StampTlsFiles(options);
     absl::StatusOr<std::shared_ptr<net::ssl::context>> loaded = LoadTlsContext(options);
     if (!loaded.ok()) return loaded.status();

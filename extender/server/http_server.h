@@ -19,6 +19,9 @@
 //   limit and header limit, and a deadline for receiving the whole request.
 //   Oversized or malformed requests get a JSON {"Error": ...} answer with
 //   413 / 431 / 400, then that connection closes.
+// * With TLS and a client CA, clients may present certificates; requests the
+//   options name (needs_client_cert) from a client that presented none that
+//   verifies are answered 403 by the server, before any handler.
 // * The server as a whole is bounded too: at most max_connections open (one
 //   more is closed as soon as it is accepted), and requests in flight (from
 //   their header until their answer is written) hold at most
@@ -131,7 +134,7 @@ struct HttpServerOptions {
   /// outlive the server): tessera_http_connections_refused_total (past
   /// max_connections) and tessera_http_rejections_total{reason} with reason
   /// body_budget (503), body_too_large (413), header_too_large (431),
-  /// malformed (400).
+  /// malformed (400), unauthenticated (403, needs_client_cert).
   MetricsRegistry* metrics = nullptr;
   /// Both set: serve HTTPS (TLS 1.2 and up) with this PEM certificate chain
   /// and PEM private key; both empty: plain HTTP. The handshake is under
@@ -144,6 +147,23 @@ struct HttpServerOptions {
   /// connections; open ones keep theirs). Files that do not load (a key not
   /// matching its certificate) leave the previous certificate in use.
   std::chrono::milliseconds tls_reload_interval{10000};
+  /// With TLS: PEM CA certificates that clients' certificates are verified
+  /// against (reloaded with the certificate, from the same look at the files).
+  /// Set, the server asks every client for a certificate; one that does not
+  /// verify fails the handshake, and a client that sends none is let in
+  /// unauthenticated unless tls_require_client_cert. Empty: no client
+  /// certificates are asked for.
+  std::string tls_client_ca_file;
+  /// With tls_client_ca_file: a client without a certificate is refused at
+  /// the handshake (every request then comes from an authenticated client).
+  bool tls_require_client_cert = false;
+  /// With tls_client_ca_file: the requests that need an authenticated
+  /// client. One for which this returns true, on a connection whose client
+  /// presented no verified certificate, is answered by the server itself,
+  /// 403 with {"Error": ...}, and never reaches the handler (counted as
+  /// tessera_http_rejections_total{reason="unauthenticated"}). Called on an
+  /// io thread; must be thread-safe and fast. Empty: none does.
+  std::function<bool(const HttpRequest&)> needs_client_cert;
 };
 
 /// The HTTP server: a listener and its io threads. Not copyable or movable;
@@ -152,7 +172,8 @@ class HttpServer {
  public:
   /// Binds, listens and starts `options.threads` io threads serving `handler`.
   /// \return InvalidArgument for a bad address or thread count or TLS files
-  ///         that do not load (unreadable, key not matching), Unavailable
+  ///         that do not load (unreadable, key not matching), client-auth
+  ///         options without TLS and a client CA, Unavailable
   ///         when the address cannot be bound or listened on (e.g. in use).
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(HttpServerOptions options, HttpHandler handler);
   /// The same, serving an AsyncHttpHandler.

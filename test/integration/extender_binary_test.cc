@@ -19,6 +19,8 @@
 #include "test/integration/extender_process.h"
 #include "test/testing/fake_api_server.h"
 #include "test/testing/http_client.h"
+#include "test/testing/https_client.h"
+#include "test/testing/tls_test_certs.h"
 
 namespace tessera {
 namespace {
@@ -262,6 +264,111 @@ TEST_F(ExtenderBinaryTest, BindsWaitingOnTheApiServerLeaveTheProbesFastAndSigter
   for (std::thread& t : binds) t.join();
   for (const std::string& a : answers) EXPECT_EQ(a, R"({"Error":""})");
   EXPECT_EQ(e.Wait(), 0) << e.AllOutput();
+}
+
+// --- TLS on the extender listener, and the read-only port ----------------------------------
+
+TEST_F(ExtenderBinaryTest, BeyondLoopbackWithoutTlsTheStartIsRefusedNamingTheFlags) {
+  std::vector<std::string> args = Args();
+  args.push_back("--address=0.0.0.0");
+  Extender e(args);
+  EXPECT_EQ(e.Wait(), 2);
+  const std::string out = e.AllOutput();
+  EXPECT_THAT(out, HasSubstr("--address=0.0.0.0 is beyond loopback"));
+  EXPECT_THAT(out, HasSubstr("--tls-cert-file"));
+  EXPECT_THAT(out, HasSubstr("--allow-insecure-listen"));
+}
+
+TEST_F(ExtenderBinaryTest, BeyondLoopbackPlainHttpNeedsAllowInsecureListenByName) {
+  std::vector<std::string> args = Args();
+  args.insert(args.end(), {"--address=0.0.0.0", "--allow-insecure-listen"});
+  Extender e(args);
+  const std::smatch m = e.WaitFor(std::regex(R"(serving on http://0\.0\.0\.0:(\d+))"));
+  ASSERT_FALSE(m.empty()) << e.AllOutput();
+  EXPECT_EQ(testing::HttpClient(static_cast<uint16_t>(std::stoi(m[1].str()))).Get("/healthz").status, 200);
+}
+
+TEST_F(ExtenderBinaryTest, TlsFlagsThatDoNotFitTogetherStopTheStart) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> flags;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"a certificate without its key", {"--tls-cert-file=/x.crt"}, "--tls-cert-file and --tls-key-file go together"},
+      {"a client CA without TLS", {"--tls-client-ca-file=/ca.crt"}, "--tls-client-ca-file needs --tls-cert-file"},
+      {"client auth without a client CA",
+       {"--tls-cert-file=/x.crt", "--tls-key-file=/x.key", "--tls-client-auth=verbs"},
+       "--tls-client-auth=verbs needs --tls-client-ca-file"},
+      {"an unknown client-auth mode", {"--tls-client-auth=some"}, "--tls-client-auth must be none, verbs or all"},
+      {"a read-only port on the extender port", {"--port=9000", "--read-only-port=9000"}, "must differ"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<std::string> args = Args();
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    Extender e(args);
+    EXPECT_EQ(e.Wait(), 2);
+    EXPECT_THAT(e.AllOutput(), HasSubstr(c.message));
+  }
+}
+
+TEST_F(ExtenderBinaryTest, OverTlsFilterIsOpenAndBindNeedsAClientCertificate) {
+  absl::StatusOr<testing::TlsTestCerts> certs = testing::TlsTestCerts::Generate();
+  ASSERT_TRUE(certs.ok()) << certs.status();
+  absl::StatusOr<testing::TlsTestCertFiles> files = testing::TlsTestCertFiles::Write(*certs);
+  ASSERT_TRUE(files.ok()) << files.status();
+  std::vector<std::string> args = Args();
+  args.insert(args.end(), {"--address=0.0.0.0", "--tls-cert-file=" + files->server_cert(),
+                           "--tls-key-file=" + files->server_key(), "--tls-client-ca-file=" + files->ca_cert(),
+                           "--tls-client-auth=verbs"});
+  Extender e(args);
+  const std::smatch m = e.WaitFor(std::regex(R"(serving on https://0\.0\.0\.0:(\d+).*bind and preempt need)"));
+  ASSERT_FALSE(m.empty()) << e.AllOutput();
+  const auto port = static_cast<uint16_t>(std::stoi(m[1].str()));
+  namespace http = boost::beast::http;
+  const testing::HttpsClientConfig anonymous = testing::TrustingCa(certs->ca.cert_pem);
+  const testing::HttpsClientConfig scheduler =
+      testing::WithClientCert(anonymous, certs->client.cert_pem, certs->client.key_pem);
+  const std::string bind = R"({"PodName":"p","PodNamespace":"ml","PodUID":"u","Node":"n1"})";
+  std::string error;
+
+  EXPECT_EQ(testing::HttpsExchange(port, anonymous, http::verb::post, "/filter", kFilter, &error).status, 200)
+      << error;
+  EXPECT_EQ(testing::HttpsExchange(port, anonymous, http::verb::get, "/readyz", "", &error).status, 200) << error;
+  const testing::HttpAnswer refused = testing::HttpsExchange(port, anonymous, http::verb::post, "/bind", bind, &error);
+  EXPECT_EQ(refused.status, 403) << error;
+  EXPECT_THAT(refused.body, HasSubstr("client certificate"));
+  EXPECT_EQ(testing::HttpsExchange(port, anonymous, http::verb::post, "/preempt", "{}", &error).status, 403) << error;
+  // Authenticated, the bind reaches the binder: with a cluster file there is
+  // no API server to bind through, and it says so.
+  EXPECT_EQ(testing::HttpsExchange(port, scheduler, http::verb::post, "/bind", bind, &error).status, 501) << error;
+  // Plain HTTP on the TLS port gets no answer, only a close.
+  EXPECT_EQ(testing::HttpClient(port, std::chrono::seconds(5)).Get("/healthz").status, 0);
+}
+
+TEST_F(ExtenderBinaryTest, TheReadOnlyPortAnswersProbesAndMetricsAndRefusesTheVerbs) {
+  // A free port for it (0 would mean "no read-only port").
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor free(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  const uint16_t read_only = free.local_endpoint().port();
+  free.close();
+  std::vector<std::string> args = Args();
+  args.insert(args.end(), {"--read-only-port=" + std::to_string(read_only), "--read-only-address=127.0.0.1"});
+  Extender e(args);
+  ASSERT_FALSE(e.WaitFor(std::regex(R"(read-only port on http://127\.0\.0\.1:\d+)")).empty()) << e.AllOutput();
+  testing::HttpClient client(read_only);
+  EXPECT_EQ(client.Get("/healthz").status, 200);
+  EXPECT_EQ(client.Get("/readyz").status, 200);
+  const testing::HttpAnswer metrics = client.Get("/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_THAT(metrics.body, HasSubstr("tessera_model_nodes"));
+  for (const char* verb : {"/filter", "/prioritize", "/bind", "/preempt"}) {
+    SCOPED_TRACE(verb);
+    const testing::HttpAnswer refused = client.Post(verb, kFilter);
+    EXPECT_EQ(refused.status, 403);
+    EXPECT_THAT(refused.body, HasSubstr("read-only port answers GET only"));
+  }
 }
 
 }  // namespace

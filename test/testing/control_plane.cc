@@ -381,7 +381,9 @@ absl::Status ControlPlane::StartTessera(int replica) {
       r.tessera_pid = -1;
       return absl::UnavailableError(absl::StrCat("tessera-extender exited at start:\n", Tail(ReadWhole(log), 30)));
     }
-    if (TesseraGet("/readyz", replica).status == 200) return absl::OkStatus();
+    const bool ready = options_.tessera_ready ? options_.tessera_ready(r.extender_port)
+                                              : TesseraGet("/readyz", replica).status == 200;
+    if (ready) return absl::OkStatus();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   KillTessera(replica);

@@ -111,6 +111,10 @@ class ControlPlane {
     std::string lease_duration = "15s";
     std::string renew_deadline = "10s";
     std::string retry_period = "2s";
+    /// Whether the Tessera on `port` is ready, for StartTessera. Empty: a
+    /// plain-HTTP GET /readyz answers 200; a Tessera serving TLS needs an
+    /// HTTPS probe instead.
+    std::function<bool(uint16_t port)> tessera_ready;
   };
 
   /// Runs unpack.sh and up.sh (a second and third time with other ports if a
@@ -138,6 +142,8 @@ class ControlPlane {
   [[nodiscard]] bool TesseraRunning(int replica = 0) const;
   /// GET or POST to the replica's Tessera; a path of the protocol gets the url prefix.
   HttpAnswer TesseraGet(const std::string& path, int replica = 0) const;
+  /// The port the replica's kube-scheduler calls its Tessera on.
+  [[nodiscard]] uint16_t TesseraPort(int replica = 0) const { return replicas_.at(replica).extender_port; }
   HttpAnswer TesseraPost(const std::string& verb, const std::string& body, int replica = 0) const;
 
   /// Starts one more kube-scheduler (needs Options::leader_elect) whose

@@ -230,8 +230,10 @@ TEST_F(ChartDeployment, ProbesReachBothContainers) {
   }
   EXPECT_EQ(ks["ports"][0]["containerPort"].as<int>(), 10259);
   EXPECT_EQ(FlagValue(ks, "--secure-port"), "10259");
-  // The kubelet probes the pod IP: Tessera must listen beyond loopback.
-  EXPECT_EQ(FlagValue(Container(d, "tessera"), "--address"), "0.0.0.0");
+  // The kubelet probes the pod IP, on the read-only port; the verbs stay on
+  // loopback, where only kube-scheduler beside Tessera reaches them.
+  EXPECT_EQ(FlagValue(Container(d, "tessera"), "--address"), "127.0.0.1");
+  EXPECT_TRUE(FlagValue(Container(d, "tessera"), "--read-only-port").has_value());
 }
 
 TEST_F(ChartDeployment, RefusesOnePortForBothContainers) {
@@ -367,8 +369,16 @@ TEST_F(ChartMetrics, ServiceSelectsTheSchedulerPodsOnTesserasPort) {
   for (auto kv : service["spec"]["selector"]) {
     EXPECT_EQ(pod["metadata"]["labels"][kv.first.as<std::string>()].as<std::string>(), kv.second.as<std::string>());
   }
-  EXPECT_EQ(service["spec"]["ports"][0]["targetPort"].as<std::string>(),
-            Container(m.One("Deployment"), "tessera")["ports"][0]["name"].as<std::string>());
+  // The read-only port: /metrics without the verbs (--read-only-port).
+  const YAML::Node tessera = Container(m.One("Deployment"), "tessera");
+  EXPECT_EQ(service["spec"]["ports"][0]["targetPort"].as<std::string>(), "http-readonly");
+  bool declared = false;
+  for (const YAML::Node& p : tessera["ports"]) {
+    if (p["name"].as<std::string>() == "http-readonly") {
+      declared = p["containerPort"].as<std::string>() == FlagValue(tessera, "--read-only-port");
+    }
+  }
+  EXPECT_TRUE(declared) << "no container port http-readonly at --read-only-port";
   EXPECT_THAT(m.All("ServiceMonitor"), IsEmpty());
 }
 
@@ -420,7 +430,7 @@ TEST_F(ChartNetworkPolicy, LeavesKubeSchedulersPortOpenAndAdmitsOnlyTheListedScr
             10300);
 
   const YAML::Node open = Rendered(R"(
-tessera: {port: 9000}
+tessera: {readOnlyPort: 9000}
 networkPolicy: {metricsFrom: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}}]}
 )").One("NetworkPolicy");
   ASSERT_EQ(open["spec"]["ingress"].size(), 2u);

@@ -77,7 +77,8 @@ void ExpectAgreesWithTessera(const YAML::Node& config, int tessera_port, const s
   EXPECT_EQ(url->host, "127.0.0.1") << "Tessera runs in the scheduler's pod";
   EXPECT_EQ(url->port, tessera_port);
   EXPECT_EQ(url->path, tessera_url_prefix);
-  EXPECT_FALSE(extender["enableHTTPS"] && extender["enableHTTPS"].as<bool>()) << "Tessera speaks plain HTTP";
+  EXPECT_FALSE(extender["enableHTTPS"] && extender["enableHTTPS"].as<bool>())
+      << "by default Tessera speaks plain HTTP on loopback (tessera.tls: extender_tls_chart_test.cc)";
 
   // Tessera watches the cluster (names only on the wire) and binds.
   EXPECT_TRUE(extender["nodeCacheCapable"].as<bool>());
@@ -122,7 +123,7 @@ TEST_F(ChartSchedulerConfig, AgreesWithTheTesseraContainerBesideIt) {
   EXPECT_EQ(*port, YAML::LoadFile(kChartDir + "/values.yaml")["tessera"]["port"].as<std::string>());
   const std::optional<std::string> address = FlagValue(tessera, "--address");
   ASSERT_TRUE(address.has_value());
-  EXPECT_THAT(*address, AnyOf("127.0.0.1", "0.0.0.0")) << "kube-scheduler calls Tessera over loopback";
+  EXPECT_EQ(*address, "127.0.0.1") << "kube-scheduler calls Tessera over loopback; nothing else reaches the verbs";
 
   const YAML::Node config =
       YAML::Load(m->One("ConfigMap", "-scheduler-config")["data"]["scheduler-config.yaml"].as<std::string>());
@@ -156,7 +157,7 @@ TEST_F(ChartSchedulerConfig, ProbesUseRoutesTesseraServes) {
   const Router router(RouterOptions{}, fixture.service(), fixture.metrics());
   for (const char* probe : {"livenessProbe", "readinessProbe"}) {
     const YAML::Node get = tessera[probe]["httpGet"];
-    EXPECT_EQ(get["port"].as<std::string>(), tessera["ports"][0]["name"].as<std::string>());
+    EXPECT_EQ(get["port"].as<std::string>(), "http-readonly") << "the plain-HTTP port on the pod IP";
     EXPECT_FALSE(get["scheme"].IsDefined() && get["scheme"].as<std::string>() != "HTTP");
     HttpRequest request(http::verb::get, get["path"].as<std::string>(), 11);
     EXPECT_EQ(router.Handle(request).result_int(), 200) << probe << " " << get["path"];

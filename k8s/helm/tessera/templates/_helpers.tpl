@@ -174,3 +174,42 @@ webhooks:
       {{- toYaml . | nindent 6 }}
     {{- end }}
 {{- end -}}
+
+{{/*
+Who makes the extender listener's certificates (tessera.tls): certManager, helm
+(templates/extender-tls-selfsigned.yaml) or secret; "auto" as for the webhook.
+*/}}
+{{- define "tessera.extenderCertSource" -}}
+{{- if ne .Values.tessera.tls.certificate.source "auto" -}}
+{{- .Values.tessera.tls.certificate.source -}}
+{{- else if .Capabilities.APIVersions.Has "cert-manager.io/v1" -}}
+certManager
+{{- else -}}
+helm
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret with Tessera's serving certificate (tls.crt, tls.key) and the CA (ca.crt). */}}
+{{- define "tessera.extenderSecretName" -}}
+{{- if eq .Values.tessera.tls.certificate.source "secret" -}}
+{{- required "tessera.tls.certificate.secretName is required with source secret" .Values.tessera.tls.certificate.secretName -}}
+{{- else -}}
+{{- include "tessera.fullname" . }}-extender-tls
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret with kube-scheduler's client certificate (tls.crt, tls.key, ca.crt). */}}
+{{- define "tessera.extenderClientSecretName" -}}
+{{- if eq .Values.tessera.tls.certificate.source "secret" -}}
+{{- required "tessera.tls.certificate.clientSecretName is required with source secret and clientAuth verbs or all" .Values.tessera.tls.certificate.clientSecretName -}}
+{{- else -}}
+{{- include "tessera.fullname" . }}-extender-client-tls
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when kube-scheduler must present a client certificate to Tessera. */}}
+{{- define "tessera.extenderClientCert" -}}
+{{- if and .Values.tessera.tls.enabled (ne .Values.tessera.tls.clientAuth "none") -}}
+true
+{{- end -}}
+{{- end -}}

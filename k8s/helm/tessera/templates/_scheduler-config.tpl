@@ -24,7 +24,23 @@ profiles:
 # names only, no Node objects on the wire) and binds: it reserves the GPUs,
 # writes tessera.io/gpu-assignment, then creates the Binding.
 extenders:
+  {{- if .Values.tessera.tls.enabled }}
+  # Over TLS (README, "TLS"): Tessera's certificate checked against the
+  # chart's CA, and with client auth kube-scheduler's own certificate shown.
+  - urlPrefix: https://127.0.0.1:{{ .Values.tessera.port }}
+    enableHTTPS: true
+    tlsConfig:
+      caFile: /etc/tessera-extender-ca/ca.crt
+      {{- with .Values.tessera.tls.serverName }}
+      serverName: {{ . }}
+      {{- end }}
+      {{- if include "tessera.extenderClientCert" . }}
+      certFile: /etc/tessera-extender-client/tls.crt
+      keyFile: /etc/tessera-extender-client/tls.key
+      {{- end }}
+  {{- else }}
   - urlPrefix: http://127.0.0.1:{{ .Values.tessera.port }}
+  {{- end }}
     filterVerb: filter
     prioritizeVerb: prioritize
     bindVerb: bind
