@@ -578,7 +578,7 @@ void BM_EncodePrioritize(benchmark::State& state) {
   std::vector<int64_t> scores(hosts.size());
   for (size_t i = 0; i < scores.size(); ++i) scores[i] = static_cast<int64_t>(i % 11);
   for (auto _ : state) {
-    std::string out = k8s::EncodeHostPriorityList(hosts, scores);
+    std::string out = k8s::EncodeHostPriorityList(hosts, scores, d->args.node_names_plain);
     benchmark::DoNotOptimize(out);
   }
 }

@@ -499,6 +499,7 @@ class ExtenderArgsReader {
     args_.node_names.emplace();
     const bool had_error = !error_.ok();
     std::string unescaped;
+    bool all_plain = true;
     const size_t count = Array([&](size_t i) {
       const char type = scanner_.Peek();
       if (type != '"') {
@@ -509,6 +510,11 @@ class ExtenderArgsReader {
       std::optional<std::string_view> raw = scanner_.String();
       if (!raw) return false;
       if (i >= kMaxNodesPerRequest || !error_.ok()) return true;
+      if (!scanner_.last_string_escaped()) {  // a DNS name: its text is its value
+        args_.node_names->push_back(*raw);
+        return true;
+      }
+      all_plain = false;
       std::optional<std::string_view> name = internal::UnescapeJsonString(*raw, unescaped);
       if (!name) {
         Note(absl::InvalidArgumentError(absl::StrCat("malformed JSON: an invalid escape in NodeNames[", i, "]")));
@@ -518,6 +524,7 @@ class ExtenderArgsReader {
       return true;
     });
     if (count == kSyntaxError) return false;
+    args_.node_names_plain = all_plain;
     if (count > kMaxNodesPerRequest && !had_error) error_ = TooManyNodes("ExtenderArgs.NodeNames", count);
     return true;
   }

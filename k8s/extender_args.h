@@ -73,6 +73,10 @@ struct ExtenderArgs {
   std::optional<std::vector<WireNode>> nodes;
   /// nodeCacheCapable=true: names only.
   std::optional<std::vector<std::string_view>> node_names;
+  /// Every NodeNames entry was written without an escape, so none holds a
+  /// quote, backslash or control character (JSON allows them only escaped):
+  /// an answer may copy the names as they are, unchecked.
+  bool node_names_plain = false;
   /// The decoded strings that are not a piece of the body (the fields read
   /// from each object's own parse, names written with escapes).
   std::deque<std::string> text;

@@ -55,13 +55,14 @@ class RoomWriter {
 };
 
 // The bytes `names` take as plain JSON strings (quotes included), or nullopt
-// when one needs escaping: node names are DNS names and never do.
+// when one needs escaping: node names are DNS names and never do. `known_plain`:
+// the request had them unescaped, so they are not looked at again.
 template <typename NameOf>
-std::optional<size_t> PlainNamesBytes(size_t count, NameOf name_of) {
+std::optional<size_t> PlainNamesBytes(size_t count, NameOf name_of, bool known_plain) {
   size_t bytes = 0;
   for (size_t i = 0; i < count; ++i) {
     const std::string_view name = name_of(i);
-    if (!IsPlainJsonString(name)) return std::nullopt;
+    if (!known_plain && !IsPlainJsonString(name)) return std::nullopt;
     bytes += name.size() + 2;
   }
   return bytes;
@@ -134,7 +135,8 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& res
     const uint32_t k = result.passed[i];
     return args.nodes ? (*args.nodes)[k].name : (*args.node_names)[k];
   };
-  if (const std::optional<size_t> bytes = PlainNamesBytes(result.passed.size(), passed_name)) {
+  const bool known_plain = !args.nodes && args.node_names_plain;
+  if (const std::optional<size_t> bytes = PlainNamesBytes(result.passed.size(), passed_name, known_plain)) {
     RoomWriter w(out, *bytes + result.passed.size());
     for (size_t i = 0; i < result.passed.size(); ++i) {
       if (i > 0) w.Put(',');
@@ -159,12 +161,13 @@ std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& res
   return out;
 }
 
-std::string EncodeHostPriorityList(const std::vector<std::string_view>& hosts, const std::vector<int64_t>& scores) {
+std::string EncodeHostPriorityList(const std::vector<std::string_view>& hosts, const std::vector<int64_t>& scores,
+                                   bool hosts_plain) {
   static constexpr std::string_view kHost = "{\"Host\":";
   static constexpr std::string_view kScore = ",\"Score\":";
   std::string out;
   const auto host = [&](size_t i) { return hosts[i]; };
-  if (const std::optional<size_t> bytes = PlainNamesBytes(hosts.size(), host)) {
+  if (const std::optional<size_t> bytes = PlainNamesBytes(hosts.size(), host, hosts_plain)) {
     // {"Host":"<name>","Score":<n>}, per host; the wire's scores are 0..10.
     size_t score_bytes = 0;
     for (const int64_t score : scores) score_bytes += score >= 0 && score <= 9 ? 1 : RoomWriter::kMaxIntBytes;

@@ -58,6 +58,9 @@ struct FilterResult {
 std::string EncodeFilterResult(const ExtenderArgs& args, const FilterResult& result);
 
 /// `[{"Host":"node","Score":7},…]`; scores must already be 0..10.
-std::string EncodeHostPriorityList(const std::vector<std::string_view>& hosts, const std::vector<int64_t>& scores);
+/// `hosts_plain`: the caller knows no host needs escaping
+/// (ExtenderArgs::node_names_plain), so none is checked.
+std::string EncodeHostPriorityList(const std::vector<std::string_view>& hosts, const std::vector<int64_t>& scores,
+                                   bool hosts_plain = false);
 
 }  // namespace tessera::k8s

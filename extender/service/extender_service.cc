@@ -293,7 +293,7 @@ absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) c
       if (!candidates.known(i)) scores[i] = 0;
     }
   }
-  return k8s::EncodeHostPriorityList(hosts, scores);
+  return k8s::EncodeHostPriorityList(hosts, scores, !args->nodes && args->node_names_plain);
 }
 
 ExtenderService::BindRest ExtenderService::StartBind(std::string_view body, absl::Time deadline) const {

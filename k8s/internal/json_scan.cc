@@ -90,6 +90,7 @@ bool JsonScanner::ExpectEnd() {
 // At the opening quote; leaves pos_ after the closing one.
 bool JsonScanner::SkipString() {
   ++pos_;
+  last_string_escaped_ = false;
   while (pos_ < text_.size()) {
     // Plain text in long strides: names and most of a Node are nothing else.
     pos_ += PlainJsonStringPrefix(text_.substr(pos_));
@@ -104,6 +105,7 @@ bool JsonScanner::SkipString() {
       ++pos_;
       continue;
     }
+    last_string_escaped_ = true;
     if (pos_ + 1 >= text_.size()) break;
     switch (text_[pos_ + 1]) {
       case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':

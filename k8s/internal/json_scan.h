@@ -48,6 +48,10 @@ class JsonScanner {
   /// True when only whitespace is left; otherwise records an error.
   bool ExpectEnd();
 
+  /// Whether the last string String() returned held an escape: without one
+  /// its text is its value (no UnescapeJsonString needed), and it holds no
+  /// quote, backslash or control character.
+  [[nodiscard]] bool last_string_escaped() const { return last_string_escaped_; }
   /// Why the last failing call failed, e.g. "expected ',' or '}' at byte 1234".
   [[nodiscard]] const std::string& error() const { return error_; }
   /// Bytes consumed so far.
@@ -65,6 +69,7 @@ class JsonScanner {
   std::string_view text_;
   size_t pos_ = 0;
   std::string error_;
+  bool last_string_escaped_ = false;
 };
 
 /// The value of a JSON string token whose text between the quotes is `raw`

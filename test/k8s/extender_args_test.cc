@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "k8s/extender_results.h"
 #include "test/testing/data_files.h"
 
 namespace tessera::k8s {
@@ -93,6 +94,31 @@ TEST(DecodeExtenderArgsTest, ItsParserGrowsToTheLargestObjectNotToTheBody) {
   ASSERT_TRUE(args.ok()) << args.status();
   EXPECT_EQ(args->nodes->size(), 3000u);
   EXPECT_LT(parser.capacity(), size_t{64} << 10);
+}
+
+TEST(DecodeExtenderArgsTest, NamesAreMarkedPlainOnlyWhenNoneWasWrittenWithAnEscape) {
+  const struct {
+    const char* case_name;
+    std::string names;
+    bool plain;
+  } cases[] = {
+      {"DNS names", R"(["gpu-node-1","n.example.com"])", true},
+      {"no names", "[]", true},
+      {"one name with a unicode escape", R"(["a","n\u00e9"])", false},
+      {"one name with an escaped quote", R"(["a\"b","c"])", false},
+      {"an escaped slash, harmless but escaped", R"(["a\/b"])", false},
+  };
+  for (const auto& c : cases) {
+    simdjson::dom::parser parser;
+    absl::StatusOr<ExtenderArgs> args =
+        DecodeExtenderArgs(R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":)" + c.names + "}", parser);
+    ASSERT_TRUE(args.ok()) << c.case_name << ": " << args.status();
+    EXPECT_EQ(args->node_names_plain, c.plain) << c.case_name;
+    // Plain or not, the answer is the same: the flag only skips a check.
+    const std::vector<int64_t> scores(args->node_names->size(), 3);
+    EXPECT_EQ(EncodeHostPriorityList(*args->node_names, scores, args->node_names_plain),
+              EncodeHostPriorityList(*args->node_names, scores)) << c.case_name;
+  }
 }
 
 TEST(DecodeExtenderArgsTest, DecodedArgsStayValidWhenMovedAndWhenTheParserParsesAgain) {
