@@ -524,9 +524,9 @@ void ClusterModel::RebuildChangedNodes(ClusterSnapshot& next, const ClusterSnaps
   std::shared_ptr<ConsumerUsage> consumers;  // copied at the first node whose pods hold GPUs
   for (const std::string& name : dirty_) {
     auto entry = nodes_.find(name);
-    auto at = prev.index_->find(name);
-    if (entry == nodes_.end() || at == prev.index_->end()) continue;  // cannot happen: the set is unchanged
-    const NodeIndex i = at->second;
+    const std::optional<NodeIndex> at = prev.index_->Find(name);
+    if (entry == nodes_.end() || !at.has_value()) continue;  // cannot happen: the set is unchanged
+    const NodeIndex i = *at;
     const NodeState& old = *next.nodes_[i];
     next.gpu_count_ -= old.inventory.gpus.size();
     if (!old.inventory_error.ok()) --next.inventory_errors_;
@@ -567,10 +567,10 @@ void ClusterModel::RebuildNodeSet(ClusterSnapshot& next, const ClusterSnapshot& 
     next.views_.push_back(ViewOf(*state));
     next.nodes_.push_back(std::move(state));
   }
-  auto index = std::make_shared<absl::flat_hash_map<std::string, NodeIndex>>();
-  index->reserve(next.nodes_.size());
-  for (NodeIndex i = 0; i < next.nodes_.size(); ++i) index->emplace(next.nodes_[i]->name, i);
-  next.index_ = std::move(index);
+  std::vector<std::string_view> names;
+  names.reserve(next.nodes_.size());
+  for (const std::shared_ptr<const NodeState>& node : next.nodes_) names.push_back(node->name);
+  next.index_ = std::make_shared<const NodeNameIndex>(names);
   next.consumers_ = std::move(consumers);
   const size_t blocks = (next.nodes_.size() + ClusterSnapshot::kNodesPerGpuStateBlock - 1) /
                         ClusterSnapshot::kNodesPerGpuStateBlock;

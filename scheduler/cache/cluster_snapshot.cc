@@ -6,13 +6,16 @@ namespace tessera {
 
 std::optional<NodeIndex> ClusterSnapshot::FindNode(std::string_view name) const {
   if (index_ == nullptr) return std::nullopt;
-  auto it = index_->find(Absl(name));
-  if (it == index_->end()) return std::nullopt;
-  return it->second;
+  return index_->Find(name);
 }
 
 void ClusterSnapshot::PrefetchNode(std::string_view name) const {
-  if (index_ != nullptr) index_->prefetch(Absl(name));
+  if (index_ != nullptr) index_->Prefetch(NodeNameIndex::Hash(name));
+}
+
+const NodeNameIndex& ClusterSnapshot::node_names() const {
+  static const NodeNameIndex kEmpty;
+  return index_ != nullptr ? *index_ : kEmpty;
 }
 
 }  // namespace tessera

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "scheduler/cache/node_name_index.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "scheduler/cache/consumer_usage.h"
@@ -95,6 +96,9 @@ class ClusterSnapshot {
   /// of nodes in an order unrelated to the index: looking the next names up
   /// ahead overlaps their cache misses (a quarter of a 5000-node prioritize).
   void PrefetchNode(std::string_view name) const;
+  /// The index FindNode reads, for a caller that looks many names up (it
+  /// hashes each once and prefetches ahead); empty before the first publish.
+  [[nodiscard]] const NodeNameIndex& node_names() const;
   [[nodiscard]] const NodeState& node(NodeIndex i) const { return *nodes_[i]; }
   [[nodiscard]] size_t node_count() const { return nodes_.size(); }
   /// GPUs over all nodes' inventories.
@@ -133,7 +137,7 @@ class ClusterSnapshot {
   // Live GPU metrics by node index, apart from nodes_ so that a telemetry
   // refresh swaps pointers instead of copying nodes; empty when no node has any.
   std::vector<std::shared_ptr<const NodeTelemetry>> telemetry_;
-  std::shared_ptr<const absl::flat_hash_map<std::string, NodeIndex>> index_;
+  std::shared_ptr<const NodeNameIndex> index_;
   size_t gpu_count_ = 0;
   size_t inventory_errors_ = 0;
   std::shared_ptr<const ConsumerUsage> consumers_ = std::make_shared<const ConsumerUsage>();
