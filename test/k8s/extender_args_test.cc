@@ -110,8 +110,8 @@ TEST(DecodeExtenderArgsTest, NamesAreMarkedPlainOnlyWhenNoneWasWrittenWithAnEsca
   };
   for (const auto& c : cases) {
     simdjson::dom::parser parser;
-    absl::StatusOr<ExtenderArgs> args =
-        DecodeExtenderArgs(R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":)" + c.names + "}", parser);
+    const std::string body = R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":)" + c.names + "}";  // the names point into it
+    absl::StatusOr<ExtenderArgs> args = DecodeExtenderArgs(body, parser);
     ASSERT_TRUE(args.ok()) << c.case_name << ": " << args.status();
     EXPECT_EQ(args->node_names_plain, c.plain) << c.case_name;
     // Plain or not, the answer is the same: the flag only skips a check.
