@@ -414,6 +414,25 @@ HttpAnswer ControlPlane::TesseraPost(const std::string& verb, const std::string&
   return client.Post(options_.url_path + "/" + verb, body);
 }
 
+void ControlPlane::WaitUntilTesseraKnowsNode(const std::string& node, absl::Duration timeout) const {
+  // A filter for a pod asking a sliver of a GPU on that node alone: Tessera
+  // answers "not in Tessera's cluster model (yet)" until its watch has it. No
+  // uid, so no preemption notes it.
+  const std::string probe = absl::StrCat(
+      R"({"Pod":{"metadata":{"name":"tessera-test-probe","namespace":"default",)",
+      R"("annotations":{"tessera.io/gpu-fraction":"0.01"}},"spec":{"containers":[]}},"NodeNames":[")", node, R"("]})");
+  const absl::Time deadline = absl::Now() + timeout;
+  for (int replica = 0; replica < static_cast<int>(replicas_.size()); ++replica) {
+    if (replicas_[replica].tessera_pid <= 0) continue;
+    while (absl::Now() < deadline) {
+      const HttpAnswer answer = TesseraPost("filter", probe, replica);
+      // Not plain HTTP (TLS), or not answering: nothing to learn here.
+      if (answer.status != 200 || answer.body.find("cluster model (yet)") == std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
 absl::StatusOr<int> ControlPlane::AddScheduler() {
   if (!options_.leader_elect) return absl::FailedPreconditionError("a second scheduler needs Options::leader_elect");
   absl::StatusOr<std::vector<uint16_t>> ports = FreePorts(2);
@@ -729,7 +748,10 @@ absl::StatusOr<json> ControlPlaneTest::Node(GpuNodeSpec spec) {
   spec.name = ns_ + "-" + spec.name;
   spec.labels[kTestLabel] = ns_;
   absl::StatusOr<json> node = plane_->CreateGpuNode(spec);
-  if (node.ok()) nodes_.push_back(spec.name);
+  if (node.ok()) {
+    nodes_.push_back(spec.name);
+    plane_->WaitUntilTesseraKnowsNode(spec.name);
+  }
   return node;
 }
 

@@ -145,6 +145,11 @@ class ControlPlane {
   /// The port the replica's kube-scheduler calls its Tessera on.
   [[nodiscard]] uint16_t TesseraPort(int replica = 0) const { return replicas_.at(replica).extender_port; }
   HttpAnswer TesseraPost(const std::string& verb, const std::string& body, int replica = 0) const;
+  /// Waits (at most `timeout`) until every running Tessera that answers plain
+  /// HTTP has `node` in its cluster model: a pod created before that is
+  /// refused "not now" and waits for kube-scheduler's next retry, which a
+  /// loaded machine can push past a test's patience.
+  void WaitUntilTesseraKnowsNode(const std::string& node, absl::Duration timeout = absl::Seconds(10)) const;
 
   /// Starts one more kube-scheduler (needs Options::leader_elect) whose
   /// extender is a new replica's Tessera (not started). \return its replica number.
