@@ -9,10 +9,6 @@ std::optional<NodeIndex> ClusterSnapshot::FindNode(std::string_view name) const 
   return index_->Find(name);
 }
 
-void ClusterSnapshot::PrefetchNode(std::string_view name) const {
-  if (index_ != nullptr) index_->Prefetch(NodeNameIndex::Hash(name));
-}
-
 const NodeNameIndex& ClusterSnapshot::node_names() const {
   static const NodeNameIndex kEmpty;
   return index_ != nullptr ? *index_ : kEmpty;
