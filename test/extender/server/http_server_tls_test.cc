@@ -22,6 +22,7 @@
 #include "extender/server/http_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/https_client.h"
 #include "test/testing/tls_test_certs.h"
 
 namespace tessera {
@@ -62,45 +63,11 @@ void Overwrite(const std::string& path, const std::string& content) {
 // set when the connection, the handshake (e.g. verification) or the exchange failed.
 std::optional<int> HttpsGet(uint16_t port, const std::string& ca_pem, const std::string& target,
                             std::string* error = nullptr, std::string* body = nullptr) {
-  net::io_context io;
-  net::ssl::context ctx(net::ssl::context::tls_client);
-  ctx.add_certificate_authority(net::buffer(ca_pem));
-  ctx.set_verify_mode(net::ssl::verify_peer);
-  ctx.set_verify_callback(net::ssl::host_name_verification("127.0.0.1"));
-  net::ssl::stream<tcp::socket> stream(io, ctx);
-  error_code ec;
-  stream.next_layer().connect({net::ip::make_address("127.0.0.1"), port}, ec);
-  if (ec) {
-    if (error) *error = "connect: " + ec.message();
-    return std::nullopt;
-  }
-  HttpRequest req{http::verb::get, target, 11};
-  req.set(http::field::host, "127.0.0.1");
-  req.prepare_payload();
-  boost::beast::flat_buffer buffer;
-  HttpResponse res;
-  error_code result;
-  bool done = false;
-  stream.async_handshake(net::ssl::stream_base::client, [&](error_code hs) {
-    if (hs) {
-      result = hs, done = true;
-      return;
-    }
-    http::async_write(stream, req, [&](error_code wrote, size_t) {
-      if (wrote) {
-        result = wrote, done = true;
-        return;
-      }
-      http::async_read(stream, buffer, res, [&](error_code read, size_t) { result = read, done = true; });
-    });
-  });
-  io.run_for(kIoTimeout);
-  if (!done || result) {
-    if (error) *error = done ? result.message() : "timed out";
-    return std::nullopt;
-  }
-  if (body) *body = res.body();
-  return res.result_int();
+  const testing::HttpAnswer answer =
+      testing::HttpsExchange(port, testing::TrustingCa(ca_pem), http::verb::get, target, "", error, kIoTimeout);
+  if (answer.status == 0) return std::nullopt;
+  if (body != nullptr) *body = answer.body;
+  return answer.status;
 }
 
 // Writes `bytes` on a plain connection and waits for the server to close it;
