@@ -272,7 +272,13 @@ absl::StatusOr<std::vector<JsonPatchOp>> MutateGpuPod(const json& pod, const Pod
     const json* meta = Member(pod, "metadata");
     json values = json::object();
     for (const auto& [key, value] : derived) values[key] = value;
-    AddMembers(ops, meta != nullptr ? Member(*meta, "annotations") : nullptr, "/metadata/annotations", values);
+    if (meta == nullptr || !meta->is_object()) {
+      // No metadata object to add into (never from the API server, but the
+      // patch must still apply to the pod it was made for).
+      ops.push_back({"add", "/metadata", {{"annotations", values}}});
+    } else {
+      AddMembers(ops, Member(*meta, "annotations"), "/metadata/annotations", values);
+    }
   }
   SetSchedulerName(ops, *spec, options.scheduler_name);
   // The GPU containers: those that asked by hand, else the first.

@@ -105,6 +105,15 @@ TEST(PodMutationTest, HandWrittenResourcesBecomeTheAnnotationsTesseraPlacesBy) {
   }
 }
 
+TEST(PodMutationTest, APodWithoutMetadataGetsItsAnnotationsInANewMetadataObject) {
+  // Found by the admission_review fuzzer: an "add" into /metadata/annotations
+  // does not apply where /metadata itself is missing.
+  json pod = PodWith(nullptr, {Resources("250")});
+  pod.erase("metadata");
+  const json mutated = Applied(pod);
+  EXPECT_EQ(mutated["metadata"]["annotations"], (json{{"tessera.io/gpu-fraction", "0.25"}}));
+}
+
 TEST(PodMutationTest, OnlyTheContainersThatAskForGpusGetThem) {
   const json pod = Applied(PodWith(nullptr, {json(), Resources("500")}));
   EXPECT_EQ(Env(pod["spec"]["containers"][0], "NVIDIA_VISIBLE_DEVICES"), "<unset>") << "the sidecar sees no GPU";
