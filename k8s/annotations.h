@@ -15,6 +15,11 @@ inline constexpr std::string_view kGpuMemory = "tessera.io/gpu-memory";
 inline constexpr std::string_view kGpuMemoryLimit = "tessera.io/gpu-memory-limit";
 inline constexpr std::string_view kGpuModel = "tessera.io/gpu-model";
 inline constexpr std::string_view kGpuModelExclude = "tessera.io/gpu-model-exclude";
+// A MIG instance of this profile ("1g.10gb") instead of GPU shares.
+inline constexpr std::string_view kMigProfile = "tessera.io/mig-profile";
+// The extended resource users write for a MIG instance (the NVIDIA device
+// plugin's "mixed" strategy): nvidia.com/mig-<profile>, e.g. nvidia.com/mig-1g.10gb.
+inline constexpr std::string_view kMigResourcePrefix = "nvidia.com/mig-";
 
 // Pod annotation: what the pod holds (written by bind; source of truth).
 inline constexpr std::string_view kGpuAssignment = "tessera.io/gpu-assignment";

@@ -35,6 +35,39 @@ std::optional<int64_t> IntField(simdjson::dom::element value, int64_t min, int64
   return v;
 }
 
+// {"profile":"1g.10gb","start":3,"uuid":"MIG-..."}: the MIG instance a pod
+// holds (profile and start required; the profile's validity on the GPU is
+// the cluster model's to judge, which knows the GPU's model).
+absl::StatusOr<MigInstance> ParseMigInstance(simdjson::dom::element element) {
+  simdjson::dom::object object;
+  if (element.get_object().get(object) != simdjson::SUCCESS) return absl::InvalidArgumentError("must be a JSON object");
+  MigInstance mig;
+  bool has_profile = false, has_start = false;
+  for (simdjson::dom::key_value_pair field : object) {
+    std::string_view text;
+    if (field.key == "profile") {
+      if (field.value.get_string().get(text) != simdjson::SUCCESS || text.empty() || text.size() > 32) {
+        return absl::InvalidArgumentError("\"profile\" must be a profile name such as \"1g.10gb\"");
+      }
+      mig.profile = text;
+      has_profile = true;
+    } else if (field.key == "start") {
+      const std::optional<int64_t> start = IntField(field.value, 0, 7);
+      if (!start) return absl::InvalidArgumentError("\"start\" must be a slice in 0..7");
+      mig.start = static_cast<int32_t>(*start);
+      has_start = true;
+    } else if (field.key == "uuid") {
+      if (field.value.get_string().get(text) != simdjson::SUCCESS) {
+        return absl::InvalidArgumentError("\"uuid\" must be a string");
+      }
+      mig.uuid = text;
+    }
+  }
+  if (!has_profile) return absl::InvalidArgumentError("\"profile\" is required");
+  if (!has_start) return absl::InvalidArgumentError("\"start\" is required");
+  return mig;
+}
+
 void ParseShare(size_t item, simdjson::dom::element element, std::array<int, kMaxGpuIndex + 1>& seen,
                 GpuAssignment& assignment, ErrorList& errors) {
   bool valid = true;
@@ -78,6 +111,13 @@ void ParseShare(size_t item, simdjson::dom::element element, std::array<int, kMa
     } else if (key == "memoryLimitMiB") {
       memory_limit = IntField(field.value, 0, kMaxMemoryMiB);
       if (!memory_limit) fail("\"memoryLimitMiB\" must be a non-negative integer");
+    } else if (key == "mig") {
+      absl::StatusOr<MigInstance> mig = ParseMigInstance(field.value);
+      if (mig.ok()) {
+        share.mig = *std::move(mig);
+      } else {
+        fail(absl::StrCat("\"mig\": ", mig.status().message()));
+      }
     }
   }
   if (!has_index) fail("\"index\" is required");
@@ -179,6 +219,16 @@ std::string FormatGpuAssignment(const GpuAssignment& assignment) {
     AppendInt(out, "limitMilli", share.limit.value());
     AppendInt(out, "memoryMiB", share.memory.value());
     AppendInt(out, "memoryLimitMiB", share.memory_limit.value());
+    if (share.mig.has_value()) {
+      out += ",\"mig\":{\"profile\":";
+      AppendJsonString(out, share.mig->profile);
+      AppendInt(out, "start", share.mig->start);
+      if (!share.mig->uuid.empty()) {
+        out += ",\"uuid\":";
+        AppendJsonString(out, share.mig->uuid);
+      }
+      out += '}';
+    }
     out += '}';
   }
   out += "]}";
@@ -186,13 +236,15 @@ std::string FormatGpuAssignment(const GpuAssignment& assignment) {
 }
 
 std::string FormatVisibleDevices(const GpuAssignment& assignment) {
+  // A MIG instance is named by its own UUID ("MIG-..."), never its GPU's.
+  auto uuid_of = [](const GpuShare& s) -> const std::string& { return s.mig.has_value() ? s.mig->uuid : s.uuid; };
   const bool all_uuids = std::all_of(assignment.gpus.begin(), assignment.gpus.end(),
-                                     [](const GpuShare& s) { return !s.uuid.empty(); });
+                                     [&](const GpuShare& s) { return !uuid_of(s).empty(); });
   std::string out;
   for (const GpuShare& s : assignment.gpus) {
     if (!out.empty()) out.push_back(',');
     if (all_uuids) {
-      out.append(s.uuid);
+      out.append(uuid_of(s));
     } else {
       absl::StrAppend(&out, s.index);
     }

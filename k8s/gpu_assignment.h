@@ -15,7 +15,9 @@ namespace tessera::k8s {
 /// node: required, non-empty. gpus: 1..64 items, each with index (required,
 /// 0..255, unique), milli (required, 1..1000), limitMilli (milli..1000,
 /// default milli), memoryMiB (>= 0, default 0), memoryLimitMiB (>= memoryMiB,
-/// default memoryMiB) and uuid (optional). Unknown keys are ignored. Every
+/// default memoryMiB), uuid (optional) and, for a MIG instance, mig
+/// ({"profile":"1g.10gb","start":0..7,"uuid":"MIG-..."}, uuid optional).
+/// Unknown keys are ignored. Every
 /// problem is reported in one InvalidArgument, e.g.
 /// `annotation tessera.io/gpu-assignment: gpus[1]: "milli" is required`.
 absl::StatusOr<GpuAssignment> ParseGpuAssignment(std::string_view json);
@@ -27,8 +29,10 @@ absl::StatusOr<GpuAssignment> ParseGpuAssignment(std::string_view json);
 std::string FormatGpuAssignment(const GpuAssignment& assignment);
 
 /// The `tessera.io/visible-devices` value of an assignment: the GPUs' UUIDs,
-/// comma-separated, in assignment order; if any GPU's UUID is unknown, the
-/// indices instead (NVIDIA_VISIBLE_DEVICES accepts either, not a mix).
+/// comma-separated, in assignment order, a MIG instance's own UUID for a
+/// MIG share; if any UUID is unknown, the GPU indices instead
+/// (NVIDIA_VISIBLE_DEVICES accepts either, not a mix; a MIG instance then
+/// cannot be named, which is why the node agent publishes MIG UUIDs).
 std::string FormatVisibleDevices(const GpuAssignment& assignment);
 
 }  // namespace tessera::k8s

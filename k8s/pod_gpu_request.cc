@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "k8s/annotations.h"
 #include "k8s/internal/errors.h"
+#include "scheduler/model/mig_geometry.h"
 #include "scheduler/model/quantity_parse.h"
 #include "scheduler/model/absl_compat.h"
 
@@ -60,9 +61,11 @@ struct RequestAnnotations {
   const std::string* memory_limit;
   const std::string* model;
   const std::string* model_exclude;
+  const std::string* mig_profile;
 
   [[nodiscard]] bool none() const {
-    return !count && !fraction && !fraction_limit && !memory && !memory_limit && !model && !model_exclude;
+    return !count && !fraction && !fraction_limit && !memory && !memory_limit && !model && !model_exclude &&
+           !mig_profile;
   }
 };
 
@@ -149,7 +152,56 @@ void ReadModels(const RequestAnnotations& a, PodGpuRequest& request, ErrorList& 
   }
 }
 
+// A MIG instance: its profile stands for its compute and memory, so a share,
+// memory or a count other than one beside it would be a second request.
+void ReadMigProfile(const RequestAnnotations& a, PodGpuRequest& request, ErrorList& errors) {
+  if (!a.mig_profile) return;
+  const std::string_view profile = Trim(*a.mig_profile);
+  if (!IsMigProfileName(profile)) {
+    errors.Add(absl::StrCat(Field(kMigProfile, *a.mig_profile),
+                            ": must be a MIG profile such as 1g.10gb, 3g.40gb or 1g.10gb+me"));
+    return;
+  }
+  for (const auto& [other, key] : {std::pair{a.fraction, kGpuFraction}, std::pair{a.fraction_limit, kGpuFractionLimit},
+                                   std::pair{a.memory, kGpuMemory}, std::pair{a.memory_limit, kGpuMemoryLimit}}) {
+    if (other != nullptr) {
+      errors.Add(absl::StrCat(Field(kMigProfile, *a.mig_profile), " comes with its own compute and memory: drop ",
+                              Field(key, *other)));
+    }
+  }
+  if (a.count && request.count != 1) {
+    errors.Add(absl::StrCat(Field(kMigProfile, *a.mig_profile), " places one MIG instance per pod: drop ",
+                            Field(kGpuCount, *a.count)));
+  }
+  request.mig_profile = profile;
+  request.count = 1;
+  request.whole_gpu = true;
+  // What the instance holds, for quotas and accounting (the GPU's model
+  // decides the exact memory; the name's is what users read).
+  request.guaranteed = request.limit = MigComputeOfName(profile);
+  request.memory = request.memory_limit = MigMemoryOfName(profile);
+}
+
 }  // namespace
+
+bool IsMigProfileName(std::string_view name) {
+  // <compute>g.<memory>gb, then an optional "+me" (media extensions) or
+  // "+gfx": digits are 1..2 wide, so "1g.10gb" and "7g.141gb"'s 3 fit.
+  auto digits = [&](size_t most) {
+    size_t n = 0;
+    while (n < name.size() && n < most && name[n] >= '0' && name[n] <= '9') ++n;
+    if (n == 0 || name[0] == '0') return false;
+    name.remove_prefix(n);
+    return true;
+  };
+  auto literal = [&](std::string_view text) {
+    if (name.substr(0, text.size()) != text) return false;
+    name.remove_prefix(text.size());
+    return true;
+  };
+  if (!digits(1) || !literal("g.") || !digits(3) || !literal("gb")) return false;
+  return name.empty() || name == "+me" || name == "+gfx";
+}
 
 absl::StatusOr<std::optional<PodGpuRequest>> ParsePodGpuRequest(const Annotations& annotations) {
   const RequestAnnotations a{.count = Find(annotations, kGpuCount),
@@ -158,7 +210,8 @@ absl::StatusOr<std::optional<PodGpuRequest>> ParsePodGpuRequest(const Annotation
                              .memory = Find(annotations, kGpuMemory),
                              .memory_limit = Find(annotations, kGpuMemoryLimit),
                              .model = Find(annotations, kGpuModel),
-                             .model_exclude = Find(annotations, kGpuModelExclude)};
+                             .model_exclude = Find(annotations, kGpuModelExclude),
+                             .mig_profile = Find(annotations, kMigProfile)};
   if (a.none()) return std::nullopt;
   // Every problem is reported, in the order of the annotations.
   PodGpuRequest request;
@@ -167,6 +220,7 @@ absl::StatusOr<std::optional<PodGpuRequest>> ParsePodGpuRequest(const Annotation
   ReadShare(a, request, errors);
   ReadMemory(a, request, errors);
   ReadModels(a, request, errors);
+  ReadMigProfile(a, request, errors);
   if (!errors.empty()) return errors.ToStatus();
   return request;
 }

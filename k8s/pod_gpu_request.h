@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -13,7 +14,7 @@ namespace tessera::k8s {
 /// A pod's annotations (callers may pass only the `tessera.io/` ones).
 using Annotations = absl::flat_hash_map<std::string, std::string>;
 
-/// Reads the seven request annotations of annotations.h (gpu-count through
+/// Reads the eight request annotations of annotations.h (gpu-count through
 /// gpu-model-exclude); other `tessera.io/` keys, such as the assignment, are
 /// not a request.
 ///
@@ -29,6 +30,10 @@ using Annotations = absl::flat_hash_map<std::string, std::string>;
 ///  - gpu-model, gpu-model-exclude: comma lists, items trimmed, empty items
 ///    refused, repeats collapsed; a model in both lists is an error.
 ///
+///  - mig-profile: a MIG instance of this profile ("1g.10gb", "3g.40gb",
+///    "1g.10gb+me") instead of shares: count 1, and no fraction or memory
+///    beside it (the profile has its own).
+///
 /// Every problem is reported, not only the first: the status message joins
 /// them with "; " in the order above.
 ///
@@ -37,5 +42,10 @@ using Annotations = absl::flat_hash_map<std::string, std::string>;
 ///   and its value when one is malformed or inconsistent, e.g.
 ///   `tessera.io/gpu-fraction="1.5": must be in (0, 1] or (0%, 100%]`.
 absl::StatusOr<std::optional<PodGpuRequest>> ParsePodGpuRequest(const Annotations& annotations);
+
+/// Whether `name` is spelled as a MIG profile: "<n>g.<m>gb", optionally
+/// followed by "+me" or "+gfx" (whether a GPU offers it is the placement's
+/// to judge: scheduler/model/mig_geometry.h).
+bool IsMigProfileName(std::string_view name);
 
 }  // namespace tessera::k8s

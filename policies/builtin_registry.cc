@@ -12,6 +12,7 @@
 #include "policies/gpu_packing.h"
 #include "policies/gpu_share.h"
 #include "policies/load_aware.h"
+#include "policies/mig_partition.h"
 #include "policies/nvlink_topology.h"
 #include "policies/host_resources_fit.h"
 #include "policies/host_stranding.h"
@@ -24,6 +25,7 @@ std::vector<PluginRegistry::Entry> BuiltinPlugins() {
       {GpuSharePlugin::kName, &GpuSharePlugin::New},
       {LoadAwarePlugin::kName, &LoadAwarePlugin::New},
       {NvlinkTopologyPlugin::kName, &NvlinkTopologyPlugin::New},
+      {MigPartitionPlugin::kName, &MigPartitionPlugin::New},
       // Placement-quality plugins (the FGD paper's baselines and FGD itself;
       // config/examples/placement/ pairs them into policies).
       {HostResourcesFitPlugin::kName, &HostResourcesFitPlugin::New},

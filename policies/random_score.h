@@ -27,7 +27,7 @@ class RandomScorePlugin final : public Plugin {
 
   /// Scores nodes; reads only the request (its salt included) and the
   /// node's state (memoizable).
-  explicit RandomScorePlugin(uint64_t seed) : Plugin(Point::kNodeScore, /*memoizable=*/true), seed_(seed) {}
+  explicit RandomScorePlugin(uint64_t seed) : Plugin(Point::kNodeScore | Point::kMigNodeScore, /*memoizable=*/true), seed_(seed) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
   /// The node's key, in [0, 2^62).

@@ -115,6 +115,7 @@ std::string DescribeRequest(const absl::StatusOr<std::optional<PodGpuRequest>>& 
   if (!request.ok()) return "invalid request";
   if (!request->has_value()) return "no GPU";
   const PodGpuRequest& r = **request;
+  if (!r.mig_profile.empty()) return absl::StrCat("a MIG instance ", r.mig_profile);
   std::string out = absl::StrCat(r.count, r.count == 1 ? " GPU" : " GPUs");
   if (!r.whole_gpu) {
     absl::StrAppend(&out, " × ", r.guaranteed.value(), " milli");

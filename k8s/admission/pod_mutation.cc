@@ -1,5 +1,6 @@
 #include "k8s/admission/pod_mutation.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -56,9 +57,30 @@ struct HandWritten {
   int64_t milli = 0;
   int64_t memory_mib = 0;
   std::vector<size_t> containers;
+  // nvidia.com/mig-<profile>: the profiles asked for and how many in all.
+  std::vector<std::string> mig_profiles;
+  int64_t mig_instances = 0;
+  std::vector<size_t> mig_containers;
 
   [[nodiscard]] bool any() const { return !containers.empty(); }
+  [[nodiscard]] bool any_mig() const { return !mig_containers.empty(); }
 };
+
+// The nvidia.com/mig-<profile> resources a container names, in requests or limits.
+std::vector<std::string> MigResourcesOf(const json& container) {
+  std::vector<std::string> names;
+  const json* resources = Member(container, "resources");
+  for (const char* kind : {"requests", "limits"}) {
+    const json* list = resources != nullptr ? Member(*resources, kind) : nullptr;
+    if (list == nullptr || !list->is_object()) continue;
+    for (const auto& [name, value] : list->items()) {
+      if (name.rfind(kMigResourcePrefix, 0) == 0 && std::find(names.begin(), names.end(), name) == names.end()) {
+        names.push_back(name);
+      }
+    }
+  }
+  return names;
+}
 
 // One container's amount of `resource` in requests and limits, which must be
 // equal integers when both are given (extended resources are not overcommitted).
@@ -92,6 +114,17 @@ absl::StatusOr<HandWritten> ReadResources(const json& containers) {
     if (!milli.ok()) return milli.status();
     absl::StatusOr<int64_t> memory = ContainerAmount(containers[i], kGpuMemoryResource, i);
     if (!memory.ok()) return memory.status();
+    for (const std::string& resource : MigResourcesOf(containers[i])) {
+      absl::StatusOr<int64_t> instances = ContainerAmount(containers[i], resource, i);
+      if (!instances.ok()) return instances.status();
+      if (*instances == 0) continue;
+      const std::string profile = resource.substr(kMigResourcePrefix.size());
+      if (std::find(hw.mig_profiles.begin(), hw.mig_profiles.end(), profile) == hw.mig_profiles.end()) {
+        hw.mig_profiles.push_back(profile);
+      }
+      hw.mig_instances += *instances;
+      hw.mig_containers.push_back(i);
+    }
     if (*milli == 0 && *memory == 0) continue;
     hw.milli += *milli;
     hw.memory_mib += *memory;
@@ -221,7 +254,23 @@ void SetSchedulerName(std::vector<JsonPatchOp>& ops, const json& spec, const std
 // (then `derived` holds the annotations to add).
 absl::StatusOr<std::optional<PodGpuRequest>> RequestOf(const json& pod, const HandWritten& hw, Annotations& derived) {
   absl::StatusOr<std::optional<PodGpuRequest>> request = ParsePodGpuRequest(TesseraAnnotations(pod));
-  if (!request.ok() || request->has_value() || !hw.any()) return request;
+  if (!request.ok() || request->has_value()) return request;
+  if (hw.any_mig()) {
+    const std::string asked = absl::StrCat(Absl(kMigResourcePrefix), absl::StrJoin(hw.mig_profiles, ", nvidia.com/mig-"));
+    if (hw.any()) {
+      return absl::InvalidArgumentError(absl::StrCat(asked, ": a MIG instance and GPU shares (",
+                                                     Absl(kGpuMilliResource), ") in one pod: ask for one or the other"));
+    }
+    if (hw.mig_profiles.size() > 1 || hw.mig_instances > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(asked, " (", hw.mig_instances, " in all): Tessera places one MIG instance per pod"));
+    }
+    derived[std::string(kMigProfile)] = hw.mig_profiles.front();
+    request = ParsePodGpuRequest(derived);
+    if (!request.ok()) return absl::InvalidArgumentError(absl::StrCat(asked, ": ", request.status().message()));
+    return request;
+  }
+  if (!hw.any()) return request;
   absl::StatusOr<Annotations> from_resources = AnnotationsFromResources(hw);
   if (!from_resources.ok()) return from_resources.status();
   derived = *std::move(from_resources);
@@ -262,8 +311,9 @@ absl::StatusOr<std::vector<JsonPatchOp>> MutateGpuPod(const json& pod, const Pod
   absl::StatusOr<std::optional<PodGpuRequest>> request = RequestOf(pod, *hw, derived);
   if (!request.ok()) return request.status();
   if (!request->has_value()) return std::vector<JsonPatchOp>{};
+  const bool mig = !(*request)->mig_profile.empty();
   const Amounts amounts = AmountsOf(**request);
-  if (hw->any() && derived.empty()) {
+  if (!mig && hw->any() && derived.empty()) {
     if (absl::Status st = CheckAgreement(*hw, amounts); !st.ok()) return st;
   }
 
@@ -281,6 +331,15 @@ absl::StatusOr<std::vector<JsonPatchOp>> MutateGpuPod(const json& pod, const Pod
     }
   }
   SetSchedulerName(ops, *spec, options.scheduler_name);
+  if (mig) {
+    // A MIG instance is counted by its own resource (nvidia.com/mig-<profile>,
+    // when the user wrote it), never in milli-GPU: no resources are added,
+    // and the container gets its instance, which needs no share limits.
+    const std::vector<size_t> targets = hw->any_mig() ? hw->mig_containers : std::vector<size_t>{0};
+    const json env = HandOffEnv(**request, GpuEnforcement::kNone);
+    for (size_t i : targets) AddEnv(ops, (*containers)[i], i, env);
+    return ops;
+  }
   // The GPU containers: those that asked by hand, else the first.
   const std::vector<size_t> targets = hw->any() ? hw->containers : std::vector<size_t>{0};
   if (!hw->any()) AddResources(ops, (*containers)[0], 0, amounts);

@@ -7,6 +7,10 @@
 //    (count × share, 1000 a GPU) and tessera.io/gpu-memory-mib (count × MiB);
 //  * those resources written by hand: the annotations are derived from them
 //    (a fraction below one GPU, or whole GPUs).
+//  * a MIG instance: tessera.io/mig-profile, or the nvidia.com/mig-<profile>
+//    resource users write for the NVIDIA device plugin, from which the
+//    annotation is derived (one instance per pod). No milli-GPU resources
+//    are added for it.
 // Both given: they must agree, else the pod is refused saying how. The
 // annotations stay the request Tessera places by; the resources are what
 // kube-scheduler, ResourceQuota and preemption count (a necessary condition).

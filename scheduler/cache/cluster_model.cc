@@ -204,13 +204,16 @@ absl::Status ClusterModel::CheckCapacity(const PodHolding& pod) const {
       if (own.index == share.index) total.Add(own);
     }
     const GpuDevice* device = nullptr;
+    bool instance_held = false;  // the MIG instance `share` names is another pod's
     if (n != nodes_.end()) {
       const NodeEntry& e = n->second;
       for (const auto* holdings : {&e.pods, &e.reserved}) {
         for (const auto& [uid, other] : *holdings) {
           if (uid == pod.uid) continue;  // replaced by this reservation
           for (const GpuShare& s : other.assignment.gpus) {
-            if (s.index == share.index) total.Add(s);
+            if (s.index != share.index) continue;
+            total.Add(s);
+            instance_held |= share.mig.has_value() && s.mig.has_value() && s.mig->start == share.mig->start;
           }
         }
       }
@@ -221,6 +224,21 @@ absl::Status ClusterModel::CheckCapacity(const PodHolding& pod) const {
         return absl::FailedPreconditionError(
             absl::StrCat("node ", node, " has no GPU ", share.index, " in its inventory"));
       }
+    }
+    if (device != nullptr && device->mig_mode != share.mig.has_value()) {
+      return absl::FailedPreconditionError(
+          device->mig_mode ? absl::StrCat("GPU ", share.index, " of node ", node,
+                                          " is in MIG mode: it holds MIG instances, not shares")
+                           : absl::StrCat("GPU ", share.index, " of node ", node,
+                                          " is not in MIG mode: it has no MIG instance to hold"));
+    }
+    if (share.mig.has_value()) {
+      // An instance has one holder: the start slice names it on its GPU.
+      if (instance_held) {
+        return absl::ResourceExhaustedError(absl::StrCat("the MIG instance at slice ", share.mig->start, " of GPU ",
+                                                         share.index, " of node ", node, " is held by another pod"));
+      }
+      continue;  // its compute and memory are the instance's, inside the GPU's
     }
     if (total.guaranteed > kOneGpu) {
       return absl::ResourceExhaustedError(absl::StrCat("GPU ", share.index, " of node ", node, " would hold ",

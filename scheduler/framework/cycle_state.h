@@ -23,7 +23,7 @@ class CycleState {
   explicit CycleState(PodGpuRequest request)
       : request_(std::move(request)),
         names_models_(!request_.models.empty() || !request_.excluded_models.empty()),
-        guaranteed_per_gpu_(request_.whole_gpu ? kOneGpu : request_.guaranteed),
+        guaranteed_per_gpu_(request_.whole_gpu && request_.mig_profile.empty() ? kOneGpu : request_.guaranteed),
         memory_limit_per_gpu_(request_.memory_limit > request_.memory ? request_.memory_limit : request_.memory),
         bursts_(!request_.whole_gpu && request_.limit > request_.guaranteed) {}
 
@@ -35,6 +35,9 @@ class CycleState {
   /// every node, and no plugin is asked to choose, rank, rule out or
   /// filter GPUs for it (plugin.h). Node filters and scores still see it.
   [[nodiscard]] bool wants_gpus() const { return request_.count > 0; }
+  /// Whether the pod asks for a MIG instance (PodGpuRequest::mig_profile):
+  /// then the profile's MIG chooser places it, on GPUs in MIG mode only.
+  [[nodiscard]] bool wants_mig_instance() const { return !request_.mig_profile.empty(); }
   /// The number of GPUs the pod asks for; 0 when it asks for none.
   [[nodiscard]] size_t gpu_count() const { return wants_gpus() ? static_cast<size_t>(request_.count) : 0; }
 
@@ -42,7 +45,8 @@ class CycleState {
   /// not, every model will do and no plugin needs to read a GPU's model.
   [[nodiscard]] bool names_models() const { return names_models_; }
   /// The compute the pod reserves on each of its GPUs: all of it (1000
-  /// milli) for a whole GPU, else its guaranteed share.
+  /// milli) for a whole GPU, its instance's sevenths for a MIG instance,
+  /// else its guaranteed share.
   [[nodiscard]] MilliGpu guaranteed_per_gpu() const { return guaranteed_per_gpu_; }
   /// The memory the pod may grow to on each GPU: its limit, and at least
   /// what it reserves.

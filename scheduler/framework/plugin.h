@@ -91,6 +91,16 @@ enum class Point : uint32_t {
   kGpuSetFilter = 1u << 4,
   /// ScoreNode and NormalizeScores: how good a node is for the pod.
   kNodeScore = 1u << 5,
+  /// The MIG chooser, at most one per profile: FilterGpus, RankGpus,
+  /// ChooseGpus and SharesFor for a pod that asks for a MIG instance
+  /// (CycleState::wants_mig_instance), which the chooser above is never
+  /// asked about. It places the pod on one free instance of a GPU in MIG mode.
+  kMigChoice = 1u << 6,
+  /// ScoreNode and NormalizeScores for pods that ask for a MIG instance.
+  /// kNodeScore alone scores the other pods only: most scores weigh shares
+  /// and would misread an instance. A plugin whose score reads nothing of
+  /// the GPU request (measured load, a random draw) declares both.
+  kMigNodeScore = 1u << 7,
 };
 
 /// A set of extension points: `Point::kGpuChoice | Point::kNodeScore`.
@@ -116,7 +126,9 @@ constexpr Points operator|(Point a, Point b) { return Points(a) | Points(b); }
 /// Every method reads the request through the request's CycleState,
 /// computed once. A pod that asks for no GPU is decided by the profile, at
 /// the top: it gets no GPUs, and the GPU points (choice, exclusion, set
-/// choice and set filter) are never asked about it.
+/// choice and set filter) are never asked about it. A pod that asks for a
+/// MIG instance goes to the MIG chooser instead of the chooser, and no GPU
+/// set chooser is asked about it (it gets one instance of one GPU).
 class Plugin {
  public:
   virtual ~Plugin() = default;

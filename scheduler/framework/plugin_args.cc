@@ -1,5 +1,7 @@
 #include "scheduler/framework/plugin_args.h"
 
+#include <algorithm>
+
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -165,6 +167,36 @@ std::vector<std::string> PluginArgs::StringList(std::string_view key) {
       continue;
     }
     out.push_back(item.Scalar());
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> PluginArgs::IntMap(std::string_view key, int64_t min, int64_t max) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  const YamlMap::Field* field = Lookup(key);
+  if (field == nullptr) return out;
+  const YAML::Node& value = field->value;
+  if (!value.IsMap()) {
+    AddError(value, key, absl::StrFormat("must be a map of names to integers; got %s", Describe(value)));
+    return out;
+  }
+  for (const auto& entry : value) {
+    const YAML::Node& name = entry.first;
+    if (!name.IsScalar() || name.Scalar().empty()) {
+      AddError(name, key, "names must be non-empty strings");
+      continue;
+    }
+    const std::string at = absl::StrFormat("%s.%s", key, name.Scalar());
+    if (std::any_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == name.Scalar(); })) {
+      AddError(name, at, "duplicate field");
+      continue;
+    }
+    const std::optional<int64_t> n = ParseInteger(entry.second);
+    if (!n.has_value() || *n < min || *n > max) {
+      AddError(entry.second, at, absl::StrFormat("must be an integer in %d..%d; got %s", min, max, Describe(entry.second)));
+      continue;
+    }
+    out.emplace_back(name.Scalar(), *n);
   }
   return out;
 }

@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -75,6 +76,11 @@ class PluginArgs {
   /// A list of strings; absent or null is the empty list. A bad element is
   /// reported at its own path (`models[1]`) and left out.
   std::vector<std::string> StringList(std::string_view key);
+
+  /// A map of names to integers in [min, max] ("1g.10gb: 50"), in file
+  /// order; absent or null is empty. A bad entry is reported at its own path
+  /// (`profileMix.1g.10gb`) and left out.
+  std::vector<std::pair<std::string, int64_t>> IntMap(std::string_view key, int64_t min, int64_t max);
 
   /// Records a factory's own error, e.g. a cross-field check, at `key`'s value
   /// (or at the args when `key` is absent; an empty `key` names the args

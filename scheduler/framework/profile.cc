@@ -25,7 +25,7 @@ std::optional<GpuChoice> NoGpus() { return std::optional<GpuChoice>(std::in_plac
 absl::StatusOr<std::shared_ptr<const Profile>> Profile::Create(std::vector<WeightedPlugin> plugins) {
   if (plugins.empty()) return absl::InvalidArgumentError("a profile needs at least one plugin");
   absl::flat_hash_set<std::string> seen;
-  int choosers = 0, set_choosers = 0;
+  int choosers = 0, mig_choosers = 0, set_choosers = 0;
   for (const WeightedPlugin& p : plugins) {
     if (p.plugin == nullptr) return absl::InvalidArgumentError("a profile plugin is null");
     const std::string_view name = p.plugin->Name();
@@ -38,6 +38,7 @@ absl::StatusOr<std::shared_ptr<const Profile>> Profile::Create(std::vector<Weigh
     }
     const Points points = p.plugin->points();
     if (points.has(Point::kGpuChoice)) ++choosers;
+    if (points.has(Point::kMigChoice)) ++mig_choosers;
     if (points.has(Point::kGpuSetChoice)) ++set_choosers;
     if (points.has(Point::kGpuSetFilter) && !points.has(Point::kGpuSetChoice)) {
       return absl::InvalidArgumentError(
@@ -47,6 +48,10 @@ absl::StatusOr<std::shared_ptr<const Profile>> Profile::Create(std::vector<Weigh
   if (choosers != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a profile needs exactly one plugin that chooses GPUs (such as gpu-share); found ", choosers));
+  }
+  if (mig_choosers > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a profile may have one plugin that places MIG instances (such as mig-partition); found ", mig_choosers));
   }
   if (set_choosers > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -59,30 +64,60 @@ Profile::Profile(std::vector<WeightedPlugin> plugins) : plugins_(std::move(plugi
   for (const WeightedPlugin& p : plugins_) {
     const Plugin* plugin = p.plugin.get();
     const Points points = plugin->points();
-    if (points.has(Point::kNodeFilter)) filters_.push_back({plugin, /*gpus=*/false});
+    if (points.has(Point::kNodeFilter)) filters_.push_back({plugin, FilterKind::kNode});
     if (points.has(Point::kGpuChoice)) {
       chooser_ = plugin;
-      filters_.push_back({plugin, /*gpus=*/true});
+      filters_.push_back({plugin, FilterKind::kGpus});
+    }
+    if (points.has(Point::kMigChoice)) {
+      mig_chooser_ = plugin;
+      filters_.push_back({plugin, FilterKind::kMig});
     }
     if (points.has(Point::kGpuExclusion)) excluders_.push_back(plugin);
     if (points.has(Point::kGpuSetChoice)) {
       gpu_set_ = plugin;
       gpu_set_filters_ = points.has(Point::kGpuSetFilter);
     }
-    if (points.has(Point::kNodeScore)) {
-      scorers_.push_back({plugin, p.weight, plugin->Memoizable(), points.has(Point::kGpuChoice)});
+    if (points.has(Point::kNodeScore) || points.has(Point::kMigNodeScore)) {
+      scorers_.push_back({.plugin = plugin,
+                          .weight = p.weight,
+                          .memoizable = plugin->Memoizable(),
+                          .scores_shares = points.has(Point::kNodeScore),
+                          .scores_mig = points.has(Point::kMigNodeScore),
+                          .is_chooser = points.has(Point::kGpuChoice),
+                          .is_mig_chooser = points.has(Point::kMigChoice)});
     }
   }
 }
 
 FilterVerdict Profile::Filter(const CycleState& cycle, const NodeView& node) const {
   const bool wants_gpus = cycle.wants_gpus();
+  const bool wants_mig = cycle.wants_mig_instance();
+  if (wants_mig && mig_chooser_ == nullptr) {
+    return FilterVerdict::Never("no_mig_placement",
+                                "the pod asks for a MIG instance and the scheduling policy places none (its profile "
+                                "has no MIG chooser, such as mig-partition)");
+  }
   for (const FilterStep& f : filters_) {
-    if (f.gpus && !wants_gpus) continue;  // no GPU asked: none to fit
-    FilterVerdict v = f.gpus ? f.plugin->FilterGpus(cycle, node) : f.plugin->FilterNode(cycle, node);
+    FilterVerdict v;
+    switch (f.kind) {
+      case FilterKind::kNode:
+        v = f.plugin->FilterNode(cycle, node);
+        break;
+      case FilterKind::kGpus:  // no GPU asked, or an instance: not this chooser's to fit
+        if (!wants_gpus || wants_mig) continue;
+        v = f.plugin->FilterGpus(cycle, node);
+        break;
+      case FilterKind::kMig:
+        if (!wants_mig) continue;
+        v = f.plugin->FilterGpus(cycle, node);
+        break;
+    }
     if (!v.ok()) return v;
   }
-  if (!wants_gpus) return FilterVerdict::Success();
+  // A MIG instance is isolated in hardware from the rest of its GPU, so what
+  // the GPU is measured doing rules none out.
+  if (!wants_gpus || wants_mig) return FilterVerdict::Success();
   // The filters passed, so the pod fits by what pods reserved. Without the
   // GPUs ruled out it may not.
   GpuIndexList excluded;
@@ -111,7 +146,7 @@ std::optional<GpuChoice> Profile::ChooseGpus(const CycleState& cycle, const Node
 
 GpuIndexList Profile::ExcludedGpus(const CycleState& cycle, const NodeView& node) const {
   GpuIndexList excluded;
-  if (!cycle.wants_gpus()) return excluded;
+  if (!cycle.wants_gpus() || cycle.wants_mig_instance()) return excluded;  // see Filter
   for (const Plugin* g : excluders_) g->ExcludeGpus(cycle, node, excluded);
   return excluded;
 }
@@ -119,10 +154,14 @@ GpuIndexList Profile::ExcludedGpus(const CycleState& cycle, const NodeView& node
 std::optional<GpuChoice> Profile::ChooseGpusAvoiding(const CycleState& cycle, const NodeView& node,
                                                      const GpuIndexList& excluded) const {
   if (!cycle.wants_gpus()) return NoGpus();
+  const Plugin* chooser = ChooserFor(cycle);
+  if (chooser == nullptr) return std::nullopt;  // a MIG instance, and no MIG chooser
+  // A MIG instance is one GPU's: no set to choose.
+  const Plugin* gpu_set = cycle.wants_mig_instance() ? nullptr : gpu_set_;
   // The common case: nothing to refine, the chooser's own choice.
-  if (gpu_set_ == nullptr && excluded.empty()) return chooser_->ChooseGpus(cycle, node);
+  if (gpu_set == nullptr && excluded.empty()) return chooser->ChooseGpus(cycle, node);
   RankedGpus ranked;
-  chooser_->RankGpus(cycle, node, ranked);
+  chooser->RankGpus(cycle, node, ranked);
   if (!excluded.empty()) {
     ranked.erase(std::remove_if(ranked.begin(), ranked.end(),
                                 [&](const RankedGpu& g) {
@@ -132,8 +171,8 @@ std::optional<GpuChoice> Profile::ChooseGpusAvoiding(const CycleState& cycle, co
   }
   const size_t count = cycle.gpu_count();
   if (ranked.size() < count) return std::nullopt;
-  if (gpu_set_ != nullptr) {
-    std::optional<GpuChoice> set = gpu_set_->ChooseGpuSet(cycle, node, ranked);
+  if (gpu_set != nullptr) {
+    std::optional<GpuChoice> set = gpu_set->ChooseGpuSet(cycle, node, ranked);
     if (set.has_value() && set->gpu_indices.size() == count) return set;
   }
   return FirstOf(ranked, count);  // no set chooser, or no opinion: the chooser's own order
@@ -142,7 +181,9 @@ std::optional<GpuChoice> Profile::ChooseGpusAvoiding(const CycleState& cycle, co
 std::vector<GpuShare> Profile::SharesFor(const CycleState& cycle, const NodeView& node,
                                          const GpuChoice& choice) const {
   if (!cycle.wants_gpus()) return {};
-  return chooser_->SharesFor(cycle, node, choice);
+  const Plugin* chooser = ChooserFor(cycle);
+  if (chooser == nullptr) return {};
+  return chooser->SharesFor(cycle, node, choice);
 }
 
 std::vector<int64_t> Profile::Score(const CycleState& cycle, absl::Span<const NodeView* const> nodes,
@@ -195,7 +236,10 @@ std::vector<int64_t> Profile::WireScores(absl::Span<const int64_t> totals) {
 int64_t Profile::RawScore(size_t scorer, const CycleState& cycle, const NodeView& node,
                           const GpuChoice& choice) const {
   const WeightedScorer& s = scorers_[scorer];
-  if (s.is_chooser && choice.chooser_score.has_value()) return *choice.chooser_score;
+  // Not asked about this kind of pod: the same 0 on every node changes no order.
+  if (!s.Scores(cycle)) return 0;
+  const bool chose = cycle.wants_mig_instance() ? s.is_mig_chooser : s.is_chooser;
+  if (chose && choice.chooser_score.has_value()) return *choice.chooser_score;
   return s.plugin->ScoreNode(cycle, node, choice);
 }
 
@@ -214,7 +258,8 @@ int64_t Profile::total_weight() const {
 }
 
 bool Profile::memoizable() const {
-  return chooser_->Memoizable() && (gpu_set_ == nullptr || gpu_set_->Memoizable());
+  return chooser_->Memoizable() && (mig_chooser_ == nullptr || mig_chooser_->Memoizable()) &&
+         (gpu_set_ == nullptr || gpu_set_->Memoizable());
 }
 
 std::vector<std::string> Profile::PluginNames() const {

@@ -29,7 +29,8 @@ struct WeightedPlugin {
 class Profile {
  public:
   /// Checks the combination: at least one plugin, exactly one GPU chooser,
-  /// at most one GPU set chooser, only it filtering GPU sets, no plugin twice.
+  /// at most one MIG chooser, at most one GPU set chooser, only it
+  /// filtering GPU sets, no plugin twice.
   static absl::StatusOr<std::shared_ptr<const Profile>> Create(std::vector<WeightedPlugin> plugins);
 
   /// Asks the node filters in profile order, the chooser's FilterGpus in
@@ -121,13 +122,32 @@ class Profile {
     const Plugin* plugin;
     int64_t weight;
     bool memoizable;
-    bool is_chooser;  // the GPU chooser too: its GpuChoice::chooser_score stands for its ScoreNode
+    bool scores_shares;  // Point::kNodeScore: asked about pods that do not ask for a MIG instance
+    bool scores_mig;     // Point::kMigNodeScore: asked about pods that do
+    bool is_chooser;      // the GPU chooser too: its GpuChoice::chooser_score stands for its ScoreNode
+    bool is_mig_chooser;  // the same for the MIG chooser
+
+    // Whether this scorer is asked about the request at all (else it scores 0 everywhere).
+    [[nodiscard]] bool Scores(const CycleState& cycle) const {
+      return cycle.wants_mig_instance() ? scores_mig : scores_shares;
+    }
   };
-  // A filter in profile order: a node filter, or the chooser's FilterGpus.
+  // A filter in profile order: a node filter, or a chooser's FilterGpus.
+  enum class FilterKind : uint8_t {
+    kNode,  // FilterNode
+    kGpus,  // the chooser's FilterGpus (asked only of pods that want GPUs, not a MIG instance)
+    kMig,   // the MIG chooser's FilterGpus (asked only of pods that want a MIG instance)
+  };
   struct FilterStep {
     const Plugin* plugin;
-    bool gpus;  // FilterGpus (asked only of pods that want GPUs), else FilterNode
+    FilterKind kind;
   };
+
+  // The chooser that places this request: the MIG chooser for a MIG
+  // instance (null when the profile has none), else the chooser.
+  [[nodiscard]] const Plugin* ChooserFor(const CycleState& cycle) const {
+    return cycle.wants_mig_instance() ? mig_chooser_ : chooser_;
+  }
 
   explicit Profile(std::vector<WeightedPlugin> plugins);
 
@@ -136,7 +156,8 @@ class Profile {
   std::vector<const Plugin*> excluders_;
   std::vector<WeightedScorer> scorers_;
   const Plugin* chooser_ = nullptr;
-  const Plugin* gpu_set_ = nullptr;  // optional
+  const Plugin* mig_chooser_ = nullptr;  // optional
+  const Plugin* gpu_set_ = nullptr;      // optional
   bool gpu_set_filters_ = false;     // gpu_set_ filters its sets
 };
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,9 @@ struct GpuShare {
   MilliGpu limit{0};          ///< Burst limit, ≥ guaranteed; may overcommit up to a cap.
   MemoryMiB memory{0};        ///< Reserved memory.
   MemoryMiB memory_limit{0};  ///< Memory the pod may grow to, ≥ memory.
+  /// On a GPU in MIG mode: the instance the pod holds (whole; its compute
+  /// and memory above are the instance's, for accounting). None on a shared GPU.
+  std::optional<MigInstance> mig = std::nullopt;
 
   bool operator==(const GpuShare&) const = default;
 };
@@ -95,6 +99,10 @@ struct GpuUsage {
   MemoryMiB memory{0};
   MemoryMiB memory_limit{0};
   int32_t pods = 0;
+  /// On a GPU in MIG mode, the instances pods hold, by start slice: bit s
+  /// is the instance that starts at slice s (instances never overlap, so a
+  /// start names one).
+  uint8_t mig_held_starts = 0;
 
   [[nodiscard]] bool idle() const { return pods == 0; }
   void Add(const GpuShare& s) {
@@ -103,6 +111,9 @@ struct GpuUsage {
     memory += s.memory;
     memory_limit += s.memory_limit;
     ++pods;
+    if (s.mig.has_value() && s.mig->start >= 0 && s.mig->start < 8) {
+      mig_held_starts = static_cast<uint8_t>(mig_held_starts | (1u << s.mig->start));
+    }
   }
   bool operator==(const GpuUsage&) const = default;
 };

@@ -23,6 +23,11 @@ struct PodGpuRequest {
   MemoryMiB memory_limit{0};         ///< Memory limit per GPU, ≥ memory (0: = memory).
   std::vector<std::string> models;          ///< Accepted models; empty = any.
   std::vector<std::string> excluded_models; ///< Refused models.
+  /// A MIG instance of this profile ("1g.10gb") instead of shares: the pod
+  /// gets one free instance of a GPU in MIG mode (count 1, whole_gpu; the
+  /// share and memory fields hold what the profile's name gives, for
+  /// accounting only). Empty for a share or whole-GPU pod.
+  std::string mig_profile;
   /// Host CPU and memory; zero asks for nothing. The extender sets the pod's
   /// effective request (k8s/pod_host_request.h), the placement simulator its
   /// trace's. Both pass a pod that asks for no GPU at all with `count` = 0

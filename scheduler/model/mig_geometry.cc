@@ -68,13 +68,29 @@ const MigProfile* MigGeometry::Find(std::string_view name) const {
   return nullptr;
 }
 
+MilliGpu MigComputeOfName(std::string_view name) {
+  if (name.size() < 2 || name[0] < '1' || name[0] > '7' || name[1] != 'g') return MilliGpu(0);
+  return MilliGpu((name[0] - '0') * 1000 / 7);
+}
+
+MemoryMiB MigMemoryOfName(std::string_view name) {
+  if (name.find('.') == std::string_view::npos) return MemoryMiB(0);
+  return MemoryOfName(name);
+}
+
+absl::Span<const MigGeometry> AllMigGeometries() { return kGeometries; }
+
 const MigGeometry* FindMigGeometry(std::string_view product) {
-  // Spellings differ by source ("NVIDIA A100 80GB PCIe", "NVIDIA-A100-SXM4-80GB"):
-  // compare upper case with separators as '-'.
-  std::string name = absl::AsciiStrToUpper(Absl(product));
-  std::replace(name.begin(), name.end(), ' ', '-');
-  std::replace(name.begin(), name.end(), '_', '-');
-  const auto has = [&](std::string_view part) { return absl::StrContains(name, Absl(part)); };
+  // Spellings differ by source ("NVIDIA A100 80GB PCIe", "NVIDIA-A100-SXM4-80GB"),
+  // but every part looked for is one word: compared ignoring case, in place
+  // (placement asks this of every GPU in MIG mode of every node it visits).
+  const auto has = [&](std::string_view part) {
+    if (part.size() > product.size()) return false;
+    for (size_t at = 0; at + part.size() <= product.size(); ++at) {
+      if (absl::EqualsIgnoreCase(Absl(product.substr(at, part.size())), Absl(part))) return true;
+    }
+    return false;
+  };
   if (has("H200")) return &kGeometries[3];
   if (has("H100")) {
     // The H100 NVL (94 GB) and H100 96 GB split differently: no table yet.

@@ -55,6 +55,16 @@ struct MigGeometry {
 /// (then no MIG placement is made on it rather than a guessed one).
 const MigGeometry* FindMigGeometry(std::string_view product);
 
+/// What an instance of the profile named `name` ("3g.40gb") holds, by its
+/// name alone (for accounting before a GPU is chosen): its sevenths of the
+/// GPU's compute in milli-GPU, rounded down (3g: 428), and the memory the
+/// name gives (40 GiB). Zero for a name not spelled <n>g.<m>gb.
+MilliGpu MigComputeOfName(std::string_view name);
+MemoryMiB MigMemoryOfName(std::string_view name);
+
+/// Every model's geometry Tessera has a table for.
+absl::Span<const MigGeometry> AllMigGeometries();
+
 /// Whether an instance of `profile` may be made at `start` on a GPU whose
 /// slices `taken` belong to other instances; the error says why not.
 absl::Status CheckMigPlacement(const MigProfile& profile, int32_t start, SliceMask taken);

@@ -11,7 +11,7 @@ namespace {
 TEST(BuiltinRegistryTest, EveryShippedPluginIsRegisteredOnceUnderItsPolicyFileName) {
   const std::vector<std::string> expected = {"best-fit",    "dot-product", "fgd",          "gpu-clustering",
                                              "gpu-fit",     "gpu-packing", "gpu-share",    "host-resources",
-                                             "host-stranding", "load-aware", "nvlink-topology", "random"};
+                                             "host-stranding", "load-aware", "mig-partition", "nvlink-topology", "random"};
   EXPECT_EQ(NewBuiltinRegistry().Names(), expected);
   EXPECT_EQ(BuiltinPlugins().size(), expected.size()) << "a built-in name is listed twice";
 }

@@ -7,6 +7,8 @@
 //   Holding("uid", "n1", 0, 250)               a bound pod for the cluster model; also on several
 //   Holding("uid", "n1", {0, 1}, 500, 2048)    GPUs alike, or with shares of their own:
 //   Holding("uid", "n1", {Share(0, 250).Limit(500).Memory(1024), Share(1, 1000)})
+//   Node("n1").Gpus(2).Mig(0, MigInstances("1g.10gb", {0, 1})).HoldMig(0, 1)   GPU 0 in MIG mode, one instance held
+//   Pod().MigProfile("1g.10gb")                 a pod asking for a MIG instance
 #pragma once
 
 #include <optional>
@@ -50,6 +52,14 @@ inline NodeInventory Inventory(int n, std::string model = kA100, int64_t memory_
   return inventory;
 }
 
+/// MIG instances of one profile at the given starts, with uuids
+/// "MIG-<profile>-<start>": MigInstances("1g.10gb", {0, 1, 2}).
+inline std::vector<MigInstance> MigInstances(const std::string& profile, std::vector<int32_t> starts) {
+  std::vector<MigInstance> out;
+  for (int32_t s : starts) out.push_back({.profile = profile, .start = s, .uuid = "MIG-" + profile + "-" + std::to_string(s)});
+  return out;
+}
+
 /// A node with GPUs and what pods hold on them; View() is what plugins see.
 class Node {
  public:
@@ -73,6 +83,15 @@ class Node {
     share.guaranteed = MilliGpu(milli);
     share.limit = MilliGpu(limit_milli < 0 ? milli : limit_milli);
     share.memory = share.memory_limit = MemoryMiB(mib);
+    usage_[static_cast<size_t>(index)].Add(share);
+    return *this;
+  }
+  /// A pod holds the MIG instance that starts at slice `start` of GPU `index`.
+  Node& HoldMig(int32_t index, int32_t start) {
+    if (usage_.size() <= static_cast<size_t>(index)) usage_.resize(static_cast<size_t>(index) + 1);
+    GpuShare share;
+    share.index = index;
+    share.mig = MigInstance{.profile = "held", .start = start, .uuid = ""};
     usage_[static_cast<size_t>(index)].Add(share);
     return *this;
   }
@@ -175,6 +194,13 @@ class Pod {
   Pod& Models(std::vector<std::string> m) { r_.models = std::move(m); return *this; }
   Pod& ExcludeModels(std::vector<std::string> m) { r_.excluded_models = std::move(m); return *this; }
   /// The pod's host CPU request (milli-CPU) and memory (MiB); Count(0) for a pod without GPUs.
+  /// A MIG instance of `profile` ("1g.10gb") instead of shares.
+  Pod& MigProfile(std::string profile) {
+    r_.mig_profile = std::move(profile);
+    r_.count = 1;
+    r_.whole_gpu = true;
+    return *this;
+  }
   Pod& Cpu(int64_t milli) { r_.host.cpu = MilliCpu(milli); return *this; }
   Pod& HostMemory(int64_t mib) { r_.host.memory = MemoryMiB(mib); return *this; }
 
@@ -217,6 +243,11 @@ class Share {
   }
   Share& MemoryLimit(int64_t mib) { s_.memory_limit = MemoryMiB(mib); return *this; }
   Share& Uuid(std::string uuid) { s_.uuid = std::move(uuid); return *this; }
+  /// The share is the MIG instance of `profile` at slice `start`.
+  Share& Mig(std::string profile, int32_t start, std::string uuid = "") {
+    s_.mig = MigInstance{.profile = std::move(profile), .start = start, .uuid = std::move(uuid)};
+    return *this;
+  }
 
   operator GpuShare() const { return s_; }  // NOLINT: builders convert implicitly
 
