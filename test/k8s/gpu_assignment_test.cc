@@ -1,6 +1,7 @@
 #include "k8s/gpu_assignment.h"
 
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -98,6 +99,14 @@ TEST(ParseGpuAssignment, RefusesWhatViolatesTheSchema) {
       {"an index above 255", one(R"("index":256,"milli":1)"), kAnn + R"(gpus[0]: "index" must be an integer in 0..255)"},
       {"a repeated index", R"({"node":"n1","gpus":[{"index":4,"milli":1},{"index":4,"milli":1}]})",
        kAnn + R"(gpus[1]: "index" 4 repeats gpus[0])"},
+      {"a MIG instance that is not an object", one(R"("index":0,"milli":142,"mig":"1g.10gb")"),
+       kAnn + R"(gpus[0]: "mig": must be a JSON object)"},
+      {"a MIG instance without a profile", one(R"("index":0,"milli":142,"mig":{"start":0})"),
+       kAnn + R"(gpus[0]: "mig": "profile" is required)"},
+      {"a MIG instance without a start", one(R"("index":0,"milli":142,"mig":{"profile":"1g.10gb"})"),
+       kAnn + R"(gpus[0]: "mig": "start" is required)"},
+      {"a MIG start past the last slice", one(R"("index":0,"milli":142,"mig":{"profile":"1g.10gb","start":8})"),
+       kAnn + R"(gpus[0]: "mig": "start" must be a slice in 0..7)"},
       {"a gpu without milli", one(R"("index":0)"), kAnn + R"(gpus[0]: "milli" is required)"},
       {"zero milli", one(R"("index":0,"milli":0)"), kAnn + R"(gpus[0]: "milli" must be an integer in 1..1000)"},
       {"more than a whole GPU", one(R"("index":0,"milli":1001)"),
@@ -179,6 +188,8 @@ TEST(GpuAssignmentRoundTrip, ParseOfFormatIsTheIdentity) {
        Assignment("n", {Share(255, 1).Limit(1000).MemoryLimit(int64_t{1} << 40), Share(0, 1000, int64_t{1} << 40)})},
       {"strings that need escaping",
        Assignment("n\"\\/\b\f\n\r\t\x01\x7f\xe2\x82\xac", {Share(0, 1, 3).Limit(2).MemoryLimit(4).Uuid("\"")})},
+      {"a MIG instance with its uuid", Assignment("n1", {Share(3, 428, 40960).Mig("3g.40gb", 4, "MIG-abc")})},
+      {"a MIG instance whose uuid is unknown", Assignment("n1", {Share(0, 142, 10240).Mig("1g.10gb", 6)})},
   };
   for (const auto& [name, assignment] : cases) {
     SCOPED_TRACE(name);
@@ -188,6 +199,22 @@ TEST(GpuAssignmentRoundTrip, ParseOfFormatIsTheIdentity) {
     ExpectSameShares(*parsed, assignment);
     EXPECT_EQ(*parsed, assignment);
     EXPECT_EQ(FormatGpuAssignment(*parsed), json);
+  }
+}
+
+TEST(FormatVisibleDevices, NamesEachGpuOrMigInstanceByUuidOrAllByIndex) {
+  const std::vector<std::tuple<std::string, GpuAssignment, std::string>> cases = {
+      {"GPUs with uuids", Assignment("n", {Share(0, 1000).Uuid("GPU-a"), Share(3, 1000).Uuid("GPU-b")}), "GPU-a,GPU-b"},
+      {"a GPU without a uuid makes every GPU an index",
+       Assignment("n", {Share(0, 1000).Uuid("GPU-a"), Share(3, 1000)}), "0,3"},
+      {"a MIG instance is named by its own uuid, not its GPU's",
+       Assignment("n", {Share(2, 428).Uuid("GPU-a").Mig("3g.40gb", 4, "MIG-x")}), "MIG-x"},
+      {"a MIG instance without a uuid falls back to its GPU's index",
+       Assignment("n", {Share(2, 428).Uuid("GPU-a").Mig("3g.40gb", 4)}), "2"},
+  };
+  for (const auto& [name, assignment, want] : cases) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(FormatVisibleDevices(assignment), want);
   }
 }
 

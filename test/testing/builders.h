@@ -21,6 +21,7 @@
 #include "scheduler/framework/plugin.h"
 #include "scheduler/model/gpu.h"
 #include "scheduler/model/gpu_request.h"
+#include "scheduler/model/mig_geometry.h"
 #include "scheduler/model/host_resources.h"
 
 namespace tessera::testing {
@@ -196,6 +197,8 @@ class Pod {
   /// The pod's host CPU request (milli-CPU) and memory (MiB); Count(0) for a pod without GPUs.
   /// A MIG instance of `profile` ("1g.10gb") instead of shares.
   Pod& MigProfile(std::string profile) {
+    r_.guaranteed = r_.limit = MigComputeOfName(profile);
+    r_.memory = r_.memory_limit = MigMemoryOfName(profile);
     r_.mig_profile = std::move(profile);
     r_.count = 1;
     r_.whole_gpu = true;

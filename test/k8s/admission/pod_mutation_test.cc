@@ -36,6 +36,12 @@ json Resources(const std::string& milli, const std::string& mib = "") {
   return {{"requests", amounts}, {"limits", amounts}};
 }
 
+// A container's resources asking for `count` nvidia.com/mig-<profile>.
+json MigResource(const std::string& profile, const std::string& count) {
+  const json amounts = {{"nvidia.com/mig-" + profile, count}};
+  return {{"requests", amounts}, {"limits", amounts}};
+}
+
 json Applied(const json& pod, const PodMutationOptions& options = {}) {
   absl::StatusOr<std::vector<JsonPatchOp>> ops = MutateGpuPod(pod, options);
   EXPECT_TRUE(ops.ok()) << ops.status();
@@ -114,6 +120,24 @@ TEST(PodMutationTest, APodWithoutMetadataGetsItsAnnotationsInANewMetadataObject)
   EXPECT_EQ(mutated["metadata"]["annotations"], (json{{"tessera.io/gpu-fraction", "0.25"}}));
 }
 
+TEST(PodMutationTest, AMigInstanceByResourceGetsItsAnnotationAndItsDeviceButNoMilliGpu) {
+  const json pod = Applied(PodWith(nullptr, {json(), MigResource("3g.40gb", "1")}));
+  EXPECT_EQ(pod["metadata"]["annotations"], (json{{"tessera.io/mig-profile", "3g.40gb"}}));
+  EXPECT_EQ(pod["spec"]["schedulerName"], "tessera-scheduler");
+  const json& c = pod["spec"]["containers"][1];
+  EXPECT_EQ(c["resources"], MigResource("3g.40gb", "1")) << "counted by its own resource, not in milli-GPU";
+  EXPECT_EQ(Env(c, "NVIDIA_VISIBLE_DEVICES"), kVisibleDevicesRef);
+  EXPECT_EQ(Env(pod["spec"]["containers"][0], "NVIDIA_VISIBLE_DEVICES"), "<unset>");
+}
+
+TEST(PodMutationTest, AMigInstanceByAnnotationGetsNoShareLimitsWhateverTheEnforcement) {
+  const json pod = Applied(PodWith({{"tessera.io/mig-profile", "1g.10gb"}}), {.enforcement = GpuEnforcement::kMps});
+  const json& c = pod["spec"]["containers"][0];
+  EXPECT_FALSE(c.contains("resources"));
+  EXPECT_EQ(Env(c, "NVIDIA_VISIBLE_DEVICES"), kVisibleDevicesRef);
+  EXPECT_EQ(Env(c, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "<unset>") << "the instance is isolated in hardware";
+}
+
 TEST(PodMutationTest, OnlyTheContainersThatAskForGpusGetThem) {
   const json pod = Applied(PodWith(nullptr, {json(), Resources("500")}));
   EXPECT_EQ(Env(pod["spec"]["containers"][0], "NVIDIA_VISIBLE_DEVICES"), "<unset>") << "the sidecar sees no GPU";
@@ -141,6 +165,14 @@ TEST(PodMutationTest, BadRequestsAreRefusedSayingWhy) {
        "must divide evenly among the 3 GPUs"},
       {"no containers", json{{"metadata", {{"annotations", {{"tessera.io/gpu-count", "1"}}}}}, {"spec", json::object()}},
        "no spec.containers"},
+      {"two MIG instances by resources", PodWith(nullptr, {MigResource("1g.10gb", "2")}),
+       "nvidia.com/mig-1g.10gb (2 in all): Tessera places one MIG instance per pod"},
+      {"MIG instances of two profiles", PodWith(nullptr, {MigResource("1g.10gb", "1"), MigResource("3g.40gb", "1")}),
+       "Tessera places one MIG instance per pod"},
+      {"a MIG instance and shares in one pod", PodWith(nullptr, {MigResource("1g.10gb", "1"), Resources("250")}),
+       "a MIG instance and GPU shares (tessera.io/gpu-milli) in one pod"},
+      {"a MIG resource that names no profile", PodWith(nullptr, {MigResource("large", "1")}),
+       "must be a MIG profile such as 1g.10gb"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

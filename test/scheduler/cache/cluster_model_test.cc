@@ -12,6 +12,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing::Holding;
 using testing::Inventory;
+using testing::Share;
 
 // Every GPU of these tests is a 16 GiB card of model "M".
 constexpr int64_t kCardMib = 16384;
@@ -181,6 +182,28 @@ TEST(Reservations, ReservingTheSamePodAgainReplacesTheFirstReservation) {
   m.Publish();
   EXPECT_EQ(Held(m, "n1", 0), 0);
   EXPECT_EQ(Held(m, "n1", 1), 600);
+}
+
+TEST(Reservations, AMigInstanceIsReservedOnceAndOnlyOnAGpuInMigMode) {
+  ClusterModel m;
+  NodeInventory inventory = Inventory(2);
+  inventory.gpus[0].mig_mode = true;
+  inventory.gpus[0].mig = testing::MigInstances("3g.40gb", {0, 4});
+  m.UpsertNode("n1", inventory, absl::OkStatus());
+  const absl::Time later = absl::Now() + absl::Minutes(1);
+  ASSERT_TRUE(m.Reserve(Holding("a", "n1", {Share(0, 428, 40960).Mig("3g.40gb", 0)}), later).ok());
+  const absl::Status twice = m.Reserve(Holding("b", "n1", {Share(0, 428, 40960).Mig("3g.40gb", 0)}), later);
+  EXPECT_EQ(twice.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(twice.message()), HasSubstr("the MIG instance at slice 0 of GPU 0 of node n1 is held by another pod"));
+  EXPECT_TRUE(m.Reserve(Holding("b", "n1", {Share(0, 428, 40960).Mig("3g.40gb", 4)}), later).ok())
+      << "the other instance of the same GPU is free";
+  const absl::Status share = m.Reserve(Holding("c", "n1", 0, 100), later);
+  EXPECT_THAT(std::string(share.message()), HasSubstr("is in MIG mode"));
+  const absl::Status instance = m.Reserve(Holding("d", "n1", {Share(1, 142).Mig("1g.10gb", 0)}), later);
+  EXPECT_THAT(std::string(instance.message()), HasSubstr("is not in MIG mode"));
+  m.Publish();
+  const auto snapshot = m.Current();
+  EXPECT_EQ(snapshot->View(*snapshot->FindNode("n1")).UsageOf(0).mig_held_starts, 0b0001'0001);
 }
 
 TEST(Reservations, ARemovedPodHoldingLeavesItsBindInFlightAlone) {
