@@ -16,7 +16,7 @@ using ::testing::ElementsAre;
 TEST(ExamplePoliciesTest, EveryExampleLoadsWithTheBuiltinPlugins) {
   const PluginRegistry registry = NewBuiltinRegistry();
   const std::vector<std::pair<std::string, std::vector<std::string>>> examples = {
-      {"default-policy.yaml", {"host-resources", "fgd", "host-stranding"}},
+      {"default-policy.yaml", {"host-resources", "fgd", "mig-partition", "host-stranding"}},
       {"binpack-policy.yaml", {"gpu-share"}},
       {"spread-policy.yaml", {"gpu-share"}},
   };

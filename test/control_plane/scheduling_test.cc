@@ -252,5 +252,58 @@ TEST_F(SchedulingTest, DeletingABoundPodFreesItsShareForANewPod) {
   EXPECT_EQ(held, (std::map<std::string, int>{{node_name + "/0", 1000}}));
 }
 
+TEST_F(SchedulingTest, MigPodsAndSharePodsEachGetTheirOwnKindOfGpuAndEveryInstanceOnce) {
+  // GPU 0 in MIG mode as two 3g.40gb instances, GPU 1 shared.
+  testing::GpuNodeSpec spec;
+  spec.name = "mixed";
+  spec.gpus = 2;
+  spec.mig[0] = json::array({{{"profile", "3g.40gb"}, {"start", 0}, {"uuid", "MIG-first"}},
+                             {{"profile", "3g.40gb"}, {"start", 4}, {"uuid", "MIG-second"}}});
+  absl::StatusOr<json> node = Node(spec);
+  ASSERT_TRUE(node.ok()) << node.status();
+  const std::string node_name = (*node)["metadata"]["name"];
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(plane()
+                    .CreatePod({.namespace_name = ns(),
+                                .name = absl::StrCat("mig-", i),
+                                .annotations = {{"tessera.io/mig-profile", "3g.40gb"}},
+                                .node_selector = {{"tessera.io/test", ns()}}})
+                    .ok());
+  }
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(Pod(absl::StrCat("half-", i), "0.5").ok());
+
+  absl::StatusOr<std::vector<json>> pods =
+      plane().WaitForPods(ns(), "every pod bound or unschedulable", [](const auto& p) { return AllDecided(p, 5); });
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  std::map<std::string, std::string> instance_of;  // visible devices -> pod
+  int mig_pending = 0;
+  for (const json& pod : *pods) {
+    const std::string name = pod["metadata"]["name"];
+    const bool mig = name.rfind("mig-", 0) == 0;
+    if (!IsBound(pod)) {
+      EXPECT_TRUE(mig) << name << " should have been bound: " << UnschedulableMessage(pod);
+      EXPECT_THAT(UnschedulableMessage(pod), HasSubstr("all 2 3g.40gb instances are held by other pods"));
+      ++mig_pending;
+      continue;
+    }
+    const json assignment = json::parse(Annotation(pod, kAssignment));
+    ASSERT_EQ(assignment["gpus"].size(), 1u) << assignment;
+    const json& gpu = assignment["gpus"][0];
+    if (mig) {
+      EXPECT_EQ(gpu["index"], 0) << name << " is on a shared GPU: " << assignment;
+      EXPECT_EQ(gpu["mig"]["profile"], "3g.40gb") << assignment;
+      const std::string devices = Annotation(pod, "tessera.io/visible-devices");
+      EXPECT_TRUE(instance_of.emplace(devices, name).second) << devices << " given twice";
+      EXPECT_EQ(devices, gpu["mig"]["start"] == 0 ? "MIG-first" : "MIG-second") << assignment;
+    } else {
+      EXPECT_EQ(gpu["index"], 1) << name << " is on the MIG GPU: " << assignment;
+      EXPECT_EQ(gpu["milli"], 500);
+      EXPECT_FALSE(gpu.contains("mig"));
+    }
+  }
+  EXPECT_EQ(mig_pending, 1) << "two instances, three pods";
+  EXPECT_EQ(instance_of.size(), 2u);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -501,6 +501,7 @@ absl::StatusOr<json> ControlPlane::CreateGpuNode(const GpuNodeSpec& spec) {
                          {"model", spec.model},
                          {"memoryMiB", spec.memory_mib},
                          {"numa", 0}});
+    if (auto m = spec.mig.find(i); m != spec.mig.end()) inventory.back()["mig"] = m->second;
   }
   json labels = {{"kubernetes.io/hostname", spec.name}};
   for (const auto& [k, v] : spec.labels) labels[k] = v;

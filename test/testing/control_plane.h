@@ -75,6 +75,9 @@ struct GpuNodeSpec {
   /// false: no inventory annotation, only the allocatable count (a node
   /// before its node agent has run).
   bool inventory_annotation = true;
+  /// GPUs in MIG mode: index -> the inventory's "mig" list of instances
+  /// ([{"profile":"3g.40gb","start":4,"uuid":"MIG-..."}]).
+  std::map<int, nlohmann::json> mig = {};
 };
 
 /// A Pod for `tessera-scheduler`, with no containers that could run (nothing
