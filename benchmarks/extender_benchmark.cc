@@ -56,6 +56,7 @@
 #include "k8s/extender_args.h"
 #include "k8s/extender_results.h"
 #include "k8s/node_inventory.h"
+#include "scheduler/model/mig_geometry.h"
 #include "k8s/pod_gpu_request.h"
 #include "policies/builtin_registry.h"
 #include "scheduler/cache/cluster_model.h"
@@ -81,6 +82,17 @@ plugins:
   - name: gpu-share
     weight: 1
     args: {nodeStrategy: binpack, gpuStrategy: binpack, gpuMemoryReserve: 256Mi, maxLimitPercent: 200}
+)";
+
+// The same, and MIG instances placed too: the policy of the MIG cluster.
+constexpr std::string_view kMigPolicy = R"(apiVersion: tessera.io/v1alpha1
+kind: SchedulingPolicy
+plugins:
+  - name: gpu-share
+    weight: 1
+    args: {nodeStrategy: binpack, gpuStrategy: binpack, gpuMemoryReserve: 256Mi, maxLimitPercent: 200}
+  - name: mig-partition
+    weight: 1
 )";
 
 // --- deterministic pseudo-randomness --------------------------------------------
@@ -114,7 +126,29 @@ bool IsT4(int64_t node) { return node % 8 == 7; }
 
 std::string NodeName(int64_t node) { return absl::StrFormat("%s-%05d", IsT4(node) ? "gpu-t4" : "gpu-a100", node); }
 
-std::string InventoryAnnotation(int64_t node) {
+// In the MIG cluster, GPUs 0 and 1 of every A100 box (a quarter of its
+// GPUs) are in MIG mode: GPU 0 as seven 1g.10gb, GPU 1 as 3g.40gb + 2g.20gb
+// + 1g.10gb, as operators cut them for small inference pods.
+bool InMigMode(bool mig_cluster, int64_t node, int64_t gpu) { return mig_cluster && !IsT4(node) && gpu < 2; }
+
+Json MigInstancesOf(int64_t node, int64_t gpu) {
+  Json list = Json::array();
+  auto add = [&](const char* profile, int start) {
+    list.push_back({{"profile", profile},
+                    {"start", start},
+                    {"uuid", "MIG-" + FakeUuid(static_cast<uint64_t>(node), static_cast<uint64_t>(100 + gpu * 8 + start))}});
+  };
+  if (gpu == 0) {
+    for (int start = 0; start < 7; ++start) add("1g.10gb", start);
+  } else {
+    add("3g.40gb", 0);
+    add("2g.20gb", 4);
+    add("1g.10gb", 6);
+  }
+  return list;
+}
+
+std::string InventoryAnnotation(int64_t node, bool mig_cluster) {
   Json list = Json::array();
   for (int64_t g = 0; g < kGpusPerNode; ++g) {
     list.push_back(Json{{"index", g},
@@ -122,6 +156,7 @@ std::string InventoryAnnotation(int64_t node) {
                         {"model", "NVIDIA-A100-SXM4-80GB"},
                         {"memoryMiB", 81920},
                         {"numa", g < 4 ? 0 : 1}});
+    if (InMigMode(mig_cluster, node, g)) list.back()["mig"] = MigInstancesOf(node, g);
   }
   return list.dump();
 }
@@ -361,7 +396,9 @@ struct Fixture {
   RecentRefusals refusals;
   std::unique_ptr<ExtenderService> service;
   std::unique_ptr<ExtenderService> service_without_record;  // for BM_FilterRefusedNames
+  bool mig_cluster = false;   // a quarter of the A100s' GPUs in MIG mode
   std::string names_body[2];  // by gpu-count - 1
+  std::string mig_names_body; // a pod asking for a 1g.10gb instance
   std::string refused_body;   // a pod no node can take
   std::string full_body[2];
   std::string error;  // set when the fixture could not be built
@@ -371,10 +408,12 @@ struct Fixture {
   }
 };
 
-std::unique_ptr<Fixture> BuildFixture(int64_t n) {
+std::unique_ptr<Fixture> BuildFixture(int64_t n, bool mig_cluster) {
   auto f = std::make_unique<Fixture>();
   f->nodes = n;
-  absl::StatusOr<std::shared_ptr<const Profile>> profile = LoadPolicyText(kPolicy, "policy.yaml", f->registry);
+  f->mig_cluster = mig_cluster;
+  absl::StatusOr<std::shared_ptr<const Profile>> profile =
+      LoadPolicyText(mig_cluster ? kMigPolicy : kPolicy, "policy.yaml", f->registry);
   if (!profile.ok()) {
     f->error = std::string(profile.status().message());
     return f;
@@ -386,7 +425,7 @@ std::unique_ptr<Fixture> BuildFixture(int64_t n) {
   int64_t pods = 0, busy_gpus = 0;
   for (int64_t i = 0; i < n; ++i) {
     const std::string name = NodeName(i);
-    const std::string inventory = IsT4(i) ? std::string() : InventoryAnnotation(i);
+    const std::string inventory = IsT4(i) ? std::string() : InventoryAnnotation(i, mig_cluster);
     absl::StatusOr<NodeInventory> inv =
         IsT4(i) ? k8s::ParseNodeInventory({.gfd_count = "8", .gfd_product = "Tesla-T4", .gfd_memory = "15360"})
                 : k8s::ParseNodeInventory({.inventory_annotation = inventory});
@@ -395,6 +434,30 @@ std::unique_ptr<Fixture> BuildFixture(int64_t n) {
       return f;
     }
     for (int64_t g = 0; g < kGpusPerNode; ++g) {
+      if (InMigMode(mig_cluster, i, g)) {
+        // About half the instances held, by hash.
+        const std::vector<MigInstance>& instances = inv->gpus[static_cast<size_t>(g)].mig;
+        const int64_t pods_before = pods;
+        for (size_t k = 0; k < instances.size(); ++k) {
+          if (Hash(static_cast<uint64_t>(i), static_cast<uint64_t>(g), k) % 2 == 0) continue;
+          const MigProfile* profile = FindMigGeometry("A100-80GB")->Find(instances[k].profile);
+          PodHolding pod;
+          pod.uid = FakeUuid(static_cast<uint64_t>(i), static_cast<uint64_t>(5000 + g * 16 + static_cast<int64_t>(k)));
+          pod.pod_key = absl::StrFormat("ml/mig-%05d-%d-%d", i, g, k);
+          pod.assignment.node = name;
+          GpuShare s;
+          s.index = static_cast<int32_t>(g);
+          s.uuid = inv->gpus[static_cast<size_t>(g)].uuid;
+          s.guaranteed = s.limit = MigComputeOfName(profile->name);
+          s.memory = s.memory_limit = profile->memory;
+          s.mig = instances[k];
+          pod.assignment.gpus.push_back(std::move(s));
+          f->model.UpsertPod(std::move(pod));
+          ++pods;
+        }
+        busy_gpus += pods > pods_before ? 1 : 0;
+        continue;
+      }
       const std::vector<Share> shares = SharesOn(i, g);
       busy_gpus += shares.empty() ? 0 : 1;
       for (size_t k = 0; k < shares.size(); ++k) {
@@ -437,6 +500,11 @@ std::unique_ptr<Fixture> BuildFixture(int64_t n) {
     f->refused_body = absl::StrFormat(R"({"Pod":%s,"Nodes":null,"NodeNames":[%s]})", pod.dump(), names);
   }
 
+  {
+    Json pod = Json::parse(PodJson(1));
+    pod["metadata"]["annotations"] = {{"tessera.io/mig-profile", "1g.10gb"}};
+    f->mig_names_body = absl::StrFormat(R"({"Pod":%s,"Nodes":null,"NodeNames":[%s]})", pod.dump(), names);
+  }
   for (int count = 1; count <= 2; ++count) {
     const std::string pod = PodJson(count);
     f->names_body[count - 1] = absl::StrFormat(R"({"Pod":%s,"Nodes":null,"NodeNames":[%s]})", pod, names);
@@ -452,11 +520,11 @@ std::unique_ptr<Fixture> BuildFixture(int64_t n) {
   return f;
 }
 
-// Built once per size and kept for the whole run.
-const Fixture& GetFixture(int64_t n) {
-  static std::map<int64_t, std::unique_ptr<Fixture>> cache;
-  std::unique_ptr<Fixture>& f = cache[n];
-  if (f == nullptr) f = BuildFixture(n);
+// Built once per size (and kind of cluster) and kept for the whole run.
+const Fixture& GetFixture(int64_t n, bool mig_cluster = false) {
+  static std::map<std::pair<int64_t, bool>, std::unique_ptr<Fixture>> cache;
+  std::unique_ptr<Fixture>& f = cache[{n, mig_cluster}];
+  if (f == nullptr) f = BuildFixture(n, mig_cluster);
   return *f;
 }
 
@@ -614,6 +682,34 @@ void BM_FilterFullNodes(benchmark::State& state) { EndToEnd(state, Verb::kFilter
 void BM_PrioritizeNames(benchmark::State& state) { EndToEnd(state, Verb::kPrioritize, Form::kNames); }
 void BM_PrioritizeFullNodes(benchmark::State& state) { EndToEnd(state, Verb::kPrioritize, Form::kFullNodes); }
 
+// --- 4b. the same with a quarter of the A100s' GPUs in MIG mode --------------------
+//
+// Arg "pod": 0 asks for a quarter GPU (as BM_FilterNames/1), 1 for a 1g.10gb
+// MIG instance. #23's bar: with MIG GPUs in the cluster, filter and
+// prioritize stay within 20% of BM_FilterNames and BM_PrioritizeNames.
+
+void MigCluster(benchmark::State& state, Verb verb) {
+  const Fixture& f = GetFixture(state.range(0), /*mig_cluster=*/true);
+  if (!f.error.empty()) {
+    state.SkipWithError(f.error.c_str());
+    return;
+  }
+  const std::string& body = state.range(1) == 1 ? f.mig_names_body : f.names_body[0];
+  auto call = [&] { return verb == Verb::kFilter ? f.service->Filter(body) : f.service->Prioritize(body); };
+  absl::StatusOr<std::string> first = call();
+  if (!first.ok() || first->find("gpu-a100") == std::string::npos) {
+    state.SkipWithError("the pod fits on no A100 node of the MIG cluster");
+    return;
+  }
+  for (auto _ : state) {
+    absl::StatusOr<std::string> out = call();
+    benchmark::DoNotOptimize(out);
+  }
+}
+
+void BM_FilterNamesMigQuarter(benchmark::State& state) { MigCluster(state, Verb::kFilter); }
+void BM_PrioritizeNamesMigQuarter(benchmark::State& state) { MigCluster(state, Verb::kPrioritize); }
+
 // --- 5. a pod that fits nowhere, and the GPU map -----------------------------------
 
 void BM_FilterRefusedNames(benchmark::State& state) {
@@ -685,6 +781,14 @@ BENCHMARK(BM_FilterNames)->Apply(SizesAndGpus)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterFullNodes)->Apply(SizesAndGpus)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PrioritizeNames)->Apply(SizesAndGpus)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrioritizeFullNodes)->Apply(SizesAndGpus)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FilterNamesMigQuarter)
+    ->ArgNames({"nodes", "pod"})
+    ->ArgsProduct({{100, 1000, 5000}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PrioritizeNamesMigQuarter)
+    ->ArgNames({"nodes", "pod"})
+    ->ArgsProduct({{100, 1000, 5000}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterRefusedNames)
     ->ArgNames({"nodes", "record"})
     ->ArgsProduct({{100, 1000, 5000}, {0, 1}})

@@ -151,7 +151,28 @@ std::optional<MigPartitionPlugin::Candidate> MigPartitionPlugin::BestOnNode(cons
   return best;
 }
 
+bool MigPartitionPlugin::HasFreeInstance(const CycleState& cycle, const NodeView& node) {
+  const std::string& wanted = cycle.request().mig_profile;
+  for (size_t i = 0; i < node.gpu_states.size(); ++i) {
+    const GpuState& state = node.gpu_states[i];
+    if (!state.mig_mode() || !state.healthy()) continue;
+    const GpuDevice& device = node.gpus[i];
+    if (!ModelAccepted(cycle, device)) continue;
+    // An instance the inventory lists is one its GPU's model offers (the
+    // inventory's reader checked it against the model's table): the model
+    // and its table stay unread, a cache miss fewer per GPU.
+    const uint8_t held_starts = node.UsageOf(device.index).mig_held_starts;
+    for (const MigInstance& m : device.mig) {
+      if ((held_starts >> m.start & 1u) == 0 && m.profile == wanted) return true;
+    }
+  }
+  return false;
+}
+
 FilterVerdict MigPartitionPlugin::FilterGpus(const CycleState& cycle, const NodeView& node) const {
+  // Most nodes that can take the pod show it at their first free instance;
+  // the count of why not is for the others.
+  if (HasFreeInstance(cycle, node)) return FilterVerdict::Success();
   const std::string& wanted = cycle.request().mig_profile;
   int32_t mig_gpus = 0, offering = 0, instances = 0, held = 0;
   std::vector<std::string> not_offering;  // why each MIG GPU cannot hold the profile

@@ -109,6 +109,9 @@ class MigPartitionPlugin final : public Plugin {
   [[nodiscard]] std::optional<Candidate> BestOnGpu(const CycleState& cycle, const NodeView& node,
                                                    size_t position) const;
   [[nodiscard]] std::optional<Candidate> BestOnNode(const CycleState& cycle, const NodeView& node) const;
+  // Whether any instance of the profile on `node` is free for the pod: the
+  // filter's test, without weighing which one.
+  static bool HasFreeInstance(const CycleState& cycle, const NodeView& node);
 
   MigProfileWeights weights_;
 };

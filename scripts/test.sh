@@ -42,7 +42,7 @@ scripts/without_shared.sh bash -c '
   set -euo pipefail
   for b in build/benchmarks/*_benchmark; do
     [ -x "$b" ] || continue
-    "$b" --benchmark_filter="/100\$" --benchmark_min_time=0.01 >/dev/null
+    "$b" --benchmark_filter="(/|nodes:)100(/|\$)" --benchmark_min_time=0.01 >/dev/null
   done'
 
 if [ "${TESSERA_SKIP_SANITIZERS:-0}" != "1" ]; then
