@@ -100,7 +100,8 @@ absl::StatusOr<std::unique_ptr<Plugin>> MigPartitionPlugin::New(PluginArgs& args
   MigPartitionArgs parsed;
   parsed.profile_mix = args.IntMap("profileMix", 0, 1000);
   parsed.default_weight = args.Int("defaultWeight", 0, 1000, 1);
-  for (const auto& [name, weight] : parsed.profile_mix) {
+  for (const auto& entry : parsed.profile_mix) {
+    const std::string& name = entry.first;  // a name, not a binding: lambdas capture it (clang 14)
     const bool offered = std::any_of(AllMigGeometries().begin(), AllMigGeometries().end(),
                                      [&](const MigGeometry& g) { return g.Find(name) != nullptr; });
     if (!offered) {
