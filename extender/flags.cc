@@ -74,6 +74,11 @@ ABSL_FLAG(std::string, webhook_scheduler_name, "",
 ABSL_FLAG(std::string, gpu_enforcement, "none",
           "What enforces a pod's GPU share in its container, for the env the webhook injects: none, mps (CUDA MPS "
           "limits) or hami-core (HAMi-core limits).");
+ABSL_FLAG(std::string, gpu_vendors, "nvidia",
+          "The vendors of the cluster's GPUs, comma-separated (nvidia, amd, intel, ascend, cambricon, hygon): the "
+          "webhook hands a pod that selects no vendor (tessera.io/gpu-vendor) its devices in each one's variables "
+          "(NVIDIA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK, "
+          "ASCEND_VISIBLE_DEVICES, MLU_VISIBLE_DEVICES).");
 ABSL_FLAG(std::string, tls_cert_file, "",
           "PEM certificate chain the extender listener (--address, --port) serves HTTPS with; with "
           "--tls-key-file. Re-read when it changes. Needed when --address is beyond loopback.");
@@ -271,6 +276,8 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   }
   absl::StatusOr<k8s::GpuEnforcement> enforcement = k8s::ParseGpuEnforcement(absl::GetFlag(FLAGS_gpu_enforcement));
   if (!enforcement.ok()) check.Invalid(absl::StrCat("--gpu_enforcement: ", enforcement.status().message()));
+  absl::StatusOr<std::vector<GpuVendor>> vendors = k8s::ParseGpuVendorList(absl::GetFlag(FLAGS_gpu_vendors));
+  if (!vendors.ok()) check.Invalid(absl::StrCat("--gpu_vendors: ", vendors.status().message()));
   absl::StatusOr<k8s::LeaseOptions> lease = LeaseFromFlags();
   if (!lease.ok()) check.Invalid(Std(lease.status().message()));
   CheckListenerTls(check);
@@ -332,6 +339,7 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   o.mutation.scheduler_name = absl::GetFlag(FLAGS_webhook_scheduler_name);
   if (o.mutation.scheduler_name.empty()) o.mutation.scheduler_name = o.scheduler_name;
   o.mutation.enforcement = *enforcement;
+  o.mutation.vendors = *vendors;
   return o;
 }
 

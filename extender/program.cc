@@ -275,6 +275,7 @@ std::string Program::DebugState() const {
                 .leader = lease_->IsLeader()};
   }
   if (tenant_accountant_ != nullptr) in.tenants = tenant_accountant_->Report();
+  in.mig_waits = MigWaits(refusals_.List(), *snapshot);
   return RenderDebugState(in);
 }
 
@@ -294,6 +295,7 @@ void Program::RefreshGauges() {
   metrics_.Gauge("tessera_model_nodes", "Nodes in the cluster model.").Set(double(snapshot->node_count()));
   metrics_.Gauge("tessera_model_gpus", "GPUs in the cluster model.").Set(double(snapshot->gpu_count()));
   pool_gauges_.Refresh(*snapshot);
+  mig_gauges_.Refresh(MigWaits(refusals_.List(), *snapshot));
   metrics_.Gauge("tessera_model_nodes_inventory_errors", "Nodes whose GPU inventory is unparsable.")
       .Set(double(snapshot->nodes_with_inventory_errors()));
   metrics_.Gauge("tessera_binds_in_flight", "Bind reservations not yet confirmed by the watch.")

@@ -18,6 +18,7 @@
 #include "extender/server/http_server.h"
 #include "extender/service/binder.h"
 #include "extender/service/extender_service.h"
+#include "extender/service/mig_advice.h"
 #include "extender/service/pool_gauges.h"
 #include "extender/service/recent_refusals.h"
 #include "extender/service/request_dispatcher.h"
@@ -119,6 +120,7 @@ class Program {
   std::unique_ptr<TenantAccountant> tenant_accountant_;
   // tessera_pool_*: allocation and fragmentation per node pool and GPU model (every mode).
   PoolGauges pool_gauges_{metrics_};
+  MigAdviceGauges mig_gauges_{metrics_};
 };
 
 }  // namespace tessera

@@ -15,6 +15,8 @@ inline constexpr std::string_view kGpuMemory = "tessera.io/gpu-memory";
 inline constexpr std::string_view kGpuMemoryLimit = "tessera.io/gpu-memory-limit";
 inline constexpr std::string_view kGpuModel = "tessera.io/gpu-model";
 inline constexpr std::string_view kGpuModelExclude = "tessera.io/gpu-model-exclude";
+// The vendors whose GPUs the pod accepts ("amd", "nvidia,amd"; default any).
+inline constexpr std::string_view kGpuVendor = "tessera.io/gpu-vendor";
 // A MIG instance of this profile ("1g.10gb") instead of GPU shares.
 inline constexpr std::string_view kMigProfile = "tessera.io/mig-profile";
 // The extended resource users write for a MIG instance (the NVIDIA device

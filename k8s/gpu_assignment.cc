@@ -235,10 +235,10 @@ std::string FormatGpuAssignment(const GpuAssignment& assignment) {
   return out;
 }
 
-std::string FormatVisibleDevices(const GpuAssignment& assignment) {
+std::string FormatVisibleDevices(const GpuAssignment& assignment, GpuVendor vendor) {
   // A MIG instance is named by its own UUID ("MIG-..."), never its GPU's.
   auto uuid_of = [](const GpuShare& s) -> const std::string& { return s.mig.has_value() ? s.mig->uuid : s.uuid; };
-  const bool all_uuids = std::all_of(assignment.gpus.begin(), assignment.gpus.end(),
+  const bool all_uuids = NamesDevicesByUuid(vendor) && std::all_of(assignment.gpus.begin(), assignment.gpus.end(),
                                      [&](const GpuShare& s) { return !uuid_of(s).empty(); });
   std::string out;
   for (const GpuShare& s : assignment.gpus) {

@@ -33,6 +33,8 @@ std::string FormatGpuAssignment(const GpuAssignment& assignment);
 /// MIG share; if any UUID is unknown, the GPU indices instead
 /// (NVIDIA_VISIBLE_DEVICES accepts either, not a mix; a MIG instance then
 /// cannot be named, which is why the node agent publishes MIG UUIDs).
-std::string FormatVisibleDevices(const GpuAssignment& assignment);
+/// Runtimes of other vendors than NVIDIA take the node's device indices
+/// (scheduler/model/gpu_vendor.h): `vendor` is the assigned GPUs'.
+std::string FormatVisibleDevices(const GpuAssignment& assignment, GpuVendor vendor = GpuVendor::kNvidia);
 
 }  // namespace tessera::k8s

@@ -69,17 +69,25 @@ struct Cell {
   GpuLink link;
 };
 
-// A cell as nvidia-smi prints it: X, NV<n>, PIX, PXB, PHB, NODE, SYS (SOC).
+// A cell as nvidia-smi prints it: X, NV<n>, PIX, PXB, PHB, NODE, SYS (SOC);
+// and the other vendors' GPU-to-GPU links alike: XGMI<n> (AMD), HCCS<n>
+// (Huawei), a bare XGMI or HCCS being one link.
 std::optional<Cell> ParseCellToken(std::string_view token) {
   if (token == "X") return Cell{.self = true, .link = {}};
-  if (token.size() > 2 && token.substr(0, 2) == "NV") {
+  static constexpr std::pair<std::string_view, GpuLinkKind> kFabrics[] = {
+      {"NV", GpuLinkKind::kNvLink}, {"XGMI", GpuLinkKind::kXgmi}, {"HCCS", GpuLinkKind::kHccs}};
+  for (const auto& [prefix, kind] : kFabrics) {
+    if (token.substr(0, prefix.size()) != prefix) continue;
+    const std::string_view count = token.substr(prefix.size());
+    if (count.empty() && kind == GpuLinkKind::kNvLink) return std::nullopt;  // "NV" alone: no count
+    if (count.empty()) return Cell{.self = false, .link = {kind, 1}};
     int32_t links = 0;
-    for (char c : token.substr(2)) {
+    for (char c : count) {
       if (!std::isdigit(static_cast<unsigned char>(c)) || links > kMaxNvlinks) return std::nullopt;
       links = links * 10 + (c - '0');
     }
     if (links < 1 || links > kMaxNvlinks) return std::nullopt;
-    return Cell{.self = false, .link = {GpuLinkKind::kNvLink, links}};
+    return Cell{.self = false, .link = {kind, links}};
   }
   static constexpr std::pair<std::string_view, GpuLinkKind> kPcie[] = {
       {"PIX", GpuLinkKind::kPix}, {"PXB", GpuLinkKind::kPxb}, {"PHB", GpuLinkKind::kPhb},
@@ -90,7 +98,7 @@ std::optional<Cell> ParseCellToken(std::string_view token) {
   return std::nullopt;
 }
 
-constexpr std::string_view kCellHint = "expected X, NV<links>, PIX, PXB, PHB, NODE or SYS";
+constexpr std::string_view kCellHint = "expected X, NV<links>, XGMI<links>, HCCS<links>, PIX, PXB, PHB, NODE or SYS";
 
 // The matrix as read, before the checks both forms share.
 struct Matrix {
@@ -99,7 +107,7 @@ struct Matrix {
   std::optional<std::string> nvlink_generation;
   std::optional<std::string> pcie_generation;
   LinkBandwidths overrides;
-  std::array<bool, 6> overridden{};  // by GpuLinkKind
+  std::array<bool, 8> overridden{};  // by GpuLinkKind
 };
 
 // X exactly on the diagonal, and the same link both ways.
@@ -306,19 +314,21 @@ void ParseJsonBandwidths(simdjson::dom::element value, Matrix& m, ErrorList& err
   }
   static constexpr std::pair<std::string_view, GpuLinkKind> kKinds[] = {
       {"NVLINK", GpuLinkKind::kNvLink}, {"PIX", GpuLinkKind::kPix},   {"PXB", GpuLinkKind::kPxb},
-      {"PHB", GpuLinkKind::kPhb},       {"NODE", GpuLinkKind::kNode}, {"SYS", GpuLinkKind::kSys}};
+      {"PHB", GpuLinkKind::kPhb},       {"NODE", GpuLinkKind::kNode}, {"SYS", GpuLinkKind::kSys},
+      {"XGMI", GpuLinkKind::kXgmi},     {"HCCS", GpuLinkKind::kHccs}};
   for (simdjson::dom::key_value_pair field : object) {
     const std::string_view key = field.key;
     const auto* kind = std::find_if(std::begin(kKinds), std::end(kKinds), [&](const auto& k) { return k.first == key; });
     if (kind == std::end(kKinds)) {
       errors.Add(absl::StrCat(Prefix(), "bandwidthMBps: unknown link kind ", internal::Quote(key),
-                              " (expected NVLINK, PIX, PXB, PHB, NODE or SYS)"));
+                              " (expected NVLINK, XGMI, HCCS, PIX, PXB, PHB, NODE or SYS)"));
       continue;
     }
     const std::optional<int64_t> mbps = internal::AsInt64(field.value);
     if (!mbps || *mbps < 1 || *mbps > kMaxBandwidthMBps) {
       errors.Add(absl::StrCat(Prefix(), "bandwidthMBps.", Absl(key), " must be an integer in 1..", kMaxBandwidthMBps,
-                              " (MB/s per direction", kind->second == GpuLinkKind::kNvLink ? ", per link)" : ")"));
+                              " (MB/s per direction",
+                              GpuLink{.kind = kind->second, .nvlinks = 1}.is_fabric() ? ", per link)" : ")"));
       continue;
     }
     const BandwidthMBps bw(*mbps);
@@ -329,6 +339,8 @@ void ParseJsonBandwidths(simdjson::dom::element value, Matrix& m, ErrorList& err
       case GpuLinkKind::kPhb: m.overrides.phb = bw; break;
       case GpuLinkKind::kNode: m.overrides.node = bw; break;
       case GpuLinkKind::kSys: m.overrides.sys = bw; break;
+      case GpuLinkKind::kXgmi: m.overrides.xgmi_per_link = bw; break;
+      case GpuLinkKind::kHccs: m.overrides.hccs_per_link = bw; break;
     }
     m.overridden[static_cast<size_t>(kind->second)] = true;
   }
@@ -443,6 +455,8 @@ LinkBandwidths Bandwidths(const Matrix& m, LinkBandwidths b, ErrorList& errors) 
   take(GpuLinkKind::kPhb, &LinkBandwidths::phb);
   take(GpuLinkKind::kNode, &LinkBandwidths::node);
   take(GpuLinkKind::kSys, &LinkBandwidths::sys);
+  take(GpuLinkKind::kXgmi, &LinkBandwidths::xgmi_per_link);
+  take(GpuLinkKind::kHccs, &LinkBandwidths::hccs_per_link);
   return b;
 }
 

@@ -84,6 +84,10 @@ void ParseMigInstances(simdjson::dom::element value, GpuDevice& gpu, const std::
 // model, its profiles, their valid starts, no two overlapping.
 void CheckMigInstances(const GpuDevice& gpu, const std::function<void(std::string_view)>& fail) {
   if (!gpu.mig_mode) return;
+  if (gpu.vendor != GpuVendor::kNvidia) {
+    fail(absl::StrCat("MIG mode on a GPU whose vendor is ", Absl(GpuVendorName(gpu.vendor)), ": MIG is NVIDIA's"));
+    return;
+  }
   const MigGeometry* geometry = FindMigGeometry(gpu.model);
   if (geometry == nullptr) {
     fail(absl::StrCat("MIG mode on a ", gpu.model,
@@ -166,6 +170,15 @@ void ParseInventoryItem(size_t item, simdjson::dom::element element, std::array<
       }
     } else if (key == "mig") {
       ParseMigInstances(field.value, gpu, fail);
+    } else if (key == "vendor") {
+      std::string_view name;
+      std::optional<GpuVendor> vendor;
+      if (field.value.get_string().get(name) == simdjson::SUCCESS) vendor = ParseGpuVendor(name);
+      if (!vendor.has_value()) {
+        fail("\"vendor\" must be one of nvidia, amd, intel, ascend, cambricon, hygon");
+      } else {
+        gpu.vendor = *vendor;
+      }
     } else if (key == "healthy") {
       bool healthy = true;
       if (field.value.get_bool().get(healthy) != simdjson::SUCCESS) {

@@ -29,8 +29,9 @@ struct NodeInventoryFields {
 ///  - Annotation: a JSON list of `{"index":0,"uuid":"GPU-..","model":"NVIDIA-A100-SXM4-80GB",
 ///    "memoryMiB":81920,"numa":0}`; index (0..255, unique), model (non-empty)
 ///    and memoryMiB (positive) are required, uuid, numa (>= -1) and healthy
-///    (a boolean, default true: false keeps every pod off the GPU) and mig
-///    optional, other keys ignored. `"mig":[{"profile":"3g.40gb","start":4,
+///    (a boolean, default true: false keeps every pod off the GPU), vendor
+///    (nvidia, amd, intel, ascend, cambricon or hygon; default nvidia) and
+///    mig optional, other keys ignored. `"mig":[{"profile":"3g.40gb","start":4,
 ///    "uuid":"MIG-.."}]` puts the GPU in MIG mode with those instances (`[]`:
 ///    none yet), checked against the model's MIG table
 ///    (scheduler/model/mig_geometry.h): a known model, its profiles, valid

@@ -61,10 +61,11 @@ struct RequestAnnotations {
   const std::string* memory_limit;
   const std::string* model;
   const std::string* model_exclude;
+  const std::string* vendor;
   const std::string* mig_profile;
 
   [[nodiscard]] bool none() const {
-    return !count && !fraction && !fraction_limit && !memory && !memory_limit && !model && !model_exclude &&
+    return !count && !fraction && !fraction_limit && !memory && !memory_limit && !model && !model_exclude && !vendor &&
            !mig_profile;
   }
 };
@@ -142,6 +143,17 @@ void ReadMemory(const RequestAnnotations& a, PodGpuRequest& request, ErrorList& 
 }
 
 void ReadModels(const RequestAnnotations& a, PodGpuRequest& request, ErrorList& errors) {
+  if (a.vendor) {
+    for (const std::string& name : ParseModelList(kGpuVendor, *a.vendor, errors)) {
+      const std::optional<GpuVendor> vendor = ParseGpuVendor(name);
+      if (!vendor.has_value()) {
+        errors.Add(absl::StrCat(Field(kGpuVendor, *a.vendor), ": ", internal::Quote(name),
+                                " is not a vendor (nvidia, amd, intel, ascend, cambricon, hygon)"));
+        continue;
+      }
+      request.vendors.push_back(*vendor);
+    }
+  }
   if (a.model) request.models = ParseModelList(kGpuModel, *a.model, errors);
   if (a.model_exclude) request.excluded_models = ParseModelList(kGpuModelExclude, *a.model_exclude, errors);
   for (const std::string& excluded : request.excluded_models) {
@@ -211,6 +223,7 @@ absl::StatusOr<std::optional<PodGpuRequest>> ParsePodGpuRequest(const Annotation
                              .memory_limit = Find(annotations, kGpuMemoryLimit),
                              .model = Find(annotations, kGpuModel),
                              .model_exclude = Find(annotations, kGpuModelExclude),
+                             .vendor = Find(annotations, kGpuVendor),
                              .mig_profile = Find(annotations, kMigProfile)};
   if (a.none()) return std::nullopt;
   // Every problem is reported, in the order of the annotations.

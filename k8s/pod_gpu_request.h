@@ -14,7 +14,7 @@ namespace tessera::k8s {
 /// A pod's annotations (callers may pass only the `tessera.io/` ones).
 using Annotations = absl::flat_hash_map<std::string, std::string>;
 
-/// Reads the eight request annotations of annotations.h (gpu-count through
+/// Reads the nine request annotations of annotations.h (gpu-count through
 /// gpu-model-exclude); other `tessera.io/` keys, such as the assignment, are
 /// not a request.
 ///
@@ -30,6 +30,8 @@ using Annotations = absl::flat_hash_map<std::string, std::string>;
 ///  - gpu-model, gpu-model-exclude: comma lists, items trimmed, empty items
 ///    refused, repeats collapsed; a model in both lists is an error.
 ///
+///  - gpu-vendor: a comma list of vendors (nvidia, amd, intel, ascend,
+///    cambricon, hygon) whose GPUs the pod accepts, as gpu-model's list.
 ///  - mig-profile: a MIG instance of this profile ("1g.10gb", "3g.40gb",
 ///    "1g.10gb+me") instead of shares: count 1, and no fraction or memory
 ///    beside it (the profile has its own).

@@ -33,6 +33,9 @@ MemoryMiB UsableMemory(const GpuShareArgs& args, MemoryMiB total) {
 bool ModelAccepted(const CycleState& cycle, const GpuDevice& gpu) {
   if (!cycle.names_models()) return true;  // the inventory's line stays unread
   const PodGpuRequest& r = cycle.request();
+  if (!r.vendors.empty() && std::find(r.vendors.begin(), r.vendors.end(), gpu.vendor) == r.vendors.end()) {
+    return false;
+  }
   if (!r.models.empty()) {
     const bool any = std::any_of(r.models.begin(), r.models.end(),
                                  [&](const std::string& m) { return GpuModelMatches(m, gpu.model); });
@@ -219,7 +222,12 @@ void AppendWhyFull(ReasonText& out, const GpuShareArgs& args, const CycleState& 
 
 std::string DescribeModels(const PodGpuRequest& r) {
   std::string s;
-  if (!r.models.empty()) absl::StrAppend(&s, "accepted: ", absl::StrJoin(r.models, ","));
+  if (!r.vendors.empty()) {
+    std::vector<std::string> names;
+    for (GpuVendor v : r.vendors) names.emplace_back(GpuVendorName(v));
+    absl::StrAppend(&s, "vendors: ", absl::StrJoin(names, ","));
+  }
+  if (!r.models.empty()) absl::StrAppend(&s, s.empty() ? "" : "; ", "accepted: ", absl::StrJoin(r.models, ","));
   if (!r.excluded_models.empty()) {
     absl::StrAppend(&s, s.empty() ? "" : "; ", "excluded: ", absl::StrJoin(r.excluded_models, ","));
   }
@@ -355,7 +363,7 @@ std::string WhyUnhealthy(const PodGpuRequest& r, absl::Span<const GpuDevice> gpu
   for (size_t i = 0; i < gpus.size(); ++i) {
     if (fits[i] == GpuFit::kUnhealthy && broken.size() < kMaxListedGpus) broken.push_back(gpus[i].index);
   }
-  const bool by_model = !r.models.empty() || !r.excluded_models.empty();
+  const bool by_model = !r.models.empty() || !r.excluded_models.empty() || !r.vendors.empty();
   return absl::StrCat("node has ", accepted, by_model ? " GPUs of an accepted model, " : " GPUs, ", unhealthy,
                       " unhealthy (GPU ", absl::StrJoin(broken, ", "), unhealthy > static_cast<int>(broken.size()) ? ", ..." : "",
                       "; its tessera.io/gpu-inventory says why), pod needs ", r.count, " healthy");

@@ -37,6 +37,9 @@ constexpr int64_t kLossCeiling = 1'000'000;
 bool ModelAccepted(const CycleState& cycle, const GpuDevice& gpu) {
   if (!cycle.names_models()) return true;
   const PodGpuRequest& r = cycle.request();
+  if (!r.vendors.empty() && std::find(r.vendors.begin(), r.vendors.end(), gpu.vendor) == r.vendors.end()) {
+    return false;
+  }
   if (!r.models.empty() &&
       std::none_of(r.models.begin(), r.models.end(), [&](const std::string& m) { return GpuModelMatches(m, gpu.model); })) {
     return false;
@@ -73,27 +76,6 @@ MigProfileWeights::MigProfileWeights(const MigPartitionArgs& args) {
 absl::Span<const int64_t> MigProfileWeights::For(const MigGeometry& geometry) const {
   const std::array<int64_t, kMostProfiles>& w = by_geometry_[GeometryPosition(geometry)];
   return absl::MakeConstSpan(w.data(), std::min(geometry.profiles.size(), kMostProfiles));
-}
-
-int64_t MigGeometryLoss(const MigGeometry& geometry, absl::Span<const int64_t> weights, SliceMask held,
-                        SliceMask add) {
-  const auto after = static_cast<SliceMask>(held | add);
-  int64_t loss = 0;
-  for (size_t p = 0; p < weights.size(); ++p) {
-    const MigProfile& q = geometry.profiles[p];
-    loss += weights[p] * (MaxMoreMigInstances(q, held) - MaxMoreMigInstances(q, after));
-  }
-  return loss;
-}
-
-SliceMask MigHeldSlices(const MigGeometry& geometry, const GpuDevice& gpu, uint8_t held_starts) {
-  SliceMask held = 0;
-  if (held_starts == 0) return held;
-  for (const MigInstance& m : gpu.mig) {
-    if (m.start < 0 || m.start >= kMigSlices || (held_starts >> m.start & 1u) == 0) continue;
-    if (const MigProfile* p = geometry.Find(m.profile); p != nullptr) held |= p->SlicesAt(m.start);
-  }
-  return held;
 }
 
 absl::StatusOr<std::unique_ptr<Plugin>> MigPartitionPlugin::New(PluginArgs& args) {

@@ -5,7 +5,7 @@
 //     a MIG manager); the node's inventory lists them with their profile and
 //     start slice (GpuDevice::mig). Tessera places pods on instances that
 //     exist and never makes or destroys one: it advises where re-partitioning
-//     would help (policies/mig_repartition.h).
+//     would help (scheduler/cache/mig_repartition.h).
 //   - What pods hold comes from their assignment annotations: the instance by
 //     its start slice (GpuUsage::mig_held_starts).
 //   - A pod asks for one instance of one profile (PodGpuRequest::mig_profile).
@@ -70,14 +70,6 @@ class MigProfileWeights {
   static constexpr size_t kMostProfiles = 8;
   std::vector<std::array<int64_t, kMostProfiles>> by_geometry_;  // AllMigGeometries()' order
 };
-
-/// What taking the slices `add` beside the held slices `held` costs a GPU's
-/// geometry (step 3's loss).
-int64_t MigGeometryLoss(const MigGeometry& geometry, absl::Span<const int64_t> weights, SliceMask held,
-                        SliceMask add);
-
-/// The slices of `gpu`'s instances that pods hold (`held_starts`: GpuUsage::mig_held_starts).
-SliceMask MigHeldSlices(const MigGeometry& geometry, const GpuDevice& gpu, uint8_t held_starts);
 
 class MigPartitionPlugin final : public Plugin {
  public:

@@ -45,6 +45,21 @@ absl::Status Binder::CheckTenantMax(const PodRecord& pod, const CycleState& cycl
   return absl::FailedPreconditionError(verdict.message);
 }
 
+namespace {
+
+// The vendor of the assignment's GPUs (its first GPU's: a pod's GPUs are one
+// node's, and nodes are of one vendor); NVIDIA when the model does not know.
+GpuVendor VendorOf(const ClusterSnapshot& snapshot, const GpuAssignment& assignment) {
+  const std::optional<NodeIndex> node = snapshot.FindNode(assignment.node);
+  if (!node.has_value() || assignment.gpus.empty()) return GpuVendor::kNvidia;
+  for (const GpuDevice& g : snapshot.View(*node).gpus) {
+    if (g.index == assignment.gpus.front().index) return g.vendor;
+  }
+  return GpuVendor::kNvidia;
+}
+
+}  // namespace
+
 absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpuRequest& request,
                                               std::string_view node, bool* fresh) {
   *fresh = false;
@@ -228,7 +243,8 @@ void Binder::ReserveFor(Pending& p) {
   // pod together with spec.nodeName, under the uid precondition, so the
   // kubelet never sees the pod bound without its GPUs on record.
   p.annotations_ = {{std::string(k8s::kGpuAssignment), k8s::FormatGpuAssignment(*p.assignment_)},
-                    {std::string(k8s::kVisibleDevices), k8s::FormatVisibleDevices(*p.assignment_)}};
+                    {std::string(k8s::kVisibleDevices),
+                     k8s::FormatVisibleDevices(*p.assignment_, VendorOf(*model_.Current(), *p.assignment_))}};
 }
 
 absl::Status Binder::Finish(Pending p) {

@@ -51,6 +51,25 @@ std::string RenderDebugState(const DebugInputs& in) {
                     {"holder", in.lease.holder},
                     {"leader", in.lease.leader}};
   }
+  if (!in.mig_waits.empty()) {
+    nlohmann::json waits = nlohmann::json::array();
+    for (const MigWait& w : in.mig_waits) {
+      nlohmann::json advice = nullptr;
+      if (w.advice.has_value()) {
+        const MigRepartitionAdvice& a = *w.advice;
+        nlohmann::json destroy = nlohmann::json::array();
+        for (const MigInstance& m : a.destroy) {
+          destroy.push_back({{"profile", m.profile}, {"start", m.start}, {"uuid", m.uuid}});
+        }
+        advice = {{"node", a.node},          {"gpu", a.gpu_index},
+                  {"gpuUuid", a.gpu_uuid},   {"model", a.gpu_model},
+                  {"start", a.start},        {"destroyFreeInstances", std::move(destroy)},
+                  {"podsToEvict", a.pods_to_evict}, {"geometryLoss", a.geometry_loss}};
+      }
+      waits.push_back({{"profile", w.profile}, {"pods", w.pods}, {"repartition", std::move(advice)}});
+    }
+    doc["migWaiting"] = std::move(waits);
+  }
   if (!in.tenants.empty()) {
     auto totals = [](const GpuTotals& t) {
       return nlohmann::json{{"gpuMilli", t.milli.value()}, {"gpuMemoryMiB", t.memory.value()}, {"gpus", t.gpus}};

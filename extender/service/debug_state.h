@@ -3,6 +3,7 @@
 // nodes are inconsistent.
 #pragma once
 
+#include "extender/service/mig_advice.h"
 #include "extender/service/tenant_accounting.h"
 
 #include <string>
@@ -30,6 +31,8 @@ struct DebugInputs {
   Lease lease = {};
   /// Each tenant as of the last accounting tick (extender/service/tenant_accounting.h).
   std::vector<TenantReport> tenants = {};
+  /// Pods waiting for a MIG profile, with re-partitioning advice (extender/service/mig_advice.h).
+  std::vector<MigWait> mig_waits = {};
 };
 
 /// Pretty-printed JSON: {"source", "generation", "nodes", "gpus", "watches": {..},
@@ -37,7 +40,10 @@ struct DebugInputs {
 /// "podProblems": [{pod, uid, kind, message}], "lease": {name, identity,
 /// holder, leader} when replicas elect a writer, "tenants": [{name, guaranteed,
 /// max, used, borrowed, lent, withinGuarantee, gpuMilliSeconds,
-/// gpuMemoryMiBSeconds, podsOverMaxRunTime}] when the policy has tenants}.
+/// gpuMemoryMiBSeconds, podsOverMaxRunTime}] when the policy has tenants,
+/// "migWaiting": [{profile, pods, repartition: {node, gpu, gpuUuid, model,
+/// start, destroyFreeInstances: [{profile, start, uuid}], podsToEvict,
+/// geometryLoss} or null}] when pods wait for MIG instances}.
 std::string RenderDebugState(const DebugInputs& in);
 
 }  // namespace tessera

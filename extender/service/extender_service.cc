@@ -147,6 +147,7 @@ void NoteRefusal(RecentRefusals& refusals, const k8s::WirePod& pod,
                         .pod = absl::StrCat(Absl(pod.namespace_name), "/", Absl(pod.name)),
                         .tenant_label = std::string(pod.tenant_label),
                         .request = DescribeRequest(request),
+                        .mig_profile = request.ok() && request->has_value() ? (*request)->mig_profile : "",
                         .nodes = static_cast<int64_t>(nodes),
                         .error = result.error,
                         .reasons = {}};

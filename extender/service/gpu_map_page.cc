@@ -174,7 +174,7 @@ std::vector<int> NvlinkGroups(const NodeInventory& inv) {
   std::vector<bool> linked(static_cast<size_t>(n), false);
   for (int32_t a = 0; a < n; ++a) {
     for (int32_t b = a + 1; b < n; ++b) {
-      if (!topo->link(a, b).is_nvlink()) continue;
+      if (!topo->link(a, b).is_fabric()) continue;
       root[find(a)] = find(b);
       linked[a] = linked[b] = true;
     }

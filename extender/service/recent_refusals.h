@@ -30,6 +30,8 @@ struct FilterRefusal {
   std::string pod = {};  ///< "namespace/name".
   std::string tenant_label = {};  ///< The pod's `tessera.io/tenant` label; may be empty.
   std::string request = {};  ///< What the pod asks, in words ("2 GPUs × 500 milli, 10240 MiB each").
+  /// The MIG profile the pod asks for ("1g.10gb"); empty for any other pod.
+  std::string mig_profile = {};
   /// Set by RecentRefusals::Record.
   absl::Time at = absl::InfinitePast();
   /// Nodes the request named, all refused.

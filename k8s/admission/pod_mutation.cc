@@ -5,7 +5,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/types/span.h"
 #include "k8s/annotations.h"
 #include "k8s/pod_gpu_request.h"
 #include "scheduler/model/absl_compat.h"
@@ -17,7 +20,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::string_view kDefaultScheduler = "default-scheduler";
-constexpr std::string_view kVisibleDevicesEnv = "NVIDIA_VISIBLE_DEVICES";
 
 // obj[key] when obj is an object that has it, else null.
 const json* Member(const json& obj, std::string_view key) {
@@ -202,13 +204,25 @@ void AddResources(std::vector<JsonPatchOp>& ops, const json& container, size_t i
   for (const char* kind : {"requests", "limits"}) AddMembers(ops, Member(*resources, kind), path + "/" + kind, wanted);
 }
 
-// The environment that hands the container its GPUs and its limits.
-json HandOffEnv(const PodGpuRequest& r, GpuEnforcement enforcement) {
+// The environment that hands the container its GPUs and its limits: each
+// vendor's variables read the assignment bind writes, in that vendor's form.
+json HandOffEnv(const PodGpuRequest& r, GpuEnforcement enforcement, absl::Span<const GpuVendor> cluster_vendors) {
+  const absl::Span<const GpuVendor> vendors = r.vendors.empty() ? cluster_vendors : absl::MakeConstSpan(r.vendors);
   json env = json::array();
-  env.push_back({{"name", kVisibleDevicesEnv},
-                 {"valueFrom",
-                  {{"fieldRef", {{"fieldPath", absl::StrCat("metadata.annotations['", Absl(kVisibleDevices), "']")}}}}}});
-  if (r.whole_gpu || enforcement == GpuEnforcement::kNone) return env;
+  std::vector<std::string_view> named;
+  for (GpuVendor vendor : vendors) {
+    for (std::string_view variable : VisibleDevicesVariables(vendor)) {
+      if (std::find(named.begin(), named.end(), variable) != named.end()) continue;  // HIP: AMD and Hygon
+      named.push_back(variable);
+      env.push_back(
+          {{"name", std::string(variable)},
+           {"valueFrom",
+            {{"fieldRef", {{"fieldPath", absl::StrCat("metadata.annotations['", Absl(kVisibleDevices), "']")}}}}}});
+    }
+  }
+  // The share limits are CUDA's (MPS, HAMi-core): for NVIDIA GPUs only.
+  const bool nvidia = std::find(vendors.begin(), vendors.end(), GpuVendor::kNvidia) != vendors.end();
+  if (!nvidia || r.whole_gpu || enforcement == GpuEnforcement::kNone) return env;
   const int64_t percent = (r.limit.value() + 9) / 10;
   const int64_t memory_limit = std::max(r.memory_limit.value(), r.memory.value());
   if (enforcement == GpuEnforcement::kMps) {
@@ -292,6 +306,20 @@ absl::Status CheckAgreement(const HandWritten& hw, const Amounts& amounts) {
 
 }  // namespace
 
+absl::StatusOr<std::vector<GpuVendor>> ParseGpuVendorList(std::string_view names) {
+  std::vector<GpuVendor> vendors;
+  for (absl::string_view part : absl::StrSplit(Absl(names), ',')) {
+    const std::string name(absl::StripAsciiWhitespace(part));
+    const std::optional<GpuVendor> vendor = ParseGpuVendor(name);
+    if (!vendor.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GPU vendor \"", name, "\" must be one of nvidia, amd, intel, ascend, cambricon, hygon"));
+    }
+    if (std::find(vendors.begin(), vendors.end(), *vendor) == vendors.end()) vendors.push_back(*vendor);
+  }
+  return vendors;
+}
+
 absl::StatusOr<GpuEnforcement> ParseGpuEnforcement(std::string_view name) {
   if (name == "none") return GpuEnforcement::kNone;
   if (name == "mps") return GpuEnforcement::kMps;
@@ -336,14 +364,14 @@ absl::StatusOr<std::vector<JsonPatchOp>> MutateGpuPod(const json& pod, const Pod
     // when the user wrote it), never in milli-GPU: no resources are added,
     // and the container gets its instance, which needs no share limits.
     const std::vector<size_t> targets = hw->any_mig() ? hw->mig_containers : std::vector<size_t>{0};
-    const json env = HandOffEnv(**request, GpuEnforcement::kNone);
+    const json env = HandOffEnv(**request, GpuEnforcement::kNone, options.vendors);
     for (size_t i : targets) AddEnv(ops, (*containers)[i], i, env);
     return ops;
   }
   // The GPU containers: those that asked by hand, else the first.
   const std::vector<size_t> targets = hw->any() ? hw->containers : std::vector<size_t>{0};
   if (!hw->any()) AddResources(ops, (*containers)[0], 0, amounts);
-  const json env = HandOffEnv(**request, options.enforcement);
+  const json env = HandOffEnv(**request, options.enforcement, options.vendors);
   for (size_t i : targets) AddEnv(ops, (*containers)[i], i, env);
   return ops;
 }

@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "scheduler/model/gpu_vendor.h"
 
 namespace tessera::k8s {
 
@@ -47,7 +48,14 @@ struct PodMutationOptions {
   /// a pod that names another scheduler keeps it. Empty: never set.
   std::string scheduler_name = "tessera-scheduler";
   GpuEnforcement enforcement = GpuEnforcement::kNone;
+  /// The vendors of the cluster's GPUs: a pod that selects none
+  /// (tessera.io/gpu-vendor) gets each one's hand-off variables, as it may
+  /// land on any (scheduler/model/gpu_vendor.h); one that selects gets its own.
+  std::vector<GpuVendor> vendors = {GpuVendor::kNvidia};
 };
+
+/// "nvidia,amd" -> the vendors; InvalidArgument naming an unknown one.
+absl::StatusOr<std::vector<GpuVendor>> ParseGpuVendorList(std::string_view names);
 
 /// One RFC 6902 operation.
 struct JsonPatchOp {

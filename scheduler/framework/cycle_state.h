@@ -22,7 +22,7 @@ class CycleState {
  public:
   explicit CycleState(PodGpuRequest request)
       : request_(std::move(request)),
-        names_models_(!request_.models.empty() || !request_.excluded_models.empty()),
+        names_models_(!request_.models.empty() || !request_.excluded_models.empty() || !request_.vendors.empty()),
         guaranteed_per_gpu_(request_.whole_gpu && request_.mig_profile.empty() ? kOneGpu : request_.guaranteed),
         memory_limit_per_gpu_(request_.memory_limit > request_.memory ? request_.memory_limit : request_.memory),
         bursts_(!request_.whole_gpu && request_.limit > request_.guaranteed) {}
@@ -41,8 +41,9 @@ class CycleState {
   /// The number of GPUs the pod asks for; 0 when it asks for none.
   [[nodiscard]] size_t gpu_count() const { return wants_gpus() ? static_cast<size_t>(request_.count) : 0; }
 
-  /// Whether the pod accepts or refuses GPU models by name. When it does
-  /// not, every model will do and no plugin needs to read a GPU's model.
+  /// Whether the pod accepts or refuses GPU models by name, or selects
+  /// vendors. When it does not, every GPU will do and no plugin needs to
+  /// read a GPU's model or vendor.
   [[nodiscard]] bool names_models() const { return names_models_; }
   /// The compute the pod reserves on each of its GPUs: all of it (1000
   /// milli) for a whole GPU, its instance's sevenths for a MIG instance,

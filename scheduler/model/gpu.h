@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "scheduler/model/gpu_vendor.h"
 #include "scheduler/model/quantity.h"
 
 namespace tessera {
@@ -49,6 +50,9 @@ struct GpuDevice {
   /// GPU never land on it.
   bool mig_mode = false;
   std::vector<MigInstance> mig = {};
+  /// Who made it: decides the hand-off variables and how devices are named
+  /// (scheduler/model/gpu_vendor.h). Pods may select by it.
+  GpuVendor vendor = GpuVendor::kNvidia;
 
   [[nodiscard]] bool memory_known() const { return memory.value() > 0; }
   bool operator==(const GpuDevice&) const = default;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/model/gpu_vendor.h"
 #include "scheduler/model/host_resources.h"
 #include "scheduler/model/quantity.h"
 
@@ -23,6 +24,7 @@ struct PodGpuRequest {
   MemoryMiB memory_limit{0};         ///< Memory limit per GPU, ≥ memory (0: = memory).
   std::vector<std::string> models;          ///< Accepted models; empty = any.
   std::vector<std::string> excluded_models; ///< Refused models.
+  std::vector<GpuVendor> vendors;           ///< Accepted vendors; empty = any.
   /// A MIG instance of this profile ("1g.10gb") instead of shares: the pod
   /// gets one free instance of a GPU in MIG mode (count 1, whole_gpu; the
   /// share and memory fields hold what the profile's name gives, for

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/model/absl_compat.h"
 #include "absl/strings/str_join.h"
 #include "scheduler/model/gpu_set_search.h"
 
@@ -91,12 +92,14 @@ std::string_view GpuLinkKindName(GpuLinkKind kind) {
     case GpuLinkKind::kPhb: return "PHB";
     case GpuLinkKind::kNode: return "NODE";
     case GpuLinkKind::kSys: return "SYS";
+    case GpuLinkKind::kXgmi: return "XGMI";
+    case GpuLinkKind::kHccs: return "HCCS";
   }
   return "?";
 }
 
 std::string GpuLinkName(const GpuLink& link) {
-  if (link.is_nvlink()) return absl::StrCat("NV", link.nvlinks);
+  if (link.is_fabric()) return absl::StrCat(Absl(GpuLinkKindName(link.kind)), link.nvlinks);
   return std::string(GpuLinkKindName(link.kind));
 }
 
@@ -108,6 +111,8 @@ BandwidthMBps LinkBandwidths::Of(const GpuLink& link) const {
     case GpuLinkKind::kPhb: return phb;
     case GpuLinkKind::kNode: return node;
     case GpuLinkKind::kSys: return sys;
+    case GpuLinkKind::kXgmi: return xgmi_per_link * link.nvlinks;
+    case GpuLinkKind::kHccs: return hccs_per_link * link.nvlinks;
   }
   return BandwidthMBps(0);
 }
@@ -138,9 +143,9 @@ absl::StatusOr<std::shared_ptr<const GpuTopology>> GpuTopology::Create(int32_t g
     for (int32_t b = 0; b < gpu_count; ++b) {
       if (a == b) continue;
       const GpuLink& link = links[a * n + b];
-      const bool count_ok = link.is_nvlink() ? link.nvlinks >= 1 && link.nvlinks <= kMaxNvlinks : link.nvlinks == 0;
+      const bool count_ok = link.is_fabric() ? link.nvlinks >= 1 && link.nvlinks <= kMaxNvlinks : link.nvlinks == 0;
       if (!count_ok) {
-        return absl::InvalidArgumentError(absl::StrCat("GPU", a, "-GPU", b, ": an NVLink link bonds 1..", kMaxNvlinks,
+        return absl::InvalidArgumentError(absl::StrCat("GPU", a, "-GPU", b, ": a fabric link (NVLink, xGMI, HCCS) bonds 1..", kMaxNvlinks,
                                                        " links and a PCIe path none, got ", GpuLinkName(link), " with ",
                                                        link.nvlinks));
       }
@@ -150,7 +155,7 @@ absl::StatusOr<std::shared_ptr<const GpuTopology>> GpuTopology::Create(int32_t g
                                                        GpuLinkName(links[b * n + a])));
       }
       t.bandwidth_[a * kMaxGpus + b] = static_cast<uint32_t>(bandwidths.Of(link).value());
-      t.has_nvlink_ = t.has_nvlink_ || link.is_nvlink();
+      t.has_nvlink_ = t.has_nvlink_ || link.is_fabric();
     }
   }
   t.links_ = std::move(links);
@@ -188,7 +193,7 @@ bool GpuTopology::HasNvlinkWithin(GpuMask gpus) const {
   for (GpuMask a = gpus; a != 0; a &= a - 1) {
     const int32_t i = std::countr_zero(a);
     for (GpuMask b = a & (a - 1); b != 0; b &= b - 1) {
-      if (link(i, std::countr_zero(b)).is_nvlink()) return true;
+      if (link(i, std::countr_zero(b)).is_fabric()) return true;
     }
   }
   return false;

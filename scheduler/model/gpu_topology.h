@@ -38,21 +38,30 @@ enum class GpuLinkKind : uint8_t {
   kPhb,     ///< `PHB`: through a PCIe host bridge (typically the CPU).
   kNode,    ///< `NODE`: between PCIe host bridges of one NUMA node.
   kSys,     ///< `SYS`: across the SMP interconnect between NUMA nodes (QPI/UPI). Also `SOC`.
+  kXgmi,    ///< `XGMI#`: # bonded AMD Infinity Fabric (xGMI) links, GPU to GPU.
+  kHccs,    ///< `HCCS#`: # bonded Huawei Cache Coherence System links, NPU to NPU.
 };
 
-/// The nvidia-smi name of a kind ("NV" for NVLink, without the count).
+/// The nvidia-smi name of a kind ("NV" for NVLink, without the count; "XGMI"
+/// and "HCCS" for the other vendors' GPU-to-GPU links).
 std::string_view GpuLinkKindName(GpuLinkKind kind);
 
 /// One pair's link.
 struct GpuLink {
   GpuLinkKind kind = GpuLinkKind::kSys;
-  int32_t nvlinks = 0;  ///< NVLinks bonded between the pair (kNvLink only; ≥ 1), else 0.
+  /// Links bonded between the pair for a GPU-to-GPU fabric (NVLink, xGMI,
+  /// HCCS; ≥ 1), else 0. Named for NVLink, the first of them.
+  int32_t nvlinks = 0;
 
   [[nodiscard]] bool is_nvlink() const { return kind == GpuLinkKind::kNvLink; }
+  /// A direct GPU-to-GPU fabric link of any vendor: NVLink, xGMI or HCCS.
+  [[nodiscard]] bool is_fabric() const {
+    return kind == GpuLinkKind::kNvLink || kind == GpuLinkKind::kXgmi || kind == GpuLinkKind::kHccs;
+  }
   bool operator==(const GpuLink&) const = default;
 };
 
-/// "NV2", "PIX", ...: the link as nvidia-smi prints it.
+/// "NV2", "PIX", "XGMI1", ...: the link as nvidia-smi prints it (and the other vendors' links alike).
 std::string GpuLinkName(const GpuLink& link);
 
 /// Bandwidth per direction of each kind of path on one node. PCIe paths are
@@ -66,8 +75,10 @@ struct LinkBandwidths {
   BandwidthMBps phb{12000};
   BandwidthMBps node{10000};
   BandwidthMBps sys{8000};
+  BandwidthMBps xgmi_per_link{64000};  ///< One xGMI link (MI300X: 64 GB/s per direction).
+  BandwidthMBps hccs_per_link{28000};  ///< One HCCS link (Ascend 910B: 56 GB/s both ways).
 
-  /// The bandwidth of `link` (NVLink: per link × links).
+  /// The bandwidth of `link` (NVLink, xGMI, HCCS: per link × links).
   [[nodiscard]] BandwidthMBps Of(const GpuLink& link) const;
   bool operator==(const LinkBandwidths&) const = default;
 };
@@ -119,9 +130,10 @@ class GpuTopology {
   /// The bandwidth between GPUs `a` and `b`, in MB/s; the search's inner loop.
   [[nodiscard]] uint32_t bandwidth_mbps(int32_t a, int32_t b) const { return bandwidth_[a * kMaxGpus + b]; }
   [[nodiscard]] const LinkBandwidths& bandwidths() const { return bandwidths_; }
-  /// Whether any pair of GPUs is joined by NVLink.
+  /// Whether any pair of GPUs is joined by NVLink (or its peers of other
+  /// vendors, xGMI and HCCS: everywhere below, "NVLink" means any of them).
   [[nodiscard]] bool has_nvlink() const { return has_nvlink_; }
-  /// Whether some pair inside `gpus` is joined by NVLink.
+  /// Whether some pair inside `gpus` is joined by NVLink (or xGMI, HCCS).
   [[nodiscard]] bool HasNvlinkWithin(GpuMask gpus) const;
   [[nodiscard]] const std::string& source() const { return source_; }
 

@@ -146,4 +146,25 @@ int32_t MaxMoreMigInstances(const MigProfile& profile, SliceMask taken) {
   return std::popcount(FreeMigStarts(profile, taken));
 }
 
+int64_t MigGeometryLoss(const MigGeometry& geometry, absl::Span<const int64_t> weights, SliceMask held,
+                        SliceMask add) {
+  const auto after = static_cast<SliceMask>(held | add);
+  int64_t loss = 0;
+  for (size_t p = 0; p < weights.size() && p < geometry.profiles.size(); ++p) {
+    const MigProfile& q = geometry.profiles[p];
+    loss += weights[p] * (MaxMoreMigInstances(q, held) - MaxMoreMigInstances(q, after));
+  }
+  return loss;
+}
+
+SliceMask MigHeldSlices(const MigGeometry& geometry, const GpuDevice& gpu, uint8_t held_starts) {
+  SliceMask held = 0;
+  if (held_starts == 0) return held;
+  for (const MigInstance& m : gpu.mig) {
+    if (m.start < 0 || m.start >= kMigSlices || (held_starts >> m.start & 1u) == 0) continue;
+    if (const MigProfile* p = geometry.Find(m.profile); p != nullptr) held |= p->SlicesAt(m.start);
+  }
+  return held;
+}
+
 }  // namespace tessera

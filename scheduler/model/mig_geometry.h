@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "scheduler/model/gpu.h"
 #include "scheduler/model/quantity.h"
 
 namespace tessera {
@@ -75,5 +76,14 @@ SliceMask FreeMigStarts(const MigProfile& profile, SliceMask taken);
 /// How many more instances of `profile` could be made beside `taken` (the
 /// most over every way of placing them, not the first-fit count).
 int32_t MaxMoreMigInstances(const MigProfile& profile, SliceMask taken);
+
+/// What taking the slices `add` beside the held slices `held` costs a GPU's
+/// geometry: Σ over its profiles of weight × (how many more instances of the
+/// profile fit before − after). `weights` in the order of geometry.profiles.
+int64_t MigGeometryLoss(const MigGeometry& geometry, absl::Span<const int64_t> weights, SliceMask held,
+                        SliceMask add);
+
+/// The slices of `gpu`'s instances that pods hold (`held_starts`: GpuUsage::mig_held_starts).
+SliceMask MigHeldSlices(const MigGeometry& geometry, const GpuDevice& gpu, uint8_t held_starts);
 
 }  // namespace tessera

@@ -216,6 +216,10 @@ TEST(FormatVisibleDevices, NamesEachGpuOrMigInstanceByUuidOrAllByIndex) {
     SCOPED_TRACE(name);
     EXPECT_EQ(FormatVisibleDevices(assignment), want);
   }
+  // Other vendors' runtimes take the node's device indices, UUIDs known or not.
+  EXPECT_EQ(FormatVisibleDevices(Assignment("n", {Share(1, 1000).Uuid("GPU-a"), Share(3, 1000).Uuid("GPU-b")}),
+                                 GpuVendor::kAmd),
+            "1,3");
 }
 
 // Parsed strings are copies: a later parse on the same thread (which reuses

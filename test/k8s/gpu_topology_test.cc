@@ -70,6 +70,29 @@ TEST(ParseGpuTopology, TurnsLinksIntoBandwidth) {
   EXPECT_FALSE((*pcie)->has_nvlink());
 }
 
+TEST(ParseGpuTopology, OtherVendorsFabricLinksCountAsNvlinkDoes) {
+  // Four MI300X on xGMI (one link each way) and two Ascend 910B on HCCS, in
+  // the matrix form and in JSON.
+  absl::StatusOr<std::shared_ptr<const GpuTopology>> amd = Parse(
+      "\tGPU0\tGPU1\tGPU2\tGPU3\n"
+      "GPU0\t X \tXGMI\tXGMI\tXGMI\n"
+      "GPU1\tXGMI\t X \tXGMI\tXGMI\n"
+      "GPU2\tXGMI\tXGMI\t X \tXGMI2\n"
+      "GPU3\tXGMI\tXGMI\tXGMI2\t X \n");
+  ASSERT_TRUE(amd.ok()) << amd.status();
+  EXPECT_EQ((*amd)->bandwidth_mbps(0, 1), 64000u) << "one xGMI link";
+  EXPECT_EQ((*amd)->bandwidth_mbps(2, 3), 128000u) << "two bonded";
+  EXPECT_TRUE((*amd)->has_nvlink()) << "requireNvlink is met by xGMI";
+  EXPECT_EQ(GpuLinkName((*amd)->link(2, 3)), "XGMI2");
+
+  absl::StatusOr<std::shared_ptr<const GpuTopology>> ascend =
+      Parse(R"({"links":[[null,"HCCS"],["HCCS",null]],"bandwidthMBps":{"HCCS":30000}})");
+  ASSERT_TRUE(ascend.ok()) << ascend.status();
+  EXPECT_EQ((*ascend)->bandwidth_mbps(0, 1), 30000u) << "the annotation's own figure per link";
+  EXPECT_TRUE((*ascend)->link(0, 1).is_fabric());
+  EXPECT_FALSE((*ascend)->link(0, 1).is_nvlink());
+}
+
 TEST(ParseGpuTopology, TheTwoFormsAgree) {
   const std::string json = R"({"links": [
       ["X", 1, 1, 2, 2, "SYS", "SYS", "SYS"],

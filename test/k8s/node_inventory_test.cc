@@ -164,6 +164,18 @@ TEST(ParseNodeInventory, AGpuInMigModeKeepsItsInstancesAsListed) {
   EXPECT_FALSE(got->gpus[2].mig_mode);
 }
 
+TEST(ParseNodeInventory, EachGpuCarriesItsVendorNvidiaWhenUnsaid) {
+  absl::StatusOr<NodeInventory> got = ParseNodeInventory({.inventory_annotation = std::string_view(
+      R"([{"index":0,"model":"AMD-Instinct-MI300X","memoryMiB":196608,"vendor":"amd"},)"
+      R"({"index":1,"model":"Ascend-910B","memoryMiB":65536,"vendor":"ascend"},)"
+      R"({"index":2,"model":"NVIDIA-H100-80GB-HBM3","memoryMiB":81920}])")});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->gpus.size(), 3u);
+  EXPECT_EQ(got->gpus[0].vendor, GpuVendor::kAmd);
+  EXPECT_EQ(got->gpus[1].vendor, GpuVendor::kAscend);
+  EXPECT_EQ(got->gpus[2].vendor, GpuVendor::kNvidia);
+}
+
 struct Refused {
   std::string name;
   OwnedFields fields;
@@ -180,6 +192,11 @@ TEST(ParseNodeInventory, RefusesAMalformedSourceWithoutFallingThrough) {
        {.inventory_annotation = "[{", .gfd_count = "8", .allocatable_gpus = "8"},
        {kAnn + "not valid JSON"}},
       {"an empty annotation is not JSON", {.inventory_annotation = ""}, {kAnn + "not valid JSON"}},
+      {"an unknown vendor", {.inventory_annotation = Item(R"("index":0,"model":"X","memoryMiB":1,"vendor":"acme")")},
+       {kAnn + R"(item 0: "vendor" must be one of nvidia, amd, intel, ascend, cambricon, hygon)"}},
+      {"MIG mode on another vendor's GPU",
+       {.inventory_annotation = Item(R"("index":0,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":1,"vendor":"amd","mig":[])")},
+       {kAnn + "item 0: MIG mode on a GPU whose vendor is amd: MIG is NVIDIA's"}},
       {"an annotation that is an object, not a list", {.inventory_annotation = R"({"index":0})"},
        {kAnn + "must be a JSON list of GPUs"}},
       {"an item that is not an object", {.inventory_annotation = "[0]"}, {kAnn + "item 0: must be a JSON object"}},

@@ -96,6 +96,13 @@ class Node {
     usage_[static_cast<size_t>(index)].Add(share);
     return *this;
   }
+  /// The GPUs from index `from` on are `vendor`'s.
+  Node& Vendor(GpuVendor vendor, int32_t from = 0) {
+    for (GpuDevice& g : inventory_.gpus) {
+      if (g.index >= from) g.vendor = vendor;
+    }
+    return *this;
+  }
   /// The node's agent found GPU `index` broken.
   Node& Unhealthy(int32_t index) {
     for (GpuDevice& g : inventory_.gpus) {
@@ -193,6 +200,7 @@ class Pod {
   }
   Pod& MemoryLimit(int64_t mib) { r_.memory_limit = MemoryMiB(mib); return *this; }
   Pod& Models(std::vector<std::string> m) { r_.models = std::move(m); return *this; }
+  Pod& Vendors(std::vector<GpuVendor> v) { r_.vendors = std::move(v); return *this; }
   Pod& ExcludeModels(std::vector<std::string> m) { r_.excluded_models = std::move(m); return *this; }
   /// The pod's host CPU request (milli-CPU) and memory (MiB); Count(0) for a pod without GPUs.
   /// A MIG instance of `profile` ("1g.10gb") instead of shares.

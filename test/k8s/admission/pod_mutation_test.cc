@@ -138,6 +138,30 @@ TEST(PodMutationTest, AMigInstanceByAnnotationGetsNoShareLimitsWhateverTheEnforc
   EXPECT_EQ(Env(c, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "<unset>") << "the instance is isolated in hardware";
 }
 
+TEST(PodMutationTest, EachVendorsRuntimeGetsItsOwnVariablesForTheDevices) {
+  const PodMutationOptions mixed{.vendors = {GpuVendor::kNvidia, GpuVendor::kAmd, GpuVendor::kHygon}};
+  // A pod that selects no vendor may land on any: every variable, each once.
+  const json any = Applied(PodWith({{"tessera.io/gpu-count", "1"}}), mixed)["spec"]["containers"][0];
+  for (const char* v : {"NVIDIA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}) {
+    EXPECT_EQ(Env(any, v), kVisibleDevicesRef) << v;
+  }
+  EXPECT_EQ(any["env"].size(), 3u) << any["env"].dump();
+  // One that selects AMD gets AMD's only, and no CUDA share limits.
+  PodMutationOptions mps = mixed;
+  mps.enforcement = GpuEnforcement::kMps;
+  const json amd = Applied(PodWith({{"tessera.io/gpu-fraction", "0.5"}, {"tessera.io/gpu-vendor", "amd"}}), mps)
+                       ["spec"]["containers"][0];
+  EXPECT_EQ(Env(amd, "HIP_VISIBLE_DEVICES"), kVisibleDevicesRef);
+  EXPECT_EQ(Env(amd, "NVIDIA_VISIBLE_DEVICES"), "<unset>");
+  EXPECT_EQ(Env(amd, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "<unset>");
+}
+
+TEST(PodMutationTest, VendorListsAreParsedStrictly) {
+  EXPECT_EQ(*ParseGpuVendorList("nvidia, amd,nvidia"), (std::vector<GpuVendor>{GpuVendor::kNvidia, GpuVendor::kAmd}));
+  EXPECT_FALSE(ParseGpuVendorList("nvidia,acme").ok());
+  EXPECT_FALSE(ParseGpuVendorList("").ok());
+}
+
 TEST(PodMutationTest, OnlyTheContainersThatAskForGpusGetThem) {
   const json pod = Applied(PodWith(nullptr, {json(), Resources("500")}));
   EXPECT_EQ(Env(pod["spec"]["containers"][0], "NVIDIA_VISIBLE_DEVICES"), "<unset>") << "the sidecar sees no GPU";
