@@ -305,5 +305,40 @@ TEST_F(SchedulingTest, MigPodsAndSharePodsEachGetTheirOwnKindOfGpuAndEveryInstan
   EXPECT_EQ(instance_of.size(), 2u);
 }
 
+TEST_F(SchedulingTest, InAMixedFleetEachPodLandsOnItsVendorAndGetsItsDevicesInThatVendorsForm) {
+  testing::GpuNodeSpec amd;
+  amd.name = "mi300x";
+  amd.gpus = 2;
+  amd.model = "AMD-Instinct-MI300X";
+  amd.memory_mib = 196608;
+  amd.vendor = "amd";
+  absl::StatusOr<json> amd_node = Node(amd);
+  ASSERT_TRUE(amd_node.ok()) << amd_node.status();
+  absl::StatusOr<json> nvidia_node = Node("a100", 2);
+  ASSERT_TRUE(nvidia_node.ok()) << nvidia_node.status();
+  const std::string amd_name = (*amd_node)["metadata"]["name"];
+  const std::string nvidia_name = (*nvidia_node)["metadata"]["name"];
+  for (const auto& [name, vendor] : {std::pair{"on-amd", "amd"}, std::pair{"on-nvidia", "nvidia"}}) {
+    ASSERT_TRUE(plane()
+                    .CreatePod({.namespace_name = ns(),
+                                .name = name,
+                                .annotations = {{"tessera.io/gpu-vendor", vendor}, {"tessera.io/gpu-count", "2"}},
+                                .node_selector = {{"tessera.io/test", ns()}}})
+                    .ok());
+  }
+  absl::StatusOr<std::vector<json>> pods =
+      plane().WaitForPods(ns(), "both pods bound", [](const auto& p) { return AllBound(p, 2); });
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  for (const json& pod : *pods) {
+    if (pod["metadata"]["name"] == "on-amd") {
+      EXPECT_EQ(pod["spec"]["nodeName"], amd_name);
+      EXPECT_EQ(Annotation(pod, "tessera.io/visible-devices"), "0,1") << "ROCm takes device indices";
+    } else {
+      EXPECT_EQ(pod["spec"]["nodeName"], nvidia_name);
+      EXPECT_EQ(Annotation(pod, "tessera.io/visible-devices"), absl::StrCat("GPU-", nvidia_name, "-0,GPU-", nvidia_name, "-1"));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera

@@ -502,6 +502,7 @@ absl::StatusOr<json> ControlPlane::CreateGpuNode(const GpuNodeSpec& spec) {
                          {"memoryMiB", spec.memory_mib},
                          {"numa", 0}});
     if (auto m = spec.mig.find(i); m != spec.mig.end()) inventory.back()["mig"] = m->second;
+    if (!spec.vendor.empty()) inventory.back()["vendor"] = spec.vendor;
   }
   json labels = {{"kubernetes.io/hostname", spec.name}};
   for (const auto& [k, v] : spec.labels) labels[k] = v;

@@ -78,6 +78,8 @@ struct GpuNodeSpec {
   /// GPUs in MIG mode: index -> the inventory's "mig" list of instances
   /// ([{"profile":"3g.40gb","start":4,"uuid":"MIG-..."}]).
   std::map<int, nlohmann::json> mig = {};
+  /// The inventory's "vendor" of every GPU; empty: none written (NVIDIA).
+  std::string vendor = {};
 };
 
 /// A Pod for `tessera-scheduler`, with no containers that could run (nothing
