@@ -124,12 +124,20 @@ std::string FakeUuid(uint64_t a, uint64_t b) {
 // the rest are A100-80GB boxes with Tessera's inventory annotation.
 bool IsT4(int64_t node) { return node % 8 == 7; }
 
-std::string NodeName(int64_t node) { return absl::StrFormat("%s-%05d", IsT4(node) ? "gpu-t4" : "gpu-a100", node); }
+// The MIG cluster is a mixed fleet too: every eighth node (the fourth of
+// each eight) is an AMD MI300X box.
+bool IsAmd(bool mig_cluster, int64_t node) { return mig_cluster && node % 8 == 3; }
+
+std::string NodeName(int64_t node, bool mig_cluster = false) {
+  return absl::StrFormat("%s-%05d", IsT4(node) ? "gpu-t4" : IsAmd(mig_cluster, node) ? "gpu-mi300x" : "gpu-a100", node);
+}
 
 // In the MIG cluster, GPUs 0 and 1 of every A100 box (a quarter of its
 // GPUs) are in MIG mode: GPU 0 as seven 1g.10gb, GPU 1 as 3g.40gb + 2g.20gb
 // + 1g.10gb, as operators cut them for small inference pods.
-bool InMigMode(bool mig_cluster, int64_t node, int64_t gpu) { return mig_cluster && !IsT4(node) && gpu < 2; }
+bool InMigMode(bool mig_cluster, int64_t node, int64_t gpu) {
+  return mig_cluster && !IsT4(node) && !IsAmd(mig_cluster, node) && gpu < 2;
+}
 
 Json MigInstancesOf(int64_t node, int64_t gpu) {
   Json list = Json::array();
@@ -156,6 +164,11 @@ std::string InventoryAnnotation(int64_t node, bool mig_cluster) {
                         {"model", "NVIDIA-A100-SXM4-80GB"},
                         {"memoryMiB", 81920},
                         {"numa", g < 4 ? 0 : 1}});
+    if (IsAmd(mig_cluster, node)) {
+      list.back()["model"] = "AMD-Instinct-MI300X";
+      list.back()["memoryMiB"] = 196608;
+      list.back()["vendor"] = "amd";
+    }
     if (InMigMode(mig_cluster, node, g)) list.back()["mig"] = MigInstancesOf(node, g);
   }
   return list.dump();
@@ -396,7 +409,7 @@ struct Fixture {
   RecentRefusals refusals;
   std::unique_ptr<ExtenderService> service;
   std::unique_ptr<ExtenderService> service_without_record;  // for BM_FilterRefusedNames
-  bool mig_cluster = false;   // a quarter of the A100s' GPUs in MIG mode
+  bool mig_cluster = false;   // a quarter of the A100s' GPUs in MIG mode, and MI300X boxes
   std::string names_body[2];  // by gpu-count - 1
   std::string mig_names_body; // a pod asking for a 1g.10gb instance
   std::string refused_body;   // a pod no node can take
@@ -424,7 +437,7 @@ std::unique_ptr<Fixture> BuildFixture(int64_t n, bool mig_cluster) {
   std::string items, names;
   int64_t pods = 0, busy_gpus = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const std::string name = NodeName(i);
+    const std::string name = NodeName(i, mig_cluster);
     const std::string inventory = IsT4(i) ? std::string() : InventoryAnnotation(i, mig_cluster);
     absl::StatusOr<NodeInventory> inv =
         IsT4(i) ? k8s::ParseNodeInventory({.gfd_count = "8", .gfd_product = "Tesla-T4", .gfd_memory = "15360"})
@@ -682,7 +695,7 @@ void BM_FilterFullNodes(benchmark::State& state) { EndToEnd(state, Verb::kFilter
 void BM_PrioritizeNames(benchmark::State& state) { EndToEnd(state, Verb::kPrioritize, Form::kNames); }
 void BM_PrioritizeFullNodes(benchmark::State& state) { EndToEnd(state, Verb::kPrioritize, Form::kFullNodes); }
 
-// --- 4b. the same with a quarter of the A100s' GPUs in MIG mode --------------------
+// --- 4b. a mixed fleet: a quarter of the A100s' GPUs in MIG mode, MI300X boxes ----
 //
 // Arg "pod": 0 asks for a quarter GPU (as BM_FilterNames/1), 1 for a 1g.10gb
 // MIG instance. #23's bar: with MIG GPUs in the cluster, filter and
