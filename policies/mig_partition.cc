@@ -102,12 +102,12 @@ std::optional<MigPartitionPlugin::Candidate> MigPartitionPlugin::BestOnGpu(const
   if (!state.mig_mode() || !state.healthy()) return std::nullopt;
   const GpuDevice& device = node.gpus[position];
   if (!ModelAccepted(cycle, device)) return std::nullopt;
-  const MigGeometry* geometry = FindMigGeometry(device.model);
+  const MigGeometry* geometry = MigGeometryOfId(state.mig_geometry());
   if (geometry == nullptr) return std::nullopt;
   const MigProfile* profile = geometry->Find(cycle.request().mig_profile);
   if (profile == nullptr) return std::nullopt;
   const uint8_t held_starts = node.UsageOf(device.index).mig_held_starts;
-  const SliceMask held = MigHeldSlices(*geometry, device, held_starts);
+  const SliceMask held = MigHeldSlices(*geometry, device.mig, held_starts);
   const absl::Span<const int64_t> weights = weights_.For(*geometry);
   std::optional<Candidate> best;
   for (const MigInstance& m : device.mig) {
@@ -135,19 +135,16 @@ std::optional<MigPartitionPlugin::Candidate> MigPartitionPlugin::BestOnNode(cons
 }
 
 bool MigPartitionPlugin::HasFreeInstance(const CycleState& cycle, const NodeView& node) {
-  const std::string& wanted = cycle.request().mig_profile;
+  // The packed states alone: each GPU in MIG mode carries which of its
+  // model's profiles have a free instance (GpuState::mig_free_slots), and
+  // the request knows its profile's slot in each model's table. The
+  // inventory is read only when the pod names models or vendors.
   for (size_t i = 0; i < node.gpu_states.size(); ++i) {
     const GpuState& state = node.gpu_states[i];
-    if (!state.mig_mode() || !state.healthy()) continue;
-    const GpuDevice& device = node.gpus[i];
-    if (!ModelAccepted(cycle, device)) continue;
-    // An instance the inventory lists is one its GPU's model offers (the
-    // inventory's reader checked it against the model's table): the model
-    // and its table stay unread, a cache miss fewer per GPU.
-    const uint8_t held_starts = node.UsageOf(device.index).mig_held_starts;
-    for (const MigInstance& m : device.mig) {
-      if ((held_starts >> m.start & 1u) == 0 && m.profile == wanted) return true;
-    }
+    const int32_t slot = cycle.mig_profile_slot(state.mig_geometry());
+    if (slot < 0 || !state.healthy() || (state.mig_free_slots() >> slot & 1u) == 0) continue;
+    if (cycle.names_models() && !ModelAccepted(cycle, node.gpus[i])) continue;
+    return true;
   }
   return false;
 }

@@ -37,7 +37,7 @@ std::optional<MigRepartitionAdvice> AdviseMigRepartition(std::string_view profil
         return m.profile == profile_name && (held_starts >> m.start & 1u) == 0;
       });
       if (has_free_one) continue;  // nothing to re-partition here
-      const SliceMask held = MigHeldSlices(*geometry, gpu, held_starts);
+      const SliceMask held = MigHeldSlices(*geometry, gpu.mig, held_starts);
       const std::vector<int64_t> equal(geometry->profiles.size(), 1);
       for (int32_t start = 0; start < kMigSlices; ++start) {
         if ((profile->starts >> start & 1u) == 0) continue;

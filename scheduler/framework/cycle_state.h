@@ -1,10 +1,12 @@
 // The per-request state every plugin reads: kube-scheduler's CycleState.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <utility>
 
 #include "scheduler/model/gpu_request.h"
+#include "scheduler/model/mig_geometry.h"
 #include "scheduler/model/quantity.h"
 
 namespace tessera {
@@ -25,7 +27,16 @@ class CycleState {
         names_models_(!request_.models.empty() || !request_.excluded_models.empty() || !request_.vendors.empty()),
         guaranteed_per_gpu_(request_.whole_gpu && request_.mig_profile.empty() ? kOneGpu : request_.guaranteed),
         memory_limit_per_gpu_(request_.memory_limit > request_.memory ? request_.memory_limit : request_.memory),
-        bursts_(!request_.whole_gpu && request_.limit > request_.guaranteed) {}
+        bursts_(!request_.whole_gpu && request_.limit > request_.guaranteed) {
+    mig_slots_.fill(-1);
+    if (request_.mig_profile.empty()) return;
+    for (const MigGeometry& geometry : AllMigGeometries()) {
+      const uint8_t id = MigGeometryId(&geometry);
+      for (size_t p = 0; p < geometry.profiles.size() && id < mig_slots_.size(); ++p) {
+        if (geometry.profiles[p].name == request_.mig_profile) mig_slots_[id] = static_cast<int8_t>(p);
+      }
+    }
+  }
 
   /// The pod's request as parsed.
   [[nodiscard]] const PodGpuRequest& request() const { return request_; }
@@ -38,6 +49,12 @@ class CycleState {
   /// Whether the pod asks for a MIG instance (PodGpuRequest::mig_profile):
   /// then the profile's MIG chooser places it, on GPUs in MIG mode only.
   [[nodiscard]] bool wants_mig_instance() const { return !request_.mig_profile.empty(); }
+  /// For a pod asking for a MIG instance: the position of its profile in the
+  /// table with geometry id `id` (GpuState::mig_geometry), so that a GPU's
+  /// free-instance summary answers "is one free" with a bit test; -1 when
+  /// that model offers no such profile, for a GPU not in MIG mode (id 0),
+  /// and for any other pod.
+  [[nodiscard]] int32_t mig_profile_slot(uint8_t id) const { return id < mig_slots_.size() ? mig_slots_[id] : -1; }
   /// The number of GPUs the pod asks for; 0 when it asks for none.
   [[nodiscard]] size_t gpu_count() const { return wants_gpus() ? static_cast<size_t>(request_.count) : 0; }
 
@@ -61,6 +78,7 @@ class CycleState {
   MilliGpu guaranteed_per_gpu_;
   MemoryMiB memory_limit_per_gpu_;
   bool bursts_;
+  std::array<int8_t, 8> mig_slots_;  // by geometry id
 };
 
 }  // namespace tessera

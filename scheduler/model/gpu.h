@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "scheduler/model/gpu_vendor.h"
+#include "scheduler/model/mig_geometry.h"
 #include "scheduler/model/quantity.h"
 
 namespace tessera {
@@ -22,16 +23,6 @@ enum class InventorySource {
   kAnnotation,          ///< `tessera.io/gpu-inventory` (full detail).
   kFeatureDiscovery,    ///< NVIDIA GPU Feature Discovery labels.
   kAllocatable,         ///< `status.allocatable["nvidia.com/gpu"]`: a count only.
-};
-
-/// One MIG instance of a GPU in MIG mode (scheduler/model/mig_geometry.h
-/// has the profiles and where each may start).
-struct MigInstance {
-  std::string profile;  ///< e.g. "1g.10gb"
-  int32_t start = 0;    ///< its first memory slice
-  std::string uuid;     ///< "MIG-..." when known, else empty
-
-  bool operator==(const MigInstance&) const = default;
 };
 
 /// One physical GPU of a node.
@@ -123,7 +114,9 @@ struct GpuUsage {
 };
 
 /// One GPU as fit and placement read it, packed: the inventory's index and
-/// total memory joined with what pods hold on it, in 28 bytes. A node's
+/// total memory joined with what pods hold on it, in 28 bytes (and, for a GPU
+/// in MIG mode, which profiles have a free instance: a MIG pod's filter reads
+/// no more than a share pod's). A node's
 /// eight GPUs take 3.5 cache lines, where their GpuDevice (with its uuid and
 /// model strings) and GpuUsage take 16: filter and prioritize over thousands
 /// of nodes wait on memory more than they compute. The fields are 32-bit;
@@ -132,10 +125,14 @@ struct GpuUsage {
 class GpuState {
  public:
   GpuState() = default;
-  GpuState(int32_t index, MemoryMiB memory, const GpuUsage& usage, bool healthy = true, bool mig_mode = false)
-      : index_(static_cast<int16_t>(index)),
+  /// \param mig_geometry 0 for a GPU not in MIG mode; else MigGeometryId of
+  ///   its model's table. \param mig_free_slots MigFreeProfileSlots.
+  GpuState(int32_t index, MemoryMiB memory, const GpuUsage& usage, bool healthy = true, uint8_t mig_geometry = 0,
+           uint8_t mig_free_slots = 0)
+      : index_(static_cast<uint8_t>(index)),
         healthy_(healthy),
-        mig_mode_(mig_mode),
+        mig_geometry_(mig_geometry),
+        mig_free_slots_(mig_free_slots),
         memory_mib_(Narrow(memory.value())),
         guaranteed_milli_(Narrow(usage.guaranteed.value())),
         limit_milli_(Narrow(usage.limit.value())),
@@ -148,9 +145,13 @@ class GpuState {
   /// GpuDevice::healthy: false, and no pod is placed on it.
   [[nodiscard]] bool healthy() const { return healthy_; }
   /// GpuDevice::mig_mode: split into MIG instances, so no share is placed on it.
-  [[nodiscard]] bool mig_mode() const { return mig_mode_; }
+  [[nodiscard]] bool mig_mode() const { return mig_geometry_ != 0; }
+  /// In MIG mode, its model's table (MigGeometryId; kNoMigGeometry when Tessera has none).
+  [[nodiscard]] uint8_t mig_geometry() const { return mig_geometry_; }
+  /// In MIG mode, bit p: a free instance of the table's profile p exists.
+  [[nodiscard]] uint8_t mig_free_slots() const { return mig_free_slots_; }
   /// Whether a pod asking for a share or whole GPUs may be placed on it.
-  [[nodiscard]] bool takes_shares() const { return healthy_ & !mig_mode_; }
+  [[nodiscard]] bool takes_shares() const { return healthy_ & (mig_geometry_ == 0); }
   /// GpuDevice::memory: total; 0 when unknown.
   [[nodiscard]] MemoryMiB memory() const { return MemoryMiB(memory_mib_); }
   [[nodiscard]] bool memory_known() const { return memory_mib_ > 0; }
@@ -174,9 +175,11 @@ class GpuState {
     return static_cast<int32_t>(v < 0 ? 0 : v > kMax ? kMax : v);
   }
 
-  int16_t index_ = 0;     // 0..255 (the inventory's range)
-  bool healthy_ = true;   // in the index's word: no extra byte
-  bool mig_mode_ = false;  // the word's last byte
+  // The first word: the index, health and the MIG summary, a byte each.
+  uint8_t index_ = 0;  // 0..255 (the inventory's range)
+  bool healthy_ = true;
+  uint8_t mig_geometry_ = 0;
+  uint8_t mig_free_slots_ = 0;
   int32_t memory_mib_ = 0;
   int32_t guaranteed_milli_ = 0;
   int32_t limit_milli_ = 0;
@@ -194,8 +197,15 @@ inline std::vector<GpuState> JoinGpuStates(absl::Span<const GpuDevice> gpus,
   states.reserve(gpus.size());
   for (const GpuDevice& g : gpus) {
     const bool held = g.index >= 0 && static_cast<size_t>(g.index) < usage_by_index.size();
-    states.emplace_back(g.index, g.memory, held ? usage_by_index[static_cast<size_t>(g.index)] : GpuUsage{},
-                        g.healthy, g.mig_mode);
+    const GpuUsage usage = held ? usage_by_index[static_cast<size_t>(g.index)] : GpuUsage{};
+    uint8_t mig_geometry = 0, mig_free_slots = 0;
+    if (g.mig_mode) {
+      // What a MIG pod's filter asks of every GPU, worked out once per publish.
+      const MigGeometry* geometry = FindMigGeometry(g.model);
+      mig_geometry = MigGeometryId(geometry);
+      if (geometry != nullptr) mig_free_slots = MigFreeProfileSlots(*geometry, g.mig, usage.mig_held_starts);
+    }
+    states.emplace_back(g.index, g.memory, usage, g.healthy, mig_geometry, mig_free_slots);
   }
   return states;
 }

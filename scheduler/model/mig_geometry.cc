@@ -157,14 +157,37 @@ int64_t MigGeometryLoss(const MigGeometry& geometry, absl::Span<const int64_t> w
   return loss;
 }
 
-SliceMask MigHeldSlices(const MigGeometry& geometry, const GpuDevice& gpu, uint8_t held_starts) {
+SliceMask MigHeldSlices(const MigGeometry& geometry, absl::Span<const MigInstance> instances, uint8_t held_starts) {
   SliceMask held = 0;
   if (held_starts == 0) return held;
-  for (const MigInstance& m : gpu.mig) {
+  for (const MigInstance& m : instances) {
     if (m.start < 0 || m.start >= kMigSlices || (held_starts >> m.start & 1u) == 0) continue;
     if (const MigProfile* p = geometry.Find(m.profile); p != nullptr) held |= p->SlicesAt(m.start);
   }
   return held;
+}
+
+uint8_t MigGeometryId(const MigGeometry* geometry) {
+  if (geometry == nullptr) return kNoMigGeometry;
+  return static_cast<uint8_t>(1 + (geometry - AllMigGeometries().data()));
+}
+
+const MigGeometry* MigGeometryOfId(uint8_t id) {
+  const absl::Span<const MigGeometry> all = AllMigGeometries();
+  if (id == 0 || id == kNoMigGeometry || id > all.size()) return nullptr;
+  return &all[id - 1];
+}
+
+uint8_t MigFreeProfileSlots(const MigGeometry& geometry, absl::Span<const MigInstance> instances,
+                            uint8_t held_starts) {
+  uint8_t free = 0;
+  for (const MigInstance& m : instances) {
+    if (m.start < 0 || m.start >= kMigSlices || (held_starts >> m.start & 1u) != 0) continue;
+    for (size_t p = 0; p < geometry.profiles.size() && p < 8; ++p) {
+      if (geometry.profiles[p].name == m.profile) free = static_cast<uint8_t>(free | (1u << p));
+    }
+  }
+  return free;
 }
 
 }  // namespace tessera

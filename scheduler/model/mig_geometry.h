@@ -13,14 +13,23 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "scheduler/model/gpu.h"
 #include "scheduler/model/quantity.h"
 
 namespace tessera {
+
+/// One MIG instance of a GPU in MIG mode (GpuDevice::mig).
+struct MigInstance {
+  std::string profile;  ///< e.g. "1g.10gb"
+  int32_t start = 0;    ///< its first memory slice
+  std::string uuid;     ///< "MIG-..." when known, else empty
+
+  bool operator==(const MigInstance&) const = default;
+};
 
 /// A GPU's memory slices as bits: bit s is slice s (every MIG GPU has 8).
 using SliceMask = uint8_t;
@@ -83,7 +92,19 @@ int32_t MaxMoreMigInstances(const MigProfile& profile, SliceMask taken);
 int64_t MigGeometryLoss(const MigGeometry& geometry, absl::Span<const int64_t> weights, SliceMask held,
                         SliceMask add);
 
-/// The slices of `gpu`'s instances that pods hold (`held_starts`: GpuUsage::mig_held_starts).
-SliceMask MigHeldSlices(const MigGeometry& geometry, const GpuDevice& gpu, uint8_t held_starts);
+/// The slices of a GPU's `instances` that pods hold (`held_starts`: GpuUsage::mig_held_starts).
+SliceMask MigHeldSlices(const MigGeometry& geometry, absl::Span<const MigInstance> instances, uint8_t held_starts);
+
+/// A dense id of `geometry` (one of AllMigGeometries()) for GpuState: 1 + its
+/// position; kNoMigGeometry for null (MIG mode on a model without a table).
+inline constexpr uint8_t kNoMigGeometry = 0xFF;
+uint8_t MigGeometryId(const MigGeometry* geometry);
+/// The geometry of an id MigGeometryId gave; null for kNoMigGeometry.
+const MigGeometry* MigGeometryOfId(uint8_t id);
+
+/// Bit p: some instance of `geometry.profiles[p]` among `instances` is free
+/// (its start is not in `held_starts`).
+uint8_t MigFreeProfileSlots(const MigGeometry& geometry, absl::Span<const MigInstance> instances,
+                            uint8_t held_starts);
 
 }  // namespace tessera

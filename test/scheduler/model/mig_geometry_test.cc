@@ -1,5 +1,7 @@
 #include "scheduler/model/mig_geometry.h"
 
+#include "scheduler/model/gpu.h"
+
 #include <string>
 #include <vector>
 
@@ -124,6 +126,31 @@ TEST(MigPlacement, AnInvalidOrOverlappingStartIsRefusedWithTheReason) {
   EXPECT_THAT(CheckMigPlacement(three, -1, 0).message(), HasSubstr("cannot start at slice -1"));
   EXPECT_THAT(CheckMigPlacement(three, 4, Taken(".....x..")).message(), HasSubstr("would overlap another instance"));
   EXPECT_TRUE(CheckMigPlacement(three, 4, Taken("xxxx....")).ok());
+}
+
+TEST(GpuStateMigSummary, APublishedGpuSaysWhichOfItsModelsProfilesHaveAFreeInstance) {
+  GpuDevice gpu{.index = 3, .uuid = "GPU-3", .model = "NVIDIA-A100-SXM4-80GB", .memory = MemoryMiB(81920), .numa = 0};
+  gpu.mig_mode = true;
+  gpu.mig = {{"3g.40gb", 0, ""}, {"2g.20gb", 4, ""}, {"1g.10gb", 6, ""}};
+  GpuUsage usage;
+  usage.mig_held_starts = 0b0000'0001;  // the 3g.40gb is held
+  std::vector<GpuUsage> by_index(4);
+  by_index[3] = usage;
+  const GpuDevice devices[] = {gpu};
+  const std::vector<GpuState> states = JoinGpuStates(devices, by_index);
+  ASSERT_EQ(states.size(), 1u);
+  const MigGeometry* a100 = FindMigGeometry(gpu.model);
+  EXPECT_TRUE(states[0].mig_mode());
+  EXPECT_FALSE(states[0].takes_shares());
+  EXPECT_EQ(MigGeometryOfId(states[0].mig_geometry()), a100);
+  // The A100-80GB table: 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb.
+  EXPECT_EQ(states[0].mig_free_slots(), 0b0000'0101) << "1g.10gb and 2g.20gb free, the 3g.40gb held";
+
+  GpuDevice t4{.index = 0, .uuid = "", .model = "NVIDIA-T4", .memory = MemoryMiB(15360), .numa = 0};
+  t4.mig_mode = true;
+  const GpuDevice no_table[] = {t4};
+  EXPECT_EQ(JoinGpuStates(no_table, {})[0].mig_geometry(), kNoMigGeometry);
+  EXPECT_TRUE(JoinGpuStates(no_table, {})[0].mig_mode());
 }
 
 }  // namespace
