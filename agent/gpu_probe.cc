@@ -95,7 +95,12 @@ absl::StatusOr<Found> ProbeOne(NvmlLibrary& nvml, unsigned int index, const std:
   } else if (numa.status().code() != absl::StatusCode::kUnimplemented) {
     notes.push_back(absl::StrCat(g.device.uuid, ": ", numa.status().message()));
   }
-  if (absl::StatusOr<bool> mig = nvml.MigEnabled(*handle); mig.ok()) g.mig_enabled = *mig;
+  if (absl::StatusOr<bool> mig = nvml.MigEnabled(*handle); mig.ok()) {
+    g.mig_enabled = *mig;
+    // In MIG mode, with its instances not read here: what Tessera makes of
+    // the annotation's "migEnabled" (no shares, no MIG pod placed there).
+    g.device.mig_mode = g.device.mig_unlisted = *mig;
+  }
   g.unhealthy_reason = WhyUnhealthy(nvml, *handle, g.device.uuid, broken, notes);
   g.device.healthy = g.unhealthy_reason.empty();
   return found;

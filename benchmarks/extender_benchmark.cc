@@ -774,6 +774,11 @@ void BM_GpuMapPage(benchmark::State& state) {
 
 void Sizes(benchmark::internal::Benchmark* b) { b->ArgName("nodes")->Arg(100)->Arg(1000)->Arg(5000); }
 
+// The mixed fleet's pods: 0 a quarter GPU, 1 a 1g.10gb MIG instance.
+void SizesAndPods(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"nodes", "pod"})->ArgsProduct({{100, 1000, 5000}, {0, 1}});
+}
+
 void SizesAndGpus(benchmark::internal::Benchmark* b) {
   b->ArgNames({"nodes", "gpus"});
   for (int64_t gpus : {1, 2}) {
@@ -794,14 +799,8 @@ BENCHMARK(BM_FilterNames)->Apply(SizesAndGpus)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterFullNodes)->Apply(SizesAndGpus)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PrioritizeNames)->Apply(SizesAndGpus)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrioritizeFullNodes)->Apply(SizesAndGpus)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_FilterNamesMigQuarter)
-    ->ArgNames({"nodes", "pod"})
-    ->ArgsProduct({{100, 1000, 5000}, {0, 1}})
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_PrioritizeNamesMigQuarter)
-    ->ArgNames({"nodes", "pod"})
-    ->ArgsProduct({{100, 1000, 5000}, {0, 1}})
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FilterNamesMigQuarter)->Apply(SizesAndPods)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PrioritizeNamesMigQuarter)->Apply(SizesAndPods)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterRefusedNames)
     ->ArgNames({"nodes", "record"})
     ->ArgsProduct({{100, 1000, 5000}, {0, 1}})

@@ -90,7 +90,10 @@ void CheckMigInstances(const GpuDevice& gpu, const std::function<void(std::strin
   }
   const MigGeometry* geometry = FindMigGeometry(gpu.model);
   if (geometry == nullptr) {
-    fail(absl::StrCat("MIG mode on a ", gpu.model,
+    // MIG mode alone is a fact to respect (no shares there); instances on a
+    // model without a table cannot be checked, nor placed on.
+    if (gpu.mig.empty()) return;
+    fail(absl::StrCat("MIG instances on a ", gpu.model,
                       ", a model Tessera has no MIG table for (A100 40/80GB, H100 80GB, H200)"));
     return;
   }
@@ -127,7 +130,7 @@ void ParseInventoryItem(size_t item, simdjson::dom::element element, std::array<
     return;
   }
   GpuDevice gpu;
-  bool has_index = false, has_model = false, has_memory = false;
+  bool has_index = false, has_model = false, has_memory = false, has_mig_list = false, mig_enabled = false;
   for (simdjson::dom::key_value_pair field : object) {
     const std::string_view key = field.key;
     if (key == "index") {
@@ -170,6 +173,10 @@ void ParseInventoryItem(size_t item, simdjson::dom::element element, std::array<
       }
     } else if (key == "mig") {
       ParseMigInstances(field.value, gpu, fail);
+      has_mig_list = true;
+    } else if (key == "migEnabled") {
+      // What the node agent writes: the mode, without the instances.
+      if (field.value.get_bool().get(mig_enabled) != simdjson::SUCCESS) fail("\"migEnabled\" must be true or false");
     } else if (key == "vendor") {
       std::string_view name;
       std::optional<GpuVendor> vendor;
@@ -191,6 +198,10 @@ void ParseInventoryItem(size_t item, simdjson::dom::element element, std::array<
   if (!has_index) fail("\"index\" is required");
   if (!has_model) fail("\"model\" is required");
   if (!has_memory) fail("\"memoryMiB\" is required");
+  if (mig_enabled && !has_mig_list) {
+    gpu.mig_mode = true;
+    gpu.mig_unlisted = true;
+  }
   if (valid) CheckMigInstances(gpu, fail);
   if (!valid) return;
   int& first = seen[static_cast<size_t>(gpu.index)];

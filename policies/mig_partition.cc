@@ -171,6 +171,11 @@ FilterVerdict MigPartitionPlugin::FilterGpus(const CycleState& cycle, const Node
       not_offering.push_back(absl::StrCat("GPU ", device.index, " is a ", device.model, ", a model the pod refuses"));
       continue;
     }
+    if (device.mig_unlisted) {
+      not_offering.push_back(absl::StrCat("GPU ", device.index,
+                                          " is in MIG mode but its inventory does not list its instances"));
+      continue;
+    }
     if (profile == nullptr) {
       not_offering.push_back(geometry == nullptr
                                  ? absl::StrCat("GPU ", device.index, " (", device.model,

@@ -29,6 +29,7 @@ std::optional<MigRepartitionAdvice> AdviseMigRepartition(std::string_view profil
       const GpuState& state = node->gpu_states[i];
       if (!state.mig_mode() || !state.healthy()) continue;
       const GpuDevice& gpu = node->gpus[i];
+      if (gpu.mig_unlisted) continue;  // its instances exist, unknown: nothing to advise on
       const MigGeometry* geometry = FindMigGeometry(gpu.model);
       const MigProfile* profile = geometry != nullptr ? geometry->Find(profile_name) : nullptr;
       if (profile == nullptr) continue;

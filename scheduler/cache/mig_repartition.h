@@ -4,7 +4,8 @@
 // operator, or a MIG manager such as NVIDIA's mig-parted). When pods wait for
 // a profile that no free instance has, it says which GPU could get one with
 // the least disruption, for whoever acts:
-//   1. only healthy GPUs in MIG mode whose model offers the profile;
+//   1. only healthy GPUs in MIG mode whose model offers the profile and
+//      whose inventory lists their instances;
 //   2. every valid start of the profile there is a candidate; the instances
 //      overlapping its slices are in the way: a free one must be destroyed
 //      (no pod notices), a held one means evicting its pod;

@@ -41,6 +41,10 @@ struct GpuDevice {
   /// GPU never land on it.
   bool mig_mode = false;
   std::vector<MigInstance> mig = {};
+  /// In MIG mode without a list of its instances (an inventory that says
+  /// only `"migEnabled": true`): they exist but are unknown, so no pod is
+  /// placed on them and no re-partitioning is advised there.
+  bool mig_unlisted = false;
   /// Who made it: decides the hand-off variables and how devices are named
   /// (scheduler/model/gpu_vendor.h). Pods may select by it.
   GpuVendor vendor = GpuVendor::kNvidia;

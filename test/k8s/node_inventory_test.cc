@@ -164,6 +164,22 @@ TEST(ParseNodeInventory, AGpuInMigModeKeepsItsInstancesAsListed) {
   EXPECT_FALSE(got->gpus[2].mig_mode);
 }
 
+TEST(ParseNodeInventory, TheNodeAgentsMigEnabledPutsTheGpuInMigModeWithItsInstancesUnlisted) {
+  absl::StatusOr<NodeInventory> got = ParseNodeInventory({.inventory_annotation = std::string_view(
+      R"([{"index":0,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920,"migEnabled":true},)"
+      R"({"index":1,"model":"NVIDIA-A30","memoryMiB":24576,"mig":[]},)"
+      R"({"index":2,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920,"migEnabled":true,"mig":[{"profile":"7g.80gb","start":0}]},)"
+      R"({"index":3,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920,"migEnabled":false}])")});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->gpus[0].mig_mode) << "no shares on it";
+  EXPECT_TRUE(got->gpus[0].mig_unlisted) << "and no MIG pod either: its instances are unknown";
+  EXPECT_TRUE(got->gpus[1].mig_mode) << "MIG mode on a model without a table is respected, not an error";
+  EXPECT_FALSE(got->gpus[1].mig_unlisted);
+  EXPECT_TRUE(got->gpus[2].mig_mode);
+  EXPECT_FALSE(got->gpus[2].mig_unlisted) << "the list, when given, is what counts";
+  EXPECT_FALSE(got->gpus[3].mig_mode);
+}
+
 TEST(ParseNodeInventory, EachGpuCarriesItsVendorNvidiaWhenUnsaid) {
   absl::StatusOr<NodeInventory> got = ParseNodeInventory({.inventory_annotation = std::string_view(
       R"([{"index":0,"model":"AMD-Instinct-MI300X","memoryMiB":196608,"vendor":"amd"},)"
@@ -240,9 +256,13 @@ TEST(ParseNodeInventory, RefusesAMalformedSourceWithoutFallingThrough) {
       {"a numa node that is not an integer",
        {.inventory_annotation = Item(R"("index":0,"model":"T4","memoryMiB":1,"numa":null)")},
        {kAnn + R"(item 0: "numa" must be an integer >= -1)"}},
-      {"MIG mode on a model with no MIG table",
-       {.inventory_annotation = Item(R"("index":0,"model":"Tesla-V100-SXM2-16GB","memoryMiB":16384,"mig":[])")},
-       {kAnn + R"(item 0: MIG mode on a Tesla-V100-SXM2-16GB, a model Tessera has no MIG table for)"}},
+      {"MIG instances on a model with no MIG table",
+       {.inventory_annotation = Item(R"("index":0,"model":"NVIDIA-A30","memoryMiB":24576,)"
+                                     R"("mig":[{"profile":"1g.6gb","start":0}])")},
+       {kAnn + R"(item 0: MIG instances on a NVIDIA-A30, a model Tessera has no MIG table for)"}},
+      {"migEnabled that is not a boolean",
+       {.inventory_annotation = Item(R"("index":0,"model":"T4","memoryMiB":1,"migEnabled":"yes")")},
+       {kAnn + R"(item 0: "migEnabled" must be true or false)"}},
       {"a MIG profile the model does not offer",
        {.inventory_annotation = Item(R"("index":0,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920,)"
                                      R"("mig":[{"profile":"1g.5gb","start":0}])")},

@@ -103,6 +103,13 @@ class Node {
     }
     return *this;
   }
+  /// GPU `index` is in MIG mode and the inventory does not list its
+  /// instances (the node agent's `"migEnabled": true`).
+  Node& MigUnlisted(int32_t index) {
+    Mig(index);
+    for (GpuDevice& g : inventory_.gpus) g.mig_unlisted = g.mig_unlisted || g.index == index;
+    return *this;
+  }
   /// The node's agent found GPU `index` broken.
   Node& Unhealthy(int32_t index) {
     for (GpuDevice& g : inventory_.gpus) {

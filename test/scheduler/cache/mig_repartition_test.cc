@@ -70,6 +70,8 @@ TEST(AdviseMigRepartition, NamesTheGpuThatNeedsTheLeastDisruption) {
        Said{.node = "a", .gpu = 0, .start = 4, .destroyed_starts = {}, .evicted = 3}},
       {"a GPU with a free instance of the profile needs none", "3g.40gb",
        {Node("a").Gpus(1).Mig(0, MigInstances("3g.40gb", {0, 4})).HoldMig(0, 4)}, std::nullopt},
+      {"a GPU whose instances are unknown is never advised", "3g.40gb",
+       {Node("a").Gpus(1).MigUnlisted(0)}, std::nullopt},
       {"no GPU offering the profile gives no advice", "3g.40gb",
        {Node("a").Gpus(1, "NVIDIA-A100-SXM4-40GB", 40960).Mig(0, MigInstances("3g.20gb", {0})), Node("b").Gpus(8)},
        std::nullopt},
