@@ -6,6 +6,26 @@
 #include "scheduler/model/gpu_topology.h"
 
 namespace tessera::agent {
+namespace {
+
+// `,"mig":[{"profile":"3g.40gb","start":4,"uuid":"MIG-…"},…]`; no uuid key when it is unknown.
+void AppendMigInstances(std::string& out, const std::vector<MigInstance>& instances) {
+  out += ",\"mig\":[";
+  for (size_t k = 0; k < instances.size(); ++k) {
+    const MigInstance& m = instances[k];
+    out += k > 0 ? ",{\"profile\":" : "{\"profile\":";
+    AppendJsonString(out, m.profile);
+    absl::StrAppend(&out, ",\"start\":", m.start);
+    if (!m.uuid.empty()) {
+      out += ",\"uuid\":";
+      AppendJsonString(out, m.uuid);
+    }
+    out += '}';
+  }
+  out += ']';
+}
+
+}  // namespace
 
 std::string InventoryAnnotation(const NodeGpus& node) {
   std::string out = "[";
@@ -23,6 +43,7 @@ std::string InventoryAnnotation(const NodeGpus& node) {
       AppendJsonString(out, g.pci_bus_id);
     }
     if (g.mig_enabled) out += ",\"migEnabled\":true";
+    if (g.mig_enabled && g.mig_listed) AppendMigInstances(out, d.mig);
     if (!d.healthy) {
       out += ",\"healthy\":false,\"unhealthyReason\":";
       AppendJsonString(out, g.unhealthy_reason);

@@ -15,9 +15,12 @@ namespace tessera::agent {
 ///   {"index":0,"uuid":"GPU-…","model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920,"numa":3,
 ///    "pciBusId":"00000000:07:00.0"}
 /// plus `"healthy":false,"unhealthyReason":"…"` for a broken GPU and
-/// `"migEnabled":true` for a GPU in MIG mode. numa is left out when unknown.
-/// Tessera reads index, uuid, model, memoryMiB, numa and healthy; the other
-/// keys are for people reading the node (`kubectl describe node`).
+/// `"migEnabled":true` for a GPU in MIG mode, with its instances
+/// `"mig":[{"profile":"3g.40gb","start":4,"uuid":"MIG-…"},…]` when they
+/// were read (without "mig", the parser takes MIG mode, instances unlisted).
+/// numa is left out when unknown. Tessera reads index, uuid, model,
+/// memoryMiB, numa, healthy, migEnabled and mig; the other keys are for
+/// people reading the node (`kubectl describe node`).
 std::string InventoryAnnotation(const NodeGpus& node);
 
 /// `tessera.io/gpu-topology`, the JSON form: {"links":[["X",1,1,2,…],…]}, an

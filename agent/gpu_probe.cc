@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "agent/mig_probe.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera::agent {
@@ -56,6 +57,24 @@ std::string WhyUnhealthy(NvmlLibrary& nvml, nvmlDevice_t handle, const std::stri
   return "";
 }
 
+// MIG mode and, in it, the GPU instances; a note says why they are not listed.
+void ReadMig(NvmlLibrary& nvml, nvmlDevice_t handle, ProbedGpu& g, std::vector<std::string>& notes) {
+  if (absl::StatusOr<bool> mig = nvml.MigEnabled(handle); mig.ok()) g.mig_enabled = *mig;
+  g.device.mig_mode = g.mig_enabled;
+  if (!g.mig_enabled) return;
+  // Unlisted until read: what Tessera makes of "migEnabled" alone (no
+  // shares, no MIG pod placed there).
+  g.device.mig_unlisted = true;
+  absl::StatusOr<std::vector<MigInstance>> instances = ProbeMigInstances(nvml, handle, g.device.model, g.device.memory);
+  if (!instances.ok()) {
+    notes.push_back(absl::StrCat(g.device.uuid, ": MIG mode, instances not listed: ", instances.status().message()));
+    return;
+  }
+  g.device.mig = *std::move(instances);
+  g.device.mig_unlisted = false;
+  g.mig_listed = true;
+}
+
 // A GPU that fell off the bus: what the last probe knew of it, unhealthy.
 absl::StatusOr<Found> LostGpu(unsigned int index, const absl::Status& why, const NodeGpus* previous) {
   if (previous == nullptr || index >= previous->gpus.size()) {
@@ -95,12 +114,7 @@ absl::StatusOr<Found> ProbeOne(NvmlLibrary& nvml, unsigned int index, const std:
   } else if (numa.status().code() != absl::StatusCode::kUnimplemented) {
     notes.push_back(absl::StrCat(g.device.uuid, ": ", numa.status().message()));
   }
-  if (absl::StatusOr<bool> mig = nvml.MigEnabled(*handle); mig.ok()) {
-    g.mig_enabled = *mig;
-    // In MIG mode, with its instances not read here: what Tessera makes of
-    // the annotation's "migEnabled" (no shares, no MIG pod placed there).
-    g.device.mig_mode = g.device.mig_unlisted = *mig;
-  }
+  ReadMig(nvml, *handle, g, notes);
   g.unhealthy_reason = WhyUnhealthy(nvml, *handle, g.device.uuid, broken, notes);
   g.device.healthy = g.unhealthy_reason.empty();
   return found;

@@ -21,6 +21,10 @@
 //     about it are kept and it is marked unhealthy.
 // A remapping that is merely pending is not a fault: NVML says the GPU keeps
 // working safely until its next reset.
+//
+// MIG: a GPU in MIG mode has its GPU instances read (mig_probe.h); when they
+// cannot be, or are not what Tessera's MIG table allows, it keeps MIG mode
+// without a list and a note says why.
 #pragma once
 
 #include <cstdint>
@@ -39,10 +43,15 @@ namespace tessera::agent {
 struct ProbedGpu {
   /// index (NVML's, nvidia-smi's), uuid, model (NVML's name with spaces
   /// turned into dashes, as GPU Feature Discovery writes its product label),
-  /// memory (MiB, rounded down), numa (-1: unknown) and healthy.
+  /// memory (MiB, rounded down), numa (-1: unknown), healthy, and in MIG
+  /// mode mig_mode and mig (the instances, when read).
   GpuDevice device;
   std::string unhealthy_reason;  ///< Why `device.healthy` is false; empty when healthy.
+  /// MIG mode; `device.mig_mode` says the same, as the inventory parser sets it.
   bool mig_enabled = false;
+  /// In MIG mode: whether its GPU instances were read, into `device.mig` (by
+  /// start slice). False when they could not be (NodeGpus::notes says why).
+  bool mig_listed = false;
   std::string pci_bus_id;        ///< "00000000:07:00.0"
 
   bool operator==(const ProbedGpu&) const = default;

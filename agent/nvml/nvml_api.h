@@ -30,6 +30,7 @@ inline constexpr nvmlReturn_t NVML_ERROR_FUNCTION_NOT_FOUND = 13;
 inline constexpr nvmlReturn_t NVML_ERROR_GPU_IS_LOST = 15;
 inline constexpr nvmlReturn_t NVML_ERROR_RESET_REQUIRED = 16;
 inline constexpr nvmlReturn_t NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18;
+inline constexpr nvmlReturn_t NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25;
 inline constexpr nvmlReturn_t NVML_ERROR_UNKNOWN = 999;
 
 struct nvmlDevice_st;
@@ -98,6 +99,80 @@ inline constexpr nvmlAffinityScope_t NVML_AFFINITY_SCOPE_NODE = 0;
 /// nvmlEventTypeXidCriticalError: the event mask bit of XID errors.
 inline constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x0000000000000008ULL;
 
+/// MIG: a GPU instance, the handle nvmlDeviceGetGpuInstanceById gives.
+struct nvmlGpuInstance_st;
+using nvmlGpuInstance_t = nvmlGpuInstance_st*;
+
+/// The GPU instance profiles nvmlDeviceGetGpuInstanceProfileInfo takes: an
+/// enumeration of sizes, not the profile id a GPU instance reports
+/// (nvmlGpuInstanceInfo_t::profileId is nvmlGpuInstanceProfileInfo_t::id,
+/// e.g. 9 for an A100's 3g.40gb, asked for as NVML_GPU_INSTANCE_PROFILE_3_SLICE).
+/// R470's ten; later drivers add more (GFX, NO_ME, ALL_ME) past these, which
+/// a driver that lacks them answers NVML_ERROR_INVALID_ARGUMENT.
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_1_SLICE = 0x0;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_2_SLICE = 0x1;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_3_SLICE = 0x2;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_4_SLICE = 0x3;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_7_SLICE = 0x4;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_8_SLICE = 0x5;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_6_SLICE = 0x6;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 = 0x7;  ///< 1g with media extensions (+me)
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 = 0x8;
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 = 0x9;  ///< 1g with twice the memory (1g.20gb)
+inline constexpr unsigned int NVML_GPU_INSTANCE_PROFILE_COUNT = 0xA;
+
+/// Where a GPU instance sits: its first memory slice and how many it spans.
+struct nvmlGpuInstancePlacement_t {
+  unsigned int start;
+  unsigned int size;
+};
+
+/// nvmlGpuInstanceInfo_t as nvmlGpuInstanceGetInfo fills it.
+struct nvmlGpuInstanceInfo_t {
+  nvmlDevice_t device;  ///< The parent GPU.
+  unsigned int id;      ///< The GPU instance id, unique within the parent.
+  unsigned int profileId;  ///< nvmlGpuInstanceProfileInfo_t::id of its profile.
+  nvmlGpuInstancePlacement_t placement;
+};
+
+/// nvmlGpuInstanceProfileInfo_t as nvmlDeviceGetGpuInstanceProfileInfo fills it.
+struct nvmlGpuInstanceProfileInfo_t {
+  unsigned int id;  ///< The profile id GPU instances report.
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;  ///< Compute slices: the "3" of 3g.40gb.
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;  ///< MiB, a little under the name's: 40192 for a "40gb".
+};
+
+/// nvmlGpuInstanceProfileInfo_v2_t, nvmlDeviceGetGpuInstanceProfileInfoV's
+/// (newer drivers than the plain call): the same with a version first and the profile's name
+/// last ("MIG 3g.40gb", as `nvidia-smi mig -lgip` prints it).
+struct nvmlGpuInstanceProfileInfo_v2_t {
+  unsigned int version;  ///< nvmlGpuInstanceProfileInfo_v2
+  unsigned int id;
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+};
+
+/// NVML_STRUCT_VERSION(GpuInstanceProfileInfo, 2): the size, and the version in the top byte.
+inline constexpr unsigned int nvmlGpuInstanceProfileInfo_v2 =
+    static_cast<unsigned int>(sizeof(nvmlGpuInstanceProfileInfo_v2_t)) | (2U << 24U);
+
 /// nvmlEventData_t as nvmlEventSetWait_v2 fills it.
 struct nvmlEventData_t {
   nvmlDevice_t device;
@@ -129,6 +204,15 @@ using nvmlDeviceGetTopologyCommonAncestor_fn = nvmlReturn_t (*)(nvmlDevice_t, nv
 using nvmlDeviceGetRetiredPagesPendingStatus_fn = nvmlReturn_t (*)(nvmlDevice_t, nvmlEnableState_t*);
 using nvmlDeviceGetRemappedRows_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, unsigned int*, unsigned int*,
                                                       unsigned int*);
+using nvmlDeviceGetMaxMigDeviceCount_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);
+using nvmlDeviceGetMigDeviceHandleByIndex_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlDevice_t*);
+using nvmlDeviceGetGpuInstanceId_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);
+using nvmlDeviceGetGpuInstanceById_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlGpuInstance_t*);
+using nvmlGpuInstanceGetInfo_fn = nvmlReturn_t (*)(nvmlGpuInstance_t, nvmlGpuInstanceInfo_t*);
+using nvmlDeviceGetGpuInstanceProfileInfo_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int,
+                                                                nvmlGpuInstanceProfileInfo_t*);
+using nvmlDeviceGetGpuInstanceProfileInfoV_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int,
+                                                                 nvmlGpuInstanceProfileInfo_v2_t*);
 using nvmlEventSetCreate_fn = nvmlReturn_t (*)(nvmlEventSet_t*);
 using nvmlDeviceRegisterEvents_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
 using nvmlEventSetWait_v2_fn = nvmlReturn_t (*)(nvmlEventSet_t, nvmlEventData_t*, unsigned int);
@@ -145,3 +229,12 @@ static_assert(offsetof(nvmlPciInfo_t, busId) == 36);
 static_assert(sizeof(nvmlEventData_t) == 32);
 static_assert(offsetof(nvmlEventData_t, eventData) == 16);
 static_assert(offsetof(nvmlEventData_t, gpuInstanceId) == 24);
+static_assert(sizeof(nvmlGpuInstancePlacement_t) == 8);
+static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24);
+static_assert(offsetof(nvmlGpuInstanceInfo_t, placement) == 16);
+static_assert(sizeof(nvmlGpuInstanceProfileInfo_t) == 48);
+static_assert(offsetof(nvmlGpuInstanceProfileInfo_t, memorySizeMB) == 40);
+static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152);
+static_assert(offsetof(nvmlGpuInstanceProfileInfo_v2_t, memorySizeMB) == 48);
+static_assert(offsetof(nvmlGpuInstanceProfileInfo_v2_t, name) == 56);
+static_assert(nvmlGpuInstanceProfileInfo_v2 == 0x2000098);  // pynvml's 33554584

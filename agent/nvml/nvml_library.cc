@@ -31,6 +31,13 @@ struct NvmlLibrary::Api {
   nvmlDeviceGetNvLinkRemoteDeviceType_fn nvlink_remote_type = nullptr;
   nvmlDeviceGetRetiredPagesPendingStatus_fn retired_pending = nullptr;
   nvmlDeviceGetRemappedRows_fn remapped_rows = nullptr;
+  nvmlDeviceGetMaxMigDeviceCount_fn max_mig_devices = nullptr;
+  nvmlDeviceGetMigDeviceHandleByIndex_fn mig_device_by_index = nullptr;
+  nvmlDeviceGetGpuInstanceId_fn gpu_instance_id = nullptr;
+  nvmlDeviceGetGpuInstanceById_fn gpu_instance_by_id = nullptr;
+  nvmlGpuInstanceGetInfo_fn gpu_instance_info = nullptr;
+  nvmlDeviceGetGpuInstanceProfileInfo_fn gpu_instance_profile = nullptr;
+  nvmlDeviceGetGpuInstanceProfileInfoV_fn gpu_instance_profile_v = nullptr;
   nvmlEventSetCreate_fn event_set_create = nullptr;
   nvmlDeviceRegisterEvents_fn register_events = nullptr;
   nvmlEventSetWait_v2_fn event_set_wait = nullptr;
@@ -57,6 +64,7 @@ std::string_view ReturnName(nvmlReturn_t r) {
     case NVML_ERROR_GPU_IS_LOST: return "NVML_ERROR_GPU_IS_LOST";
     case NVML_ERROR_RESET_REQUIRED: return "NVML_ERROR_RESET_REQUIRED";
     case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "NVML_ERROR_ARGUMENT_VERSION_MISMATCH";
     default: return "NVML error";
   }
 }
@@ -64,7 +72,8 @@ std::string_view ReturnName(nvmlReturn_t r) {
 absl::StatusCode CodeOf(nvmlReturn_t r) {
   switch (r) {
     case NVML_ERROR_NOT_SUPPORTED:
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return absl::StatusCode::kUnimplemented;
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return absl::StatusCode::kUnimplemented;
     case NVML_ERROR_GPU_IS_LOST: return kGpuLostCode;
     case NVML_ERROR_TIMEOUT: return absl::StatusCode::kDeadlineExceeded;
     case NVML_ERROR_NOT_FOUND: return absl::StatusCode::kNotFound;
@@ -146,6 +155,16 @@ absl::StatusOr<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string
   a.retired_pending =
       Resolve<nvmlDeviceGetRetiredPagesPendingStatus_fn>(handle, "nvmlDeviceGetRetiredPagesPendingStatus");
   a.remapped_rows = Resolve<nvmlDeviceGetRemappedRows_fn>(handle, "nvmlDeviceGetRemappedRows");
+  a.max_mig_devices = Resolve<nvmlDeviceGetMaxMigDeviceCount_fn>(handle, "nvmlDeviceGetMaxMigDeviceCount");
+  a.mig_device_by_index =
+      Resolve<nvmlDeviceGetMigDeviceHandleByIndex_fn>(handle, "nvmlDeviceGetMigDeviceHandleByIndex");
+  a.gpu_instance_id = Resolve<nvmlDeviceGetGpuInstanceId_fn>(handle, "nvmlDeviceGetGpuInstanceId");
+  a.gpu_instance_by_id = Resolve<nvmlDeviceGetGpuInstanceById_fn>(handle, "nvmlDeviceGetGpuInstanceById");
+  a.gpu_instance_info = Resolve<nvmlGpuInstanceGetInfo_fn>(handle, "nvmlGpuInstanceGetInfo");
+  a.gpu_instance_profile =
+      Resolve<nvmlDeviceGetGpuInstanceProfileInfo_fn>(handle, "nvmlDeviceGetGpuInstanceProfileInfo");
+  a.gpu_instance_profile_v =
+      Resolve<nvmlDeviceGetGpuInstanceProfileInfoV_fn>(handle, "nvmlDeviceGetGpuInstanceProfileInfoV");
   a.event_set_create = Resolve<nvmlEventSetCreate_fn>(handle, "nvmlEventSetCreate");
   a.register_events = Resolve<nvmlDeviceRegisterEvents_fn>(handle, "nvmlDeviceRegisterEvents");
   a.event_set_wait = Resolve<nvmlEventSetWait_v2_fn>(handle, "nvmlEventSetWait_v2");
@@ -248,6 +267,76 @@ absl::StatusOr<bool> NvmlLibrary::MigEnabled(nvmlDevice_t device) {
   unsigned int current = 0, pending = 0;
   if (absl::Status st = Check(api_->mig_mode(device, &current, &pending), "nvmlDeviceGetMigMode"); !st.ok()) return st;
   return current == NVML_DEVICE_MIG_ENABLE;
+}
+
+absl::StatusOr<unsigned int> NvmlLibrary::MaxMigDevices(nvmlDevice_t parent) {
+  if (api_->max_mig_devices == nullptr) return Missing("nvmlDeviceGetMaxMigDeviceCount");
+  unsigned int count = 0;
+  if (absl::Status st = Check(api_->max_mig_devices(parent, &count), "nvmlDeviceGetMaxMigDeviceCount"); !st.ok()) {
+    return st;
+  }
+  return count;
+}
+
+absl::StatusOr<std::optional<nvmlDevice_t>> NvmlLibrary::MigDeviceByIndex(nvmlDevice_t parent, unsigned int index) {
+  if (api_->mig_device_by_index == nullptr) return Missing("nvmlDeviceGetMigDeviceHandleByIndex");
+  nvmlDevice_t device = nullptr;
+  const nvmlReturn_t r = api_->mig_device_by_index(parent, index, &device);
+  if (r == NVML_ERROR_NOT_FOUND) return std::optional<nvmlDevice_t>();
+  if (absl::Status st = Check(r, absl::StrCat("nvmlDeviceGetMigDeviceHandleByIndex(", index, ")")); !st.ok()) {
+    return st;
+  }
+  return std::optional<nvmlDevice_t>(device);
+}
+
+absl::StatusOr<unsigned int> NvmlLibrary::GpuInstanceId(nvmlDevice_t mig_device) {
+  if (api_->gpu_instance_id == nullptr) return Missing("nvmlDeviceGetGpuInstanceId");
+  unsigned int id = 0;
+  if (absl::Status st = Check(api_->gpu_instance_id(mig_device, &id), "nvmlDeviceGetGpuInstanceId"); !st.ok()) {
+    return st;
+  }
+  return id;
+}
+
+absl::StatusOr<nvmlGpuInstanceInfo_t> NvmlLibrary::GpuInstanceInfo(nvmlDevice_t parent, unsigned int id) {
+  if (api_->gpu_instance_by_id == nullptr) return Missing("nvmlDeviceGetGpuInstanceById");
+  if (api_->gpu_instance_info == nullptr) return Missing("nvmlGpuInstanceGetInfo");
+  nvmlGpuInstance_t instance = nullptr;
+  if (absl::Status st = Check(api_->gpu_instance_by_id(parent, id, &instance),
+                              absl::StrCat("nvmlDeviceGetGpuInstanceById(", id, ")"));
+      !st.ok()) {
+    return st;
+  }
+  nvmlGpuInstanceInfo_t info{};
+  if (absl::Status st = Check(api_->gpu_instance_info(instance, &info), "nvmlGpuInstanceGetInfo"); !st.ok()) return st;
+  return info;
+}
+
+absl::StatusOr<GpuInstanceProfile> NvmlLibrary::GpuInstanceProfileById(nvmlDevice_t parent, unsigned int profile_id) {
+  if (api_->gpu_instance_profile == nullptr) return Missing("nvmlDeviceGetGpuInstanceProfileInfo");
+  for (unsigned int size = 0; size < NVML_GPU_INSTANCE_PROFILE_COUNT; ++size) {
+    nvmlGpuInstanceProfileInfo_t info{};
+    const nvmlReturn_t r = api_->gpu_instance_profile(parent, size, &info);
+    // Sizes this GPU does not offer, or this driver does not know.
+    if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_INVALID_ARGUMENT) continue;
+    if (absl::Status st = Check(r, absl::StrCat("nvmlDeviceGetGpuInstanceProfileInfo(", size, ")")); !st.ok()) {
+      return st;
+    }
+    if (info.id != profile_id) continue;
+    GpuInstanceProfile profile{.id = info.id, .slice_count = info.sliceCount, .memory_mib = info.memorySizeMB};
+    if (api_->gpu_instance_profile_v != nullptr) {
+      nvmlGpuInstanceProfileInfo_v2_t named{};
+      named.version = nvmlGpuInstanceProfileInfo_v2;
+      if (api_->gpu_instance_profile_v(parent, size, &named) == NVML_SUCCESS && named.id == profile_id) {
+        std::string name = FromBuffer(named.name, sizeof named.name);
+        constexpr std::string_view kPrefix = "MIG ";
+        if (name.compare(0, kPrefix.size(), kPrefix) == 0) name.erase(0, kPrefix.size());
+        profile.name = std::move(name);
+      }
+    }
+    return profile;
+  }
+  return absl::NotFoundError(absl::StrCat("no GPU instance profile of this GPU has id ", profile_id));
 }
 
 absl::StatusOr<bool> NvmlLibrary::NvLinkActive(nvmlDevice_t device, unsigned int link) {

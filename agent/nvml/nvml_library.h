@@ -48,6 +48,16 @@ struct XidEvent {
   uint64_t xid = 0;
 };
 
+/// A GPU instance profile as its parent GPU describes it.
+struct GpuInstanceProfile {
+  unsigned int id = 0;           ///< What nvmlGpuInstanceInfo_t::profileId calls it.
+  unsigned int slice_count = 0;  ///< Compute slices: the "3" of 3g.40gb.
+  uint64_t memory_mib = 0;       ///< What an instance holds (a little under the name's).
+  /// NVML's name less its "MIG " ("3g.40gb", "1g.10gb+me"); empty when the
+  /// driver predates nvmlDeviceGetGpuInstanceProfileInfoV or it failed.
+  std::string name{};
+};
+
 /// True when `status` came from NVML_ERROR_GPU_IS_LOST (the GPU fell off the bus).
 bool IsGpuLost(const absl::Status& status);
 
@@ -78,6 +88,21 @@ class NvmlLibrary {
   absl::StatusOr<std::optional<int32_t>> NumaNode(nvmlDevice_t device);
   /// The current MIG mode.
   absl::StatusOr<bool> MigEnabled(nvmlDevice_t device);
+
+  /// MIG, on a GPU in MIG mode. Each is Unimplemented when the driver lacks it.
+  /// How many MIG devices (compute instances) the GPU may hold: the slots below.
+  absl::StatusOr<unsigned int> MaxMigDevices(nvmlDevice_t parent);
+  /// The MIG device in slot `index`; nullopt for an empty slot (NVML_ERROR_NOT_FOUND).
+  absl::StatusOr<std::optional<nvmlDevice_t>> MigDeviceByIndex(nvmlDevice_t parent, unsigned int index);
+  /// The GPU instance a MIG device belongs to.
+  absl::StatusOr<unsigned int> GpuInstanceId(nvmlDevice_t mig_device);
+  /// GPU instance `id` of `parent`: its profile id and placement
+  /// (nvmlDeviceGetGpuInstanceById, then nvmlGpuInstanceGetInfo).
+  absl::StatusOr<nvmlGpuInstanceInfo_t> GpuInstanceInfo(nvmlDevice_t parent, unsigned int id);
+  /// The profile GPU instances report as `profile_id`: NVML is asked for
+  /// each of its profile sizes (NVML_GPU_INSTANCE_PROFILE_*) and the one with
+  /// that id answers; NotFound when none has it.
+  absl::StatusOr<GpuInstanceProfile> GpuInstanceProfileById(nvmlDevice_t parent, unsigned int profile_id);
 
   absl::StatusOr<bool> NvLinkActive(nvmlDevice_t device, unsigned int link);
   absl::StatusOr<nvmlPciInfo_t> NvLinkRemotePci(nvmlDevice_t device, unsigned int link);

@@ -13,7 +13,9 @@
 namespace tessera::agent {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::FakeMachine;
 
 // What Tessera makes of the node the agent annotated.
@@ -40,12 +42,13 @@ TEST(Annotations, EveryFakeMachineReadsBackAsTheAgentFoundIt) {
   const std::vector<FakeMachine> machines = {
       {.machine = "dgx1-v100"},
       {.machine = "dgx-a100", .mig = "5"},
+      {.machine = "dgx-a100", .mig = "1,2", .mig_instances = "1:3g.40gb@4,1g.20gb@0,1g.10gb@2;2:7g.80gb@0"},
       {.machine = "pcie-8"},
       {.machine = "dgx-a100", .unhealthy = "0,6"},
       {.machine = "dgx1-v100", .unhealthy = "2"},
   };
   for (const FakeMachine& m : machines) {
-    SCOPED_TRACE(absl::StrCat(m.machine, " unhealthy=", m.unhealthy, " mig=", m.mig));
+    SCOPED_TRACE(absl::StrCat(m.machine, " unhealthy=", m.unhealthy, " mig=", m.mig, " instances=", m.mig_instances));
     const NodeGpus gpus = Probe(m);
     ASSERT_EQ(gpus.gpus.size(), 8u);
     absl::StatusOr<NodeInventory> seen = AsTesseraSeesIt(gpus);
@@ -53,7 +56,8 @@ TEST(Annotations, EveryFakeMachineReadsBackAsTheAgentFoundIt) {
     EXPECT_EQ(seen->source, InventorySource::kAnnotation);
     ASSERT_EQ(seen->gpus.size(), gpus.gpus.size());
     for (size_t i = 0; i < gpus.gpus.size(); ++i) {
-      EXPECT_EQ(seen->gpus[i], gpus.gpus[i].device) << "GPU " << i;  // index, uuid, model, memory, numa, health
+      // index, uuid, model, memory, numa, health, MIG mode and instances
+      EXPECT_EQ(seen->gpus[i], gpus.gpus[i].device) << "GPU " << i;
     }
     ASSERT_TRUE(seen->topology_error.ok()) << seen->topology_error;
     ASSERT_NE(seen->topology, nullptr);
@@ -95,6 +99,62 @@ TEST(Annotations, ABrokenGpuIsWrittenWithWhyAndMigModeIsShown) {
             R"("pciBusId":"00000000:07:00.0","migEnabled":true,"healthy":false,)"
             R"j("unhealthyReason":"XID 79 (GPU has fallen off the bus)"}])j");
   EXPECT_EQ(TopologyAnnotation(gpus), std::optional<std::string>(R"({"links":[["X"]]})"));
+}
+
+TEST(Annotations, AMigGpuListsItsInstancesWithProfileStartAndUuid) {
+  NodeGpus gpus;
+  ProbedGpu g;
+  g.device = GpuDevice{.index = 0, .uuid = "GPU-a", .model = "NVIDIA-A100-SXM4-80GB", .memory = MemoryMiB(81920),
+                       .mig_mode = true, .mig = {{"3g.40gb", 0, "MIG-x"}, {"1g.10gb", 6, ""}}};
+  g.mig_enabled = g.mig_listed = true;
+  gpus.gpus.push_back(g);
+  gpus.links.resize(1);
+  EXPECT_EQ(InventoryAnnotation(gpus),
+            R"([{"index":0,"uuid":"GPU-a","model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920,"migEnabled":true,)"
+            R"("mig":[{"profile":"3g.40gb","start":0,"uuid":"MIG-x"},{"profile":"1g.10gb","start":6}]}])");
+  gpus.gpus[0].device.mig.clear();
+  EXPECT_THAT(InventoryAnnotation(gpus), HasSubstr(R"("migEnabled":true,"mig":[]})")) << "MIG mode, none made yet";
+  gpus.gpus[0].mig_listed = false;
+  EXPECT_THAT(InventoryAnnotation(gpus), AllOf(HasSubstr(R"("migEnabled":true})"), Not(HasSubstr(R"("mig":)"))));
+}
+
+TEST(Annotations, MigInstancesTheAgentReadReachTesseraAsMigModeWithThoseInstances) {
+  const NodeGpus gpus =
+      Probe({.machine = "dgx-a100", .mig = "0,4", .mig_instances = "0:3g.40gb@0,2g.20gb@4,1g.10gb@6;4:4g.40gb@0"});
+  ASSERT_EQ(gpus.gpus.size(), 8u);
+  const absl::StatusOr<NodeInventory> seen = AsTesseraSeesIt(gpus);
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  ASSERT_EQ(seen->gpus.size(), 8u);
+  for (size_t i : {0u, 4u}) {
+    SCOPED_TRACE(absl::StrCat("GPU ", i));
+    EXPECT_TRUE(seen->gpus[i].mig_mode);
+    EXPECT_EQ(seen->gpus[i].mig, gpus.gpus[i].device.mig);
+    EXPECT_FALSE(seen->gpus[i].mig_unlisted);
+  }
+  ASSERT_EQ(seen->gpus[0].mig.size(), 3u);
+  EXPECT_EQ(seen->gpus[0].mig[1], (MigInstance{"2g.20gb", 4, gpus.gpus[0].device.mig[1].uuid}));
+  EXPECT_THAT(seen->gpus[0].mig[1].uuid, ::testing::StartsWith("MIG-"));
+  EXPECT_FALSE(seen->gpus[1].mig_mode);
+}
+
+TEST(Annotations, AMigGpuWhoseInstancesCouldNotBeReadReachesTesseraAsMigModeUnlisted) {
+  const std::vector<FakeMachine> machines = {
+      {.machine = "dgx-a100", .mig = "3", .mig_instances = "3:3g.40gb@0", .fail = "nvmlGpuInstanceGetInfo=999"},
+      {.machine = "dgx-a100", .mig = "3", .mig_instances = "3:1g.10gb+me@0"},
+  };
+  for (const FakeMachine& m : machines) {
+    SCOPED_TRACE(absl::StrCat(m.mig_instances, " ", m.fail));
+    const NodeGpus gpus = Probe(m);
+    ASSERT_EQ(gpus.gpus.size(), 8u);
+    const std::string written = InventoryAnnotation(gpus);
+    EXPECT_THAT(written, AllOf(HasSubstr(R"("migEnabled":true)"), Not(HasSubstr(R"("mig":)"))));
+    const absl::StatusOr<NodeInventory> seen = AsTesseraSeesIt(gpus);
+    ASSERT_TRUE(seen.ok()) << seen.status() << " (an unlisted GPU must not cost the node its inventory)";
+    ASSERT_EQ(seen->gpus.size(), 8u);
+    EXPECT_TRUE(seen->gpus[3].mig.empty());
+    EXPECT_TRUE(seen->gpus[3].mig_mode);
+    EXPECT_TRUE(seen->gpus[3].mig_unlisted);
+  }
 }
 
 TEST(Annotations, ANodeWithoutGpusHasAnEmptyInventoryAndNoTopology) {

@@ -17,6 +17,8 @@ struct FakeMachine {
   std::string machine{};     ///< FAKE_NVML_MACHINE: dgx1-v100, dgx-a100, pcie-8, none
   std::string unhealthy{};   ///< FAKE_NVML_UNHEALTHY: "3,5"
   std::string mig{};         ///< FAKE_NVML_MIG
+  std::string mig_instances{};  ///< FAKE_NVML_MIG_INSTANCES: "6:3g.40gb@0,2g.20gb@4;7:7g.80gb@0"
+  std::string fail{};        ///< FAKE_NVML_FAIL: "nvmlGpuInstanceGetInfo=999"
   std::string control{};     ///< FAKE_NVML_CONTROL: a file of "xid <gpu> <code>" / "lost <gpu>" lines
   std::string init_error{};  ///< FAKE_NVML_INIT_ERROR
 };
@@ -34,6 +36,8 @@ inline void Describe(const FakeMachine& m) {
   SetOrUnset("FAKE_NVML_MACHINE", m.machine);
   SetOrUnset("FAKE_NVML_UNHEALTHY", m.unhealthy);
   SetOrUnset("FAKE_NVML_MIG", m.mig);
+  SetOrUnset("FAKE_NVML_MIG_INSTANCES", m.mig_instances);
+  SetOrUnset("FAKE_NVML_FAIL", m.fail);
   SetOrUnset("FAKE_NVML_CONTROL", m.control);
   SetOrUnset("FAKE_NVML_INIT_ERROR", m.init_error);
 }

@@ -15,6 +15,7 @@
 namespace tessera::agent {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using testing::FakeMachine;
 using testing::LoadFake;
@@ -92,6 +93,90 @@ TEST(ProbeGpus, ReadsMigMode) {
   ASSERT_EQ(node.gpus.size(), 8u);
   EXPECT_FALSE(node.gpus[6].mig_enabled);
   EXPECT_TRUE(node.gpus[7].mig_enabled);
+}
+
+// The instances NVML describes, as the fake was told them (uuids aside).
+std::vector<std::pair<std::string, int32_t>> ProfilesAndStarts(const std::vector<MigInstance>& instances) {
+  std::vector<std::pair<std::string, int32_t>> out;
+  for (const MigInstance& m : instances) out.emplace_back(m.profile, m.start);
+  return out;
+}
+
+struct ListedCase {
+  std::string name;
+  std::string fail;  // FAKE_NVML_FAIL
+};
+
+TEST(ProbeGpus, ListsEachMigGpusInstancesWithProfileStartAndMigUuid) {
+  // The names come from NVML, or from the sizes when the driver cannot name them.
+  const std::vector<ListedCase> cases = {
+      {"a driver that names profiles", ""},
+      {"a driver without nvmlDeviceGetGpuInstanceProfileInfoV", "nvmlDeviceGetGpuInstanceProfileInfoV=13"},
+  };
+  for (const ListedCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::unique_ptr<NvmlLibrary> nvml = LoadFake(FakeMachine{
+        .machine = "dgx-a100", .mig = "5,6,7", .mig_instances = "6:1g.10gb@6,3g.40gb@0,2g.20gb@4;7:7g.80gb@0",
+        .fail = c.fail});
+    ASSERT_NE(nvml, nullptr);
+    const NodeGpus node = Probe(*nvml);
+    EXPECT_THAT(node.notes, ::testing::IsEmpty());
+    ASSERT_EQ(node.gpus.size(), 8u);
+    using Listed = std::vector<std::pair<std::string, int32_t>>;
+    EXPECT_EQ(ProfilesAndStarts(node.gpus[6].device.mig), (Listed{{"3g.40gb", 0}, {"2g.20gb", 4}, {"1g.10gb", 6}}));
+    EXPECT_EQ(ProfilesAndStarts(node.gpus[7].device.mig), (Listed{{"7g.80gb", 0}}));
+    std::set<std::string> uuids;
+    for (const MigInstance& m : node.gpus[6].device.mig) {
+      EXPECT_THAT(m.uuid, ::testing::StartsWith("MIG-"));
+      uuids.insert(m.uuid);
+    }
+    EXPECT_EQ(uuids.size(), 3u) << "one MIG device each";
+    for (size_t i : {5u, 6u, 7u}) {
+      EXPECT_TRUE(node.gpus[i].mig_enabled && node.gpus[i].device.mig_mode) << i;
+      EXPECT_TRUE(node.gpus[i].mig_listed) << i;
+    }
+    EXPECT_TRUE(node.gpus[5].device.mig.empty()) << "MIG mode, no instance made yet";
+    EXPECT_FALSE(node.gpus[4].mig_listed || node.gpus[4].device.mig_mode);
+  }
+}
+
+struct UnlistedCase {
+  std::string name;
+  std::string instances;  // GPU 3's
+  std::string fail;       // FAKE_NVML_FAIL
+  std::string why;        // in the note
+};
+
+TEST(ProbeGpus, AMigGpuWhoseInstancesCannotBeListedKeepsMigModeAndANoteSaysWhy) {
+  const std::vector<UnlistedCase> cases = {
+      {"a driver without the MIG device calls", "3g.40gb@0", "nvmlDeviceGetMaxMigDeviceCount=13",
+       "nvmlDeviceGetMaxMigDeviceCount: Function Not Found (NVML_ERROR_FUNCTION_NOT_FOUND = 13)"},
+      {"a MIG device that will not name its GPU instance", "3g.40gb@0", "nvmlDeviceGetGpuInstanceId=999",
+       "nvmlDeviceGetGpuInstanceId: Unknown Error"},
+      {"a GPU instance that cannot be read", "3g.40gb@0", "nvmlGpuInstanceGetInfo=999", "nvmlGpuInstanceGetInfo"},
+      {"a driver without the profile call", "3g.40gb@0", "nvmlDeviceGetGpuInstanceProfileInfo=13",
+       "nvmlDeviceGetGpuInstanceProfileInfo(0): Function Not Found"},
+      {"a profile Tessera's table lacks", "1g.10gb+me@0,3g.40gb@4", "",
+       "has profile \"1g.10gb+me\", which Tessera's A100-80GB table lacks"},
+      {"a GPU instance split into compute instances", "3g.40gb@4*2", "",
+       "is split into 2 compute instances; Tessera hands out whole GPU instances"},
+      {"instances that overlap", "3g.40gb@0,2g.20gb@2", "", "a 2g.20gb instance at slice 2 would overlap"},
+      {"a start the table does not allow", "3g.40gb@2", "", "a 3g.40gb instance cannot start at slice 2"},
+  };
+  for (const UnlistedCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::unique_ptr<NvmlLibrary> nvml = LoadFake(
+        FakeMachine{.machine = "dgx-a100", .mig = "3", .mig_instances = "3:" + c.instances, .fail = c.fail});
+    ASSERT_NE(nvml, nullptr);
+    const NodeGpus node = Probe(*nvml);
+    ASSERT_EQ(node.gpus.size(), 8u);
+    const ProbedGpu& g = node.gpus[3];
+    EXPECT_TRUE(g.mig_enabled && g.device.mig_mode);
+    EXPECT_FALSE(g.mig_listed);
+    EXPECT_TRUE(g.device.mig.empty());
+    ASSERT_EQ(node.notes.size(), 1u);
+    EXPECT_THAT(node.notes[0], AllOf(HasSubstr(g.device.uuid + ": MIG mode, instances not listed: "), HasSubstr(c.why)));
+  }
 }
 
 struct HealthCase {

@@ -18,6 +18,7 @@
 namespace tessera::agent {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using nlohmann::json;
 using tessera::testing::ChildProcess;
@@ -30,8 +31,8 @@ const std::string kFakeNvml = FAKE_NVML_LIBRARY;
 // The child's fake-NVML settings: `set` over all of them cleared (other tests
 // of this process set them with setenv, and a child inherits the environment).
 std::map<std::string, std::string> Env(std::map<std::string, std::string> set) {
-  for (const char* name : {"FAKE_NVML_MACHINE", "FAKE_NVML_UNHEALTHY", "FAKE_NVML_MIG", "FAKE_NVML_CONTROL",
-                           "FAKE_NVML_INIT_ERROR", "TESSERA_NVML_LIBRARY"}) {
+  for (const char* name : {"FAKE_NVML_MACHINE", "FAKE_NVML_UNHEALTHY", "FAKE_NVML_MIG", "FAKE_NVML_MIG_INSTANCES",
+                           "FAKE_NVML_FAIL", "FAKE_NVML_CONTROL", "FAKE_NVML_INIT_ERROR", "TESSERA_NVML_LIBRARY"}) {
     set.emplace(name, "");
   }
   return set;
@@ -51,6 +52,29 @@ TEST(NodeAgentBinary, PrintShowsTheAnnotationsTesseraParses) {
   EXPECT_FALSE(seen->gpus[4].healthy);
   ASSERT_NE(seen->topology, nullptr);
   EXPECT_EQ(seen->topology->link(0, 7).nvlinks, 12);
+}
+
+TEST(NodeAgentBinary, PrintListsMigInstancesAndLogsWhyAGpusCannotBe) {
+  ChildProcess agent(kAgent, {"--print", "--nvml-library=" + kFakeNvml},
+                     Env({{"FAKE_NVML_MACHINE", "dgx-a100"},
+                          {"FAKE_NVML_MIG", "2,3"},
+                          {"FAKE_NVML_MIG_INSTANCES", "2:3g.40gb@4,3g.40gb@0;3:1g.10gb+me@0"}}));
+  ASSERT_EQ(agent.Wait(), 0) << agent.Stderr();
+  const json printed = json::parse(agent.Stdout());
+  const absl::StatusOr<NodeInventory> seen =
+      k8s::ParseNodeInventory({.inventory_annotation = printed.at("tessera.io/gpu-inventory").get<std::string>()});
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  ASSERT_EQ(seen->gpus.size(), 8u);
+  const GpuDevice& listed = seen->gpus[2];
+  EXPECT_TRUE(listed.mig_mode);
+  ASSERT_EQ(listed.mig.size(), 2u);
+  EXPECT_EQ(listed.mig[0].profile, "3g.40gb");
+  EXPECT_EQ(listed.mig[0].start, 0);
+  EXPECT_EQ(listed.mig[1].start, 4);
+  EXPECT_THAT(listed.mig[1].uuid, ::testing::StartsWith("MIG-"));
+  EXPECT_TRUE(seen->gpus[3].mig.empty());
+  EXPECT_THAT(agent.Stderr(), AllOf(HasSubstr(": MIG mode, instances not listed: "),
+                                    HasSubstr("\"1g.10gb+me\", which Tessera's A100-80GB table lacks")));
 }
 
 TEST(NodeAgentBinary, TheLibraryPathMayComeFromTheEnvironment) {

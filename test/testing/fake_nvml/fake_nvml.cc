@@ -13,6 +13,14 @@
 //   FAKE_NVML_UNHEALTHY  "3,5": these GPUs report unrecoverable memory from the start (a failed
 //                        row remapping on A100/L40S, pages pending retirement on V100)
 //   FAKE_NVML_MIG        "7": these GPUs run in MIG mode (A100 only: others answer NOT_SUPPORTED)
+//   FAKE_NVML_MIG_INSTANCES  "6:3g.40gb@0,2g.20gb@4,1g.10gb@6;7:7g.80gb@0": the GPU instances of GPUs
+//                        in MIG mode, <profile>@<start slice>, each with one compute instance (one MIG
+//                        device) or N of them with "*N" ("3g.40gb@0*2"). The A100-80GB's profiles, with
+//                        the ids and sizes its driver reports: 1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb,
+//                        3g.40gb, 4g.40gb, 7g.80gb. Not checked for overlap (the agent's job). MIG
+//                        devices fill the last of the 7 slots, so the first ones answer NOT_FOUND.
+//   FAKE_NVML_FAIL       "nvmlGpuInstanceGetInfo=999": these MIG calls answer that nvmlReturn_t (13,
+//                        NVML_ERROR_FUNCTION_NOT_FOUND, is what a driver without the call answers)
 //   FAKE_NVML_INIT_ERROR an nvmlReturn_t nvmlInit_v2 answers instead of success, e.g. 9
 //                        (NVML_ERROR_DRIVER_NOT_LOADED)
 //   FAKE_NVML_CONTROL    a file the test appends lines to while the agent runs, re-read by
@@ -28,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -40,6 +49,12 @@
 // The handles NVML gives out are opaque pointers; ours point at these.
 struct nvmlDevice_st {
   int index = 0;
+  int gpu_instance = -1;     // a MIG device: its GPU instance (position in the GPU's list); -1: a GPU
+  int compute_instance = 0;  // a MIG device: which of the GPU instance's compute instances
+};
+struct nvmlGpuInstance_st {
+  int gpu = 0;
+  int position = 0;  // in the GPU's list of GPU instances
 };
 struct nvmlEventSet_st {
   std::set<int> devices;  // registered for XID events
@@ -130,6 +145,39 @@ Machine Pcie8() {
   return m;
 }
 
+// A GPU instance profile as an A100-80GB's driver reports it (nvidia-smi mig -lgip):
+// the size nvmlDeviceGetGpuInstanceProfileInfo is asked for, the id instances
+// report, compute slices, MiB, memory slices spanned, instances that fit.
+struct FakeProfile {
+  unsigned int size = 0;
+  unsigned int id = 0;
+  unsigned int slices = 0;
+  unsigned long long memory_mib = 0;
+  unsigned int memory_slices = 0;
+  unsigned int instances = 0;
+  const char* name = "";
+};
+
+constexpr FakeProfile kA100_80Profiles[] = {
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, 1, 9728, 1, 7, "1g.10gb"},
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, 1, 9728, 1, 1, "1g.10gb+me"},
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, 15, 1, 19968, 2, 4, "1g.20gb"},
+    {NVML_GPU_INSTANCE_PROFILE_2_SLICE, 14, 2, 19968, 2, 3, "2g.20gb"},
+    {NVML_GPU_INSTANCE_PROFILE_3_SLICE, 9, 3, 40192, 4, 2, "3g.40gb"},
+    {NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, 4, 40192, 4, 1, "4g.40gb"},
+    {NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, 7, 80640, 8, 1, "7g.80gb"},
+};
+
+// An A100's MIG device slots (nvmlDeviceGetMaxMigDeviceCount).
+constexpr unsigned int kMigDeviceSlots = 7;
+
+struct FakeGpuInstance {
+  const FakeProfile* profile = nullptr;
+  unsigned int start = 0;
+  unsigned int id = 0;  // odd numbers 1, 3, 5…: never its position, so a mix-up shows
+  int compute_instances = 1;
+};
+
 // The state of the fake, set up by nvmlInit_v2.
 struct State {
   std::mutex mu;
@@ -142,6 +190,11 @@ struct State {
   std::string control_file;
   size_t control_lines_seen = 0;  // lines of the control file already acted on
   std::vector<std::pair<int, unsigned long long>> pending_xids;
+  // MIG, by GPU index: its GPU instances, their handles, and its MIG device slots (index -1: empty).
+  std::map<int, std::vector<FakeGpuInstance>> gpu_instances;
+  std::map<int, std::vector<nvmlGpuInstance_st>> gpu_instance_handles;
+  std::map<int, std::vector<nvmlDevice_st>> mig_devices;
+  std::map<std::string, nvmlReturn_t> fail;  // FAKE_NVML_FAIL
 };
 
 State& S() {
@@ -159,6 +212,88 @@ std::set<int> IndexList(const char* env) {
     if (!item.empty()) out.insert(std::atoi(item.c_str()));
   }
   return out;
+}
+
+std::vector<std::string> Split(const std::string& text, char by) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, by)) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// FAKE_NVML_MIG_INSTANCES into s.gpu_instances; false (and why on stderr) when it is malformed.
+bool ReadMigInstances(State& s) {
+  s.gpu_instances.clear();
+  const char* v = std::getenv("FAKE_NVML_MIG_INSTANCES");
+  if (v == nullptr) return true;
+  for (const std::string& gpu_part : Split(v, ';')) {
+    const size_t colon = gpu_part.find(':');
+    const int gpu = colon == std::string::npos ? -1 : std::atoi(gpu_part.substr(0, colon).c_str());
+    if (gpu < 0 || gpu >= static_cast<int>(s.machine.gpus.size()) || !s.machine.gpus[gpu].mig_capable ||
+        s.mig.count(gpu) == 0) {
+      std::fprintf(stderr, "fake NVML: \"%s\": not a MIG-capable GPU in FAKE_NVML_MIG\n", gpu_part.c_str());
+      return false;
+    }
+    std::vector<FakeGpuInstance>& list = s.gpu_instances[gpu];
+    int devices = 0;
+    for (const std::string& item : Split(gpu_part.substr(colon + 1), ',')) {
+      const size_t at = item.find('@'), star = item.find('*');
+      const std::string name = item.substr(0, at);
+      FakeGpuInstance gi{.id = static_cast<unsigned int>(2 * list.size() + 1)};
+      for (const FakeProfile& p : kA100_80Profiles) {
+        if (name == p.name) gi.profile = &p;
+      }
+      if (at == std::string::npos || gi.profile == nullptr) {
+        std::fprintf(stderr, "fake NVML: \"%s\" is not <A100-80GB profile>@<start>\n", item.c_str());
+        return false;
+      }
+      gi.start = static_cast<unsigned int>(std::atoi(item.c_str() + at + 1));
+      if (star != std::string::npos) gi.compute_instances = std::atoi(item.c_str() + star + 1);
+      devices += gi.compute_instances;
+      list.push_back(gi);
+    }
+    if (devices > static_cast<int>(kMigDeviceSlots)) {
+      std::fprintf(stderr, "fake NVML: GPU %d: more MIG devices than its %u slots\n", gpu, kMigDeviceSlots);
+      return false;
+    }
+  }
+  return true;
+}
+
+// The handles of s.gpu_instances: GPU instances, and MIG devices in the last slots.
+void MakeMigHandles(State& s) {
+  s.gpu_instance_handles.clear();
+  s.mig_devices.clear();
+  for (const auto& [gpu, list] : s.gpu_instances) {
+    std::vector<nvmlDevice_st> devices;
+    for (size_t k = 0; k < list.size(); ++k) {
+      s.gpu_instance_handles[gpu].push_back({gpu, static_cast<int>(k)});
+      for (int c = 0; c < list[k].compute_instances; ++c) devices.push_back({gpu, static_cast<int>(k), c});
+    }
+    std::vector<nvmlDevice_st>& slots = s.mig_devices[gpu];
+    slots.assign(kMigDeviceSlots - devices.size(), nvmlDevice_st{.index = -1});
+    slots.insert(slots.end(), devices.begin(), devices.end());
+  }
+}
+
+std::map<std::string, nvmlReturn_t> ReadFailures() {
+  std::map<std::string, nvmlReturn_t> out;
+  const char* v = std::getenv("FAKE_NVML_FAIL");
+  if (v == nullptr) return out;
+  for (const std::string& item : Split(v, ',')) {
+    const size_t eq = item.find('=');
+    if (eq != std::string::npos) out[item.substr(0, eq)] = std::atoi(item.c_str() + eq + 1);
+  }
+  return out;
+}
+
+// What FAKE_NVML_FAIL makes `call` answer; NVML_SUCCESS: carry on.
+nvmlReturn_t Injected(const State& s, const char* call) {
+  const auto it = s.fail.find(call);
+  return it == s.fail.end() ? NVML_SUCCESS : it->second;
 }
 
 // Acts on the control file's new lines (caller holds the lock).
@@ -243,6 +378,9 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlInit_v2() {
   for (size_t i = 0; i < s.handles.size(); ++i) s.handles[i].index = static_cast<int>(i);
   s.unhealthy = IndexList("FAKE_NVML_UNHEALTHY");
   s.mig = IndexList("FAKE_NVML_MIG");
+  if (!ReadMigInstances(s)) return NVML_ERROR_UNKNOWN;
+  MakeMigHandles(s);
+  s.fail = ReadFailures();
   const char* control = std::getenv("FAKE_NVML_CONTROL");
   s.control_file = control != nullptr ? control : "";
   s.control_lines_seen = 0;
@@ -265,6 +403,8 @@ __attribute__((visibility("default"))) const char* nvmlErrorString(nvmlReturn_t 
     case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
     case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
     case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
     case NVML_ERROR_TIMEOUT: return "Timeout";
@@ -300,6 +440,12 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice
   FAKE_LOCK;
   if (nvmlReturn_t r = CheckDevice(s, device); r != NVML_SUCCESS) return r;
   char text[64];
+  if (device->gpu_instance >= 0) {
+    const FakeGpuInstance& gi = s.gpu_instances[device->index][static_cast<size_t>(device->gpu_instance)];
+    std::snprintf(text, sizeof text, "MIG-%08x-fake-4e11-%04x-%012x", Gpu(s, device).bus, gi.id,
+                  device->compute_instance);
+    return CopyString(text, uuid, length);
+  }
   std::snprintf(text, sizeof text, "GPU-%08x-fake-4e11-a000-%012x", Gpu(s, device).bus, device->index);
   return CopyString(text, uuid, length);
 }
@@ -464,6 +610,128 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlEventSetWait_v2(nvmlEven
 
 __attribute__((visibility("default"))) nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
   delete set;
+  return NVML_SUCCESS;
+}
+
+}  // extern "C"
+
+namespace {
+
+// MIG. A parent's calls refuse a MIG device (and the reverse) with INVALID_ARGUMENT.
+nvmlReturn_t CheckParent(State& s, nvmlDevice_t device, const char* call) {
+  if (nvmlReturn_t r = Injected(s, call); r != NVML_SUCCESS) return r;
+  if (nvmlReturn_t r = CheckDevice(s, device); r != NVML_SUCCESS) return r;
+  if (device->gpu_instance >= 0) return NVML_ERROR_INVALID_ARGUMENT;
+  return Gpu(s, device).mig_capable ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+}
+
+const FakeProfile* ProfileOfSize(unsigned int size) {
+  for (const FakeProfile& p : kA100_80Profiles) {
+    if (p.size == size) return &p;
+  }
+  return nullptr;
+}
+
+template <typename Info>
+void FillProfile(const FakeProfile& p, Info* info) {
+  info->id = p.id;
+  info->isP2pSupported = 0;
+  info->sliceCount = p.slices;
+  info->instanceCount = p.instances;
+  info->multiprocessorCount = 14 * p.slices;
+  info->copyEngineCount = p.slices;
+  info->decoderCount = p.slices / 2;
+  info->encoderCount = 0;
+  info->jpegCount = p.size == NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 || p.slices == 7 ? 1 : 0;
+  info->ofaCount = info->jpegCount;
+  info->memorySizeMB = p.memory_mib;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
+                                                                                   unsigned int* count) {
+  FAKE_LOCK;
+  if (nvmlReturn_t r = CheckParent(s, device, "nvmlDeviceGetMaxMigDeviceCount"); r != NVML_SUCCESS) return r;
+  *count = s.mig.count(device->index) ? kMigDeviceSlots : 0;
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device,
+                                                                                        unsigned int index,
+                                                                                        nvmlDevice_t* mig_device) {
+  FAKE_LOCK;
+  if (nvmlReturn_t r = CheckParent(s, device, "nvmlDeviceGetMigDeviceHandleByIndex"); r != NVML_SUCCESS) return r;
+  if (s.mig.count(device->index) == 0 || index >= kMigDeviceSlots || mig_device == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  const auto it = s.mig_devices.find(device->index);
+  if (it == s.mig_devices.end() || it->second[index].index < 0) return NVML_ERROR_NOT_FOUND;
+  *mig_device = &it->second[index];
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device,
+                                                                               unsigned int* id) {
+  FAKE_LOCK;
+  if (nvmlReturn_t r = Injected(s, "nvmlDeviceGetGpuInstanceId"); r != NVML_SUCCESS) return r;
+  if (nvmlReturn_t r = CheckDevice(s, device); r != NVML_SUCCESS) return r;
+  if (device->gpu_instance < 0 || id == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *id = s.gpu_instances[device->index][static_cast<size_t>(device->gpu_instance)].id;
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device,
+                                                                                 unsigned int id,
+                                                                                 nvmlGpuInstance_t* instance) {
+  FAKE_LOCK;
+  if (nvmlReturn_t r = CheckParent(s, device, "nvmlDeviceGetGpuInstanceById"); r != NVML_SUCCESS) return r;
+  if (instance == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const std::vector<FakeGpuInstance>& list = s.gpu_instances[device->index];
+  for (size_t k = 0; k < list.size(); ++k) {
+    if (list[k].id != id) continue;
+    *instance = &s.gpu_instance_handles[device->index][k];
+    return NVML_SUCCESS;
+  }
+  return NVML_ERROR_NOT_FOUND;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t instance,
+                                                                           nvmlGpuInstanceInfo_t* info) {
+  FAKE_LOCK;
+  if (nvmlReturn_t r = Injected(s, "nvmlGpuInstanceGetInfo"); r != NVML_SUCCESS) return r;
+  if (!s.initialised) return NVML_ERROR_UNINITIALIZED;
+  if (instance == nullptr || info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const FakeGpuInstance& gi = s.gpu_instances[instance->gpu][static_cast<size_t>(instance->position)];
+  *info = nvmlGpuInstanceInfo_t{.device = &s.handles[static_cast<size_t>(instance->gpu)], .id = gi.id,
+                                .profileId = gi.profile->id,
+                                .placement = {.start = gi.start, .size = gi.profile->memory_slices}};
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(
+    nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_t* info) {
+  FAKE_LOCK;
+  if (nvmlReturn_t r = CheckParent(s, device, "nvmlDeviceGetGpuInstanceProfileInfo"); r != NVML_SUCCESS) return r;
+  if (profile >= NVML_GPU_INSTANCE_PROFILE_COUNT || info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const FakeProfile* p = ProfileOfSize(profile);
+  if (p == nullptr) return NVML_ERROR_NOT_SUPPORTED;
+  FillProfile(*p, info);
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(
+    nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_v2_t* info) {
+  FAKE_LOCK;
+  if (nvmlReturn_t r = CheckParent(s, device, "nvmlDeviceGetGpuInstanceProfileInfoV"); r != NVML_SUCCESS) return r;
+  if (profile >= NVML_GPU_INSTANCE_PROFILE_COUNT || info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (info->version != nvmlGpuInstanceProfileInfo_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  const FakeProfile* p = ProfileOfSize(profile);
+  if (p == nullptr) return NVML_ERROR_NOT_SUPPORTED;
+  FillProfile(*p, info);
+  std::snprintf(info->name, sizeof info->name, "MIG %s", p->name);
   return NVML_SUCCESS;
 }
 
