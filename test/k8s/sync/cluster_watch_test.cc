@@ -147,6 +147,9 @@ TEST_F(ClusterWatchTest, AWatchThatExpiresIsFollowedByAFreshListThatMissesNothin
 TEST_F(ClusterWatchTest, AWatchFromACompactedVersionGets410AndRelists) {
   ASSERT_TRUE(server_.AddNode(GpuNode("n1", 2)).ok());
   auto watch = Watch(model_, pods_);
+  // Listed and watching before the server goes: the reconnect is from the
+  // list's resourceVersion, not a first list.
+  ASSERT_TRUE(WaitFor([&] { return server_.OpenWatchStreams(FakeResource::kNodes) == 1; }));
   const int64_t lists = watch->node_status().lists;
   // The server forgets history while the watch is down: reconnecting from
   // the old resourceVersion is refused with 410, and only a list catches up.
@@ -154,8 +157,10 @@ TEST_F(ClusterWatchTest, AWatchFromACompactedVersionGets410AndRelists) {
   ASSERT_TRUE(server_.AddNode(GpuNode("n2", 4)).ok());
   server_.CompactHistory();
   ASSERT_TRUE(server_.Start().ok());
-  EXPECT_TRUE(WaitFor([&] { return Gpus(model_) == 6u; }));
-  EXPECT_GT(watch->node_status().lists, lists);
+  // The list's count is bumped once its nodes are applied: wait for both
+  // (under ASan the model showed the nodes a moment before the count moved).
+  EXPECT_TRUE(WaitFor([&] { return Gpus(model_) == 6u && watch->node_status().lists > lists; }))
+      << "GPUs " << Gpus(model_) << ", lists " << watch->node_status().lists << " (were " << lists << ")";
 }
 
 TEST_F(ClusterWatchTest, ADroppedStreamReconnectsFromItsResourceVersion) {
