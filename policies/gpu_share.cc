@@ -30,25 +30,11 @@ MemoryMiB UsableMemory(const GpuShareArgs& args, MemoryMiB total) {
   return std::max(MemoryMiB(0), total - args.memory_reserve);
 }
 
-bool ModelAccepted(const CycleState& cycle, const GpuDevice& gpu) {
-  if (!cycle.names_models()) return true;  // the inventory's line stays unread
-  const PodGpuRequest& r = cycle.request();
-  if (!r.vendors.empty() && std::find(r.vendors.begin(), r.vendors.end(), gpu.vendor) == r.vendors.end()) {
-    return false;
-  }
-  if (!r.models.empty()) {
-    const bool any = std::any_of(r.models.begin(), r.models.end(),
-                                 [&](const std::string& m) { return GpuModelMatches(m, gpu.model); });
-    if (!any) return false;
-  }
-  return std::none_of(r.excluded_models.begin(), r.excluded_models.end(),
-                      [&](const std::string& m) { return GpuModelMatches(m, gpu.model); });
-}
 
 // Whether the pod could use this GPU were it idle. `device` (the same GPU in
 // the inventory) is read for its model, and only when the pod names models.
 GpuFit FitWhenIdle(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice& device, const GpuState& gpu) {
-  if (cycle.names_models() && !ModelAccepted(cycle, device)) return GpuFit::kModelRefused;
+  if (cycle.names_models() && !GpuAccepted(cycle, device)) return GpuFit::kModelRefused;
   if (gpu.mig_mode()) return GpuFit::kMigMode;
   if (!gpu.healthy()) return GpuFit::kUnhealthy;
   const PodGpuRequest& r = cycle.request();
@@ -86,7 +72,7 @@ GpuFit FitNow(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice
 // branching on each, as most GPUs of a busy cluster fail one or another at
 // random; FitNow, which says which, is asked only to explain a rejection.
 bool FitsNow(const GpuShareArgs& args, const CycleState& cycle, const GpuDevice& device, const GpuState& gpu) {
-  if (cycle.names_models() && !ModelAccepted(cycle, device)) return false;
+  if (cycle.names_models() && !GpuAccepted(cycle, device)) return false;
   if (!gpu.takes_shares()) return false;
   const PodGpuRequest& r = cycle.request();
   const GpuUsage u = gpu.usage();
@@ -303,7 +289,7 @@ FilterVerdict WhyNever(const GpuShareArgs& args, const CycleState& cycle, const 
   }
   MemoryMiB largest(0);
   for (const GpuDevice& g : node.gpus) {
-    if (ModelAccepted(cycle, g)) largest = std::max(largest, UsableMemory(args, g.memory));
+    if (GpuAccepted(cycle, g)) largest = std::max(largest, UsableMemory(args, g.memory));
   }
   if (r.memory <= largest) {
     // The reservation fits: the memory limit is what no GPU can take.
@@ -420,6 +406,20 @@ struct Preference {
 };
 
 }  // namespace
+
+bool GpuAccepted(const CycleState& cycle, const GpuDevice& gpu) {
+  if (!cycle.names_models()) return true;  // the inventory's line stays unread
+  const PodGpuRequest& r = cycle.request();
+  if (!r.vendors.empty() && std::find(r.vendors.begin(), r.vendors.end(), gpu.vendor) == r.vendors.end()) {
+    return false;
+  }
+  if (!r.models.empty() &&
+      std::none_of(r.models.begin(), r.models.end(), [&](const std::string& m) { return GpuModelMatches(m, gpu.model); })) {
+    return false;
+  }
+  return std::none_of(r.excluded_models.begin(), r.excluded_models.end(),
+                      [&](const std::string& m) { return GpuModelMatches(m, gpu.model); });
+}
 
 bool GpuModelMatches(std::string_view pattern, std::string_view model) {
   if (!pattern.empty() && pattern.back() == '*') {

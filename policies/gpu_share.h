@@ -68,6 +68,11 @@ struct GpuShareArgs {
 /// the pattern ends in '*', starting with the rest of it ("NVIDIA-A100*").
 bool GpuModelMatches(std::string_view pattern, std::string_view model);
 
+/// Whether the pod accepts `gpu`: its vendor among the pod's vendors, its
+/// model among the accepted models and none of the refused ones (an empty
+/// list accepts every vendor or model). Every chooser that fits GPUs asks it.
+bool GpuAccepted(const CycleState& cycle, const GpuDevice& gpu);
+
 class GpuSharePlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "gpu-share";

@@ -34,19 +34,6 @@ namespace {
 // at most 1000 × 8 profiles × 8 slices).
 constexpr int64_t kLossCeiling = 1'000'000;
 
-bool ModelAccepted(const CycleState& cycle, const GpuDevice& gpu) {
-  if (!cycle.names_models()) return true;
-  const PodGpuRequest& r = cycle.request();
-  if (!r.vendors.empty() && std::find(r.vendors.begin(), r.vendors.end(), gpu.vendor) == r.vendors.end()) {
-    return false;
-  }
-  if (!r.models.empty() &&
-      std::none_of(r.models.begin(), r.models.end(), [&](const std::string& m) { return GpuModelMatches(m, gpu.model); })) {
-    return false;
-  }
-  return std::none_of(r.excluded_models.begin(), r.excluded_models.end(),
-                      [&](const std::string& m) { return GpuModelMatches(m, gpu.model); });
-}
 
 size_t GeometryPosition(const MigGeometry& geometry) {
   return static_cast<size_t>(&geometry - AllMigGeometries().data());
@@ -101,7 +88,7 @@ std::optional<MigPartitionPlugin::Candidate> MigPartitionPlugin::BestOnGpu(const
   const GpuState& state = node.gpu_states[position];
   if (!state.mig_mode() || !state.healthy()) return std::nullopt;
   const GpuDevice& device = node.gpus[position];
-  if (!ModelAccepted(cycle, device)) return std::nullopt;
+  if (!GpuAccepted(cycle, device)) return std::nullopt;
   const MigGeometry* geometry = MigGeometryOfId(state.mig_geometry());
   if (geometry == nullptr) return std::nullopt;
   const MigProfile* profile = geometry->Find(cycle.request().mig_profile);
@@ -143,7 +130,7 @@ bool MigPartitionPlugin::HasFreeInstance(const CycleState& cycle, const NodeView
     const GpuState& state = node.gpu_states[i];
     const int32_t slot = cycle.mig_profile_slot(state.mig_geometry());
     if (slot < 0 || !state.healthy() || (state.mig_free_slots() >> slot & 1u) == 0) continue;
-    if (cycle.names_models() && !ModelAccepted(cycle, node.gpus[i])) continue;
+    if (!GpuAccepted(cycle, node.gpus[i])) continue;
     return true;
   }
   return false;
@@ -161,13 +148,13 @@ FilterVerdict MigPartitionPlugin::FilterGpus(const CycleState& cycle, const Node
     if (!state.mig_mode()) continue;
     ++mig_gpus;
     const GpuDevice& device = node.gpus[i];
-    const MigGeometry* geometry = FindMigGeometry(device.model);
+    const MigGeometry* geometry = MigGeometryOfId(state.mig_geometry());
     const MigProfile* profile = geometry != nullptr ? geometry->Find(wanted) : nullptr;
     if (!state.healthy()) {
       not_offering.push_back(absl::StrCat("GPU ", device.index, " is unhealthy"));
       continue;
     }
-    if (!ModelAccepted(cycle, device)) {
+    if (!GpuAccepted(cycle, device)) {
       not_offering.push_back(absl::StrCat("GPU ", device.index, " is a ", device.model, ", a model the pod refuses"));
       continue;
     }

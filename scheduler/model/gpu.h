@@ -110,7 +110,7 @@ struct GpuUsage {
     memory += s.memory;
     memory_limit += s.memory_limit;
     ++pods;
-    if (s.mig.has_value() && s.mig->start >= 0 && s.mig->start < 8) {
+    if (s.mig.has_value() && s.mig->start >= 0 && s.mig->start < kMigSlices) {
       mig_held_starts = static_cast<uint8_t>(mig_held_starts | (1u << s.mig->start));
     }
   }

@@ -80,12 +80,11 @@ MemoryMiB MigMemoryOfName(std::string_view name) {
 
 absl::Span<const MigGeometry> AllMigGeometries() { return kGeometries; }
 
-namespace {
-
-const MigGeometry* LookUpMigGeometry(std::string_view product) {
+const MigGeometry* FindMigGeometry(std::string_view product) {
   // Spellings differ by source ("NVIDIA A100 80GB PCIe", "NVIDIA-A100-SXM4-80GB"),
-  // but every part looked for is one word: compared ignoring case, in place
-  // (placement asks this of every GPU in MIG mode of every node it visits).
+  // but every part looked for is one word: compared ignoring case, in place.
+  // Placement does not ask it per request: a published GpuState carries its
+  // table's id (MigGeometryId).
   const auto has = [&](std::string_view part) {
     if (part.size() > product.size()) return false;
     for (size_t at = 0; at + part.size() <= product.size(); ++at) {
@@ -101,22 +100,6 @@ const MigGeometry* LookUpMigGeometry(std::string_view product) {
   }
   if (has("A100")) return has("80GB") ? &kGeometries[1] : &kGeometries[0];
   return nullptr;
-}
-
-}  // namespace
-
-const MigGeometry* FindMigGeometry(std::string_view product) {
-  // A MIG pod's filter asks this of every GPU in MIG mode of every node, and
-  // a cluster has few models: the last answer of this thread, kept with its
-  // name, answers most asks with one compare instead of a case-blind search.
-  thread_local std::string last_product;
-  thread_local const MigGeometry* last_geometry = nullptr;
-  thread_local bool known = false;
-  if (known && product == last_product) return last_geometry;
-  last_geometry = LookUpMigGeometry(product);
-  last_product.assign(product.data(), product.size());
-  known = true;
-  return last_geometry;
 }
 
 SliceMask FreeMigStarts(const MigProfile& profile, SliceMask taken) {

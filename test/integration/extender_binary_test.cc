@@ -64,8 +64,8 @@ class ExtenderBinaryTest : public ::testing::Test {
             "--policy-poll-interval=100ms"};
   }
   static uint16_t Port(Extender& e) {
-    const std::smatch m = e.WaitFor(std::regex(R"(serving on http://127\.0\.0\.1:(\d+))"));
-    return m.empty() ? 0 : static_cast<uint16_t>(std::stoi(m[1].str()));
+    const std::vector<std::string> m = e.WaitFor(std::regex(R"(serving on http://127\.0\.0\.1:(\d+))"));
+    return m.empty() ? 0 : static_cast<uint16_t>(std::stoi(m[1]));
   }
 
   fs::path dir_;
@@ -283,9 +283,9 @@ TEST_F(ExtenderBinaryTest, BeyondLoopbackPlainHttpNeedsAllowInsecureListenByName
   std::vector<std::string> args = Args();
   args.insert(args.end(), {"--address=0.0.0.0", "--allow-insecure-listen"});
   Extender e(args);
-  const std::smatch m = e.WaitFor(std::regex(R"(serving on http://0\.0\.0\.0:(\d+))"));
+  const std::vector<std::string> m = e.WaitFor(std::regex(R"(serving on http://0\.0\.0\.0:(\d+))"));
   ASSERT_FALSE(m.empty()) << e.AllOutput();
-  EXPECT_EQ(testing::HttpClient(static_cast<uint16_t>(std::stoi(m[1].str()))).Get("/healthz").status, 200);
+  EXPECT_EQ(testing::HttpClient(static_cast<uint16_t>(std::stoi(m[1]))).Get("/healthz").status, 200);
 }
 
 TEST_F(ExtenderBinaryTest, TlsFlagsThatDoNotFitTogetherStopTheStart) {
@@ -323,9 +323,9 @@ TEST_F(ExtenderBinaryTest, OverTlsFilterIsOpenAndBindNeedsAClientCertificate) {
                            "--tls-key-file=" + files->server_key(), "--tls-client-ca-file=" + files->ca_cert(),
                            "--tls-client-auth=verbs"});
   Extender e(args);
-  const std::smatch m = e.WaitFor(std::regex(R"(serving on https://0\.0\.0\.0:(\d+).*bind and preempt need)"));
+  const std::vector<std::string> m = e.WaitFor(std::regex(R"(serving on https://0\.0\.0\.0:(\d+).*bind and preempt need)"));
   ASSERT_FALSE(m.empty()) << e.AllOutput();
-  const auto port = static_cast<uint16_t>(std::stoi(m[1].str()));
+  const auto port = static_cast<uint16_t>(std::stoi(m[1]));
   namespace http = boost::beast::http;
   const testing::HttpsClientConfig anonymous = testing::TrustingCa(certs->ca.cert_pem);
   const testing::HttpsClientConfig scheduler =

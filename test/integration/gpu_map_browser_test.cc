@@ -157,9 +157,9 @@ class GpuMapBinaryTest : public ::testing::Test {
     tessera_ = std::make_unique<testing::Extender>(std::vector<std::string>{
         "--port=0", "--cluster-file=" + (out_ / "cluster.yaml").string(),
         "--policy-file=" + (out_ / "policy.yaml").string()});
-    const std::smatch m = tessera_->WaitFor(std::regex(R"(serving on http://127\.0\.0\.1:(\d+))"));
+    const std::vector<std::string> m = tessera_->WaitFor(std::regex(R"(serving on http://127\.0\.0\.1:(\d+))"));
     ASSERT_FALSE(m.empty()) << tessera_->AllOutput();
-    port_ = static_cast<uint16_t>(std::stoi(m[1].str()));
+    port_ = static_cast<uint16_t>(std::stoi(m[1]));
     testing::HttpClient client(port_);
     for (const std::string& args :
          {FilterArgs("llama-70b-train", {{"tessera.io/gpu-count", "8"}}, "research"),

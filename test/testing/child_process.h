@@ -71,15 +71,22 @@ class ChildProcess {
 
   /// Reads stderr until a line matches `pattern` or `timeout` passes.
   bool WaitForLog(const std::regex& pattern, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    return !WaitForLogMatch(pattern, timeout).empty();
+  }
+  /// WaitForLog, giving the match: [0] the whole match, [1...] its groups;
+  /// empty when no line matched in time.
+  std::vector<std::string> WaitForLogMatch(const std::regex& pattern,
+                                           std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
       size_t nl;
       while ((nl = err_text_.find('\n', scanned_)) != std::string::npos) {
         const std::string line = err_text_.substr(scanned_, nl - scanned_);
         scanned_ = nl + 1;
-        if (std::regex_search(line, pattern)) return true;
+        std::smatch m;
+        if (std::regex_search(line, m, pattern)) return std::vector<std::string>(m.begin(), m.end());
       }
-      if (std::chrono::steady_clock::now() >= deadline || !ReadSome(err_, err_text_, 50)) return false;
+      if (std::chrono::steady_clock::now() >= deadline || !ReadSome(err_, err_text_, 50)) return {};
     }
   }
   void Signal(int sig) const { kill(pid_, sig); }
