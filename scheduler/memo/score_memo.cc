@@ -334,10 +334,25 @@ size_t ScoreMemo::memoized_nodes() const {
 
 std::shared_ptr<const ScoreMemo> ScoreMemoHolder::For(std::shared_ptr<const Profile> profile) {
   absl::MutexLock lock(&mu_);
-  if (memo_ == nullptr || memo_->profile() != profile) {
-    memo_ = std::make_shared<const ScoreMemo>(std::move(profile), ScoreMemo::kDefaultRequests, pool_);
+  if (memos_.size() != 1 || memos_.front()->profile() != profile) {
+    memos_.clear();
+    memos_.push_back(std::make_shared<const ScoreMemo>(std::move(profile), ScoreMemo::kDefaultRequests, pool_));
   }
-  return memo_;
+  return memos_.front();
+}
+
+std::shared_ptr<const ScoreMemo> ScoreMemoHolder::For(const ProfileSet& policy, std::shared_ptr<const Profile> profile) {
+  absl::MutexLock lock(&mu_);
+  // Pointers compared, a handful: no answer of a profile out of force is
+  // reused, and none is kept past the next request of the new policy.
+  std::erase_if(memos_, [&policy](const std::shared_ptr<const ScoreMemo>& memo) {
+    return !policy.Contains(memo->profile().get());
+  });
+  for (const std::shared_ptr<const ScoreMemo>& memo : memos_) {
+    if (memo->profile() == profile) return memo;
+  }
+  memos_.push_back(std::make_shared<const ScoreMemo>(std::move(profile), ScoreMemo::kDefaultRequests, pool_));
+  return memos_.back();
 }
 
 }  // namespace tessera

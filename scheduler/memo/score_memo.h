@@ -48,6 +48,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "scheduler/framework/profile.h"
+#include "scheduler/framework/profile_set.h"
 
 namespace tessera {
 
@@ -203,10 +204,17 @@ class ScoreMemoHolder {
   /// The memo for `profile`, made fresh when `profile` is not the last one's.
   [[nodiscard]] std::shared_ptr<const ScoreMemo> For(std::shared_ptr<const Profile> profile);
 
+  /// The memo for `profile`, one of `policy`'s (the default's or a pool's):
+  /// one memo per profile of the policy in force, so pods routed to
+  /// different pools do not wipe each other's answers. Memos of profiles
+  /// `policy` does not have (a policy reloaded) are dropped.
+  [[nodiscard]] std::shared_ptr<const ScoreMemo> For(const ProfileSet& policy, std::shared_ptr<const Profile> profile);
+
  private:
   WorkerPool* const pool_;
   absl::Mutex mu_;
-  std::shared_ptr<const ScoreMemo> memo_ ABSL_GUARDED_BY(mu_);
+  // One per profile; as many as the policy in force has profiles (few).
+  std::vector<std::shared_ptr<const ScoreMemo>> memos_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessera

@@ -534,6 +534,31 @@ TEST(ScoreMemoHolderTest, ANewProfileStartsAFreshMemo) {
   EXPECT_NE(holder.For(first), reloaded);  // back to the first: fresh again, nothing of the second kept
 }
 
+TEST(ScoreMemoHolderTest, KeepsAMemoPerProfileOfThePolicyAndDropsThoseOfAReloadedOne) {
+  std::atomic<int> calls{0};
+  const auto training = MakeProfile(&calls), inference = MakeProfile(&calls), fallback = MakeProfile(&calls);
+  absl::StatusOr<std::shared_ptr<const ProfileSet>> policy = ProfileSet::Create(
+      fallback, {PoolPolicy{.name = "train", .task_types = {"training"}, .exclusive = false, .profile = training},
+                 PoolPolicy{.name = "serve", .task_types = {"inference"}, .exclusive = false, .profile = inference}});
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  ScoreMemoHolder holder;
+  const std::shared_ptr<const ScoreMemo> train_memo = holder.For(**policy, training);
+  const std::shared_ptr<const ScoreMemo> serve_memo = holder.For(**policy, inference);
+  EXPECT_EQ(train_memo->profile(), training);
+  EXPECT_EQ(serve_memo->profile(), inference);
+  // Pods of the two pools alternate: each keeps its memo.
+  EXPECT_EQ(holder.For(**policy, training), train_memo);
+  EXPECT_EQ(holder.For(**policy, inference), serve_memo);
+  EXPECT_EQ(holder.For(**policy, fallback)->profile(), fallback);
+  EXPECT_EQ(holder.For(**policy, training), train_memo);
+
+  // A reload: new profiles, and nothing of the old policy's answers is kept.
+  const auto reloaded = MakeProfile(&calls);
+  const std::shared_ptr<const ProfileSet> next = ProfileSet::Single(reloaded);
+  EXPECT_EQ(holder.For(*next, reloaded)->profile(), reloaded);
+  EXPECT_EQ(train_memo.use_count(), 1) << "the holder let the old pool's memo go";
+}
+
 TEST(ScoreMemoTest, ConcurrentRequestsAnswerAsProfileScore) {
   std::atomic<int> calls{0};
   const auto profile = MakeProfile(&calls);
