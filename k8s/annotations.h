@@ -33,6 +33,10 @@ inline constexpr std::string_view kVisibleDevices = "tessera.io/visible-devices"
 // pod without it belongs to the tenant that lists its namespace.
 inline constexpr std::string_view kTenantLabel = "tessera.io/tenant";
 
+// Pod label: the pod's task type ("training", "inference"); the policy
+// file's `pools:` route pods by it to node pools (README, "Pools by task type").
+inline constexpr std::string_view kTaskTypeLabel = "tessera.io/task-type";
+
 // Extended resources: GPU use as kube-scheduler, ResourceQuota and preemption
 // count it (README, "From annotation to container"). Integers, as extended
 // resources must be; requests = limits.

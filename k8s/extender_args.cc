@@ -118,6 +118,9 @@ absl::StatusOr<WirePod> DecodePod(element e, std::string_view path = "ExtenderAr
   absl::StatusOr<std::optional<std::string_view>> tenant = StringEntry(*labels, kTenantLabel, "Pod.metadata.labels");
   if (!tenant.ok()) return tenant.status();
   out.tenant_label = tenant->value_or(std::string_view());
+  absl::StatusOr<std::optional<std::string_view>> task_type = StringEntry(*labels, kTaskTypeLabel, "Pod.metadata.labels");
+  if (!task_type.ok()) return task_type.status();
+  out.task_type = task_type->value_or(std::string_view());
   if (absl::Status st = DecodePodScheduling(pod, out); !st.ok()) return st;
   // An unreadable request is the pod's problem, not a malformed body: the
   // caller says so per node (filter) or on the pod (the watch).
@@ -410,6 +413,7 @@ class ExtenderArgsReader {
     pod->namespace_name = Keep(pod->namespace_name);
     pod->uid = Keep(pod->uid);
     pod->tenant_label = Keep(pod->tenant_label);
+    pod->task_type = Keep(pod->task_type);
     args_.pod = *std::move(pod);
     pod_found_ = true;
     return true;

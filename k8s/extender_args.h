@@ -43,6 +43,9 @@ struct WirePod {
   /// metadata.labels["tessera.io/tenant"]; empty when absent (the tenant is
   /// then found by namespace).
   std::string_view tenant_label;
+  /// metadata.labels["tessera.io/task-type"] as sent, unchecked (the pool
+  /// routing checks it: k8s/label_value.h); empty when absent.
+  std::string_view task_type;
 };
 
 /// The parts of a v1.Node that Tessera reads, and the whole object to echo.

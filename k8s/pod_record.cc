@@ -49,6 +49,7 @@ absl::StatusOr<PodRecord> DecodePodRecord(simdjson::dom::element pod, std::strin
   out.host = wire->host;
   out.priority = wire->priority;
   out.tenant_label = std::string(wire->tenant_label);
+  out.task_type = std::string(wire->task_type);
   out.host_error = std::move(wire->host_error);
   // The bind time: PodScheduled's lastTransitionTime (load-aware estimates
   // pods bound after the last utilisation sample). Best effort: absent or

@@ -31,6 +31,7 @@ struct PodRecord {
   absl::Status host_error{};
   int32_t priority = 0;       ///< spec.priority
   std::string tenant_label{};  ///< metadata.labels["tessera.io/tenant"]; empty when absent.
+  std::string task_type{};     ///< metadata.labels["tessera.io/task-type"] as written; empty when absent.
 
   bool operator==(const PodRecord&) const = default;
 };

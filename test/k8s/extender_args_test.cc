@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "k8s/extender_results.h"
+#include "k8s/pod_record.h"
 #include "test/testing/data_files.h"
 
 namespace tessera::k8s {
@@ -134,6 +135,37 @@ TEST(DecodeExtenderArgsTest, DecodedArgsStayValidWhenMovedAndWhenTheParserParses
   EXPECT_EQ(args.pod.uid, "u-1");
   ASSERT_TRUE(args.node_names.has_value());
   EXPECT_EQ(*args.node_names, (std::vector<std::string_view>{"n\xc3\xa9-1", "plain"}));
+}
+
+TEST(DecodeExtenderArgsTest, ThePodsTaskTypeLabelIsKeptAsSentAndOutlivesTheParse) {
+  const std::string body =
+      R"({"Pod":{"metadata":{"name":"p","labels":{"tessera.io/task-type":"train\u0069ng","app":"x"}}},)"
+      R"("NodeNames":["a"]})";
+  simdjson::dom::parser parser;
+  absl::StatusOr<ExtenderArgs> args = DecodeExtenderArgs(body, parser);
+  ASSERT_TRUE(args.ok()) << args.status();
+  ASSERT_TRUE(parser.parse(std::string(R"({"overwrite":"everything the parser held"})")).error() == simdjson::SUCCESS);
+  EXPECT_EQ(args->pod.task_type, "training");
+
+  absl::StatusOr<ExtenderArgs> none = DecodeExtenderArgs(R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":[]})", parser);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->pod.task_type, "");
+
+  absl::StatusOr<ExtenderArgs> number = DecodeExtenderArgs(
+      R"({"Pod":{"metadata":{"name":"p","labels":{"tessera.io/task-type":7}}},"NodeNames":[]})", parser);
+  EXPECT_THAT(std::string(number.status().message()),
+              HasSubstr("Pod.metadata.labels[\"tessera.io/task-type\"] must be a string, got number"));
+}
+
+TEST(DecodePodRecordTest, TheWatchsRecordCarriesTheTaskTypeForBind) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element pod;
+  ASSERT_EQ(parser.parse(std::string(R"({"metadata":{"name":"p","uid":"u","labels":{"tessera.io/task-type":"inference"}}})"))
+                .get(pod),
+            simdjson::SUCCESS);
+  absl::StatusOr<PodRecord> record = DecodePodRecord(pod);
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(record->task_type, "inference");
 }
 
 TEST(DecodeExtenderArgsTest, RefusalsNameTheFieldOrWhereTheJsonBreaks) {
