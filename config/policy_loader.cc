@@ -13,6 +13,7 @@
 #include "scheduler/common/config_errors.h"
 #include "config/file_util.h"
 #include "config/section_reader.h"
+#include "config/pools_section.h"
 #include "config/tenants_section.h"
 #include "scheduler/framework/plugin_args.h"
 #include "scheduler/common/yaml_load.h"
@@ -115,6 +116,7 @@ class Loader {
     const YamlMap::Field* plugins = top.Read("plugins");
     const YamlMap::Field* telemetry = top.Read("telemetry");
     const YamlMap::Field* tenants = top.Read("tenants");
+    const YamlMap::Field* pools = top.Read("pools");
     top.ReportUnread(*errors_);
     if (tenants != nullptr) {
       tenants_ = std::make_shared<const TenantSet>(config_internal::ReadTenants(*tenants, root, *errors_));
@@ -125,24 +127,43 @@ class Loader {
       }
     }
 
+    // Before the top-level plugins, which may be missing: a pool's errors are
+    // worth reporting all the same.
+    if (pools != nullptr) {
+      pools_ = config_internal::ReadPools(
+          *pools, root, *errors_,
+          [this](const YamlMap::Field* field, const YAML::Node& parent, const std::string& path) {
+            return BuildProfile(field, parent, path);
+          });
+    }
+    std::shared_ptr<const Profile> profile = BuildProfile(plugins, root, "plugins");
+    return errors_->empty() ? profile : nullptr;
+  }
+
+  // The profile of one `plugins:` list (the top level's, or a pool's at
+  // `path`); null, with its errors recorded, when the list has any.
+  std::shared_ptr<const Profile> BuildProfile(const YamlMap::Field* plugins, const YAML::Node& parent,
+                                              const std::string& path) {
     if (plugins == nullptr) {
-      errors_->Add(root.Mark(), "plugins", "required; list at least one plugin");
+      errors_->Add(parent.Mark(), path, "required; list at least one plugin");
       return nullptr;
     }
     const YAML::Node& list = plugins->value;
     if (list.IsNull() || (list.IsSequence() && list.size() == 0)) {
-      errors_->Add(MarkOr(plugins, root), "plugins", "must list at least one plugin");
+      errors_->Add(MarkOr(plugins, parent), path, "must list at least one plugin");
       return nullptr;
     }
     if (!list.IsSequence()) {
-      errors_->Add(list.Mark(), "plugins", absl::StrFormat("must be a list of plugins; got %s", Describe(list)));
+      errors_->Add(list.Mark(), path, absl::StrFormat("must be a list of plugins; got %s", Describe(list)));
       return nullptr;
     }
 
     std::vector<WeightedPlugin> built;
+    std::map<std::string, std::string> first_entry;  // plugin name -> path of its first entry
     bool all_built = true;
     for (size_t i = 0; i < list.size(); ++i) {
-      std::optional<WeightedPlugin> plugin = BuildPlugin(list[i], absl::StrFormat("plugins[%d]", i));
+      std::optional<WeightedPlugin> plugin =
+          BuildPlugin(list[i], absl::StrFormat("%s[%d]", path, i), first_entry);
       if (plugin.has_value()) {
         built.push_back(std::move(*plugin));
       } else {
@@ -154,21 +175,24 @@ class Loader {
     if (!all_built) return nullptr;
     absl::StatusOr<std::shared_ptr<const Profile>> profile = Profile::Create(std::move(built));
     if (!profile.ok()) {
-      errors_->Add(list.Mark(), "plugins", std::string(profile.status().message()));
+      errors_->Add(list.Mark(), path, std::string(profile.status().message()));
       return nullptr;
     }
-    return errors_->empty() ? *std::move(profile) : nullptr;
+    return *std::move(profile);
   }
 
   // The telemetry section, once Load() has run (nullopt when absent).
   [[nodiscard]] const std::optional<TelemetrySettings>& telemetry() const { return telemetry_; }
   // The tenants section, once Load() has run (empty when absent).
   [[nodiscard]] const std::shared_ptr<const TenantSet>& tenants() const { return tenants_; }
+  // The pools section, once Load() has run (empty when absent).
+  [[nodiscard]] std::vector<PoolPolicy> TakePools() { return std::move(pools_); }
 
  private:
   // Validates one entry of `plugins` and runs its factory; nullopt when the
   // entry has errors (all recorded).
-  std::optional<WeightedPlugin> BuildPlugin(const YAML::Node& item, const std::string& path) {
+  std::optional<WeightedPlugin> BuildPlugin(const YAML::Node& item, const std::string& path,
+                                            std::map<std::string, std::string>& first_entry) {
     if (!item.IsMap()) {
       errors_->Add(item.Mark(), path,
                    absl::StrFormat("must be a map with name, weight and args; got %s", Describe(item)));
@@ -188,7 +212,7 @@ class Loader {
       errors_->Add(name->value.Mark(), JoinPath(path, "name"),
                    absl::StrFormat("unknown plugin %s; known: %s", Describe(name->value),
                                    known.empty() ? "(none)" : absl::StrJoin(known, ", ")));
-    } else if (auto [it, inserted] = first_entry_.emplace(name->value.Scalar(), path); !inserted) {
+    } else if (auto [it, inserted] = first_entry.emplace(name->value.Scalar(), path); !inserted) {
       errors_->Add(name->value.Mark(), JoinPath(path, "name"),
                    absl::StrFormat("duplicate plugin %s (first listed as %s)", Describe(name->value),
                                    it->second));
@@ -236,7 +260,7 @@ class Loader {
 
   const PluginRegistry& registry_;
   std::shared_ptr<ConfigErrors> errors_;
-  std::map<std::string, std::string> first_entry_;  // plugin name -> path of its first entry
+  std::vector<PoolPolicy> pools_;
   std::optional<TelemetrySettings> telemetry_;
   std::shared_ptr<const TenantSet> tenants_ = std::make_shared<const TenantSet>();
 };
@@ -257,6 +281,7 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
   std::shared_ptr<const Profile> profile;
   std::optional<TelemetrySettings> telemetry;
   std::shared_ptr<const TenantSet> tenants;
+  std::vector<PoolPolicy> pools;
   // Bounded: the file may be anything an operator or a ConfigMap put there,
   // and a reload must not hang the control loop (scheduler/common/yaml_load.h).
   yaml_internal::YamlDocuments parsed = yaml_internal::LoadYamlDocuments(yaml, kPolicyYamlLimits);
@@ -278,6 +303,7 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
       profile = loader.Load(documents[0]);
       telemetry = loader.telemetry();
       tenants = loader.tenants();
+      pools = loader.TakePools();
     }
   } catch (const YAML::Exception& e) {
     errors->Add(e.mark, "", absl::StrFormat("invalid YAML: %s", e.msg));
@@ -289,7 +315,10 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
     if (status.ok()) return absl::InternalError(absl::StrFormat("%s: policy not loaded", file_name));
     return status;
   }
-  return LoadedPolicy{std::move(profile), std::move(telemetry), std::move(tenants)};
+  // The loader checked every pool with its position; Create checks again.
+  absl::StatusOr<std::shared_ptr<const ProfileSet>> profiles = ProfileSet::Create(profile, std::move(pools));
+  if (!profiles.ok()) return absl::InternalError(absl::StrFormat("%s: %s", file_name, profiles.status().message()));
+  return LoadedPolicy{std::move(profile), std::move(telemetry), std::move(tenants), *std::move(profiles)};
 }
 
 absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyFile(const std::string& path,

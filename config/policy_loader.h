@@ -17,6 +17,11 @@
 //     - name: research                #   limits and priority lifetime; config/tenants_section.h
 //       ...
 //
+//   pools:                            # optional: node pools that pods of given task types go to,
+//     - name: gpu-training            #   each with its own plugins; config/pools_section.h
+//       taskTypes: [training]
+//       plugins: [...]
+//
 // Exactly one plugin must be a GPU chooser (Profile::Create checks the mix).
 // Any other key, at the top or in a plugin entry, is an error, as is a key the
 // plugin's factory did not read from `args`.
@@ -40,6 +45,7 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/framework/profile.h"
+#include "scheduler/framework/profile_set.h"
 #include "scheduler/framework/registry.h"
 #include "scheduler/tenancy/tenant_set.h"
 #include "telemetry/telemetry_settings.h"
@@ -58,6 +64,9 @@ struct LoadedPolicy {
   std::optional<TelemetrySettings> telemetry;  ///< nullopt: no `telemetry:` section.
   /// The `tenants:` section (config/tenants_section.h); never null, empty when absent.
   std::shared_ptr<const TenantSet> tenants = std::make_shared<const TenantSet>();
+  /// `profile` and the `pools:` section's profiles (config/pools_section.h),
+  /// as one set; never null once loaded (no pools: `profile` alone).
+  std::shared_ptr<const ProfileSet> profiles;
 };
 
 /// Loads a whole policy from its text, validated like LoadPolicyText (one

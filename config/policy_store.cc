@@ -18,6 +18,7 @@ absl::StatusOr<std::unique_ptr<PolicyStore>> PolicyStore::Open(std::string path,
   store->current_ = std::move(policy->profile);
   store->telemetry_ = std::move(policy->telemetry);
   store->tenants_ = std::move(policy->tenants);
+  store->profiles_ = std::move(policy->profiles);
   return store;
 }
 
@@ -34,6 +35,11 @@ std::optional<TelemetrySettings> PolicyStore::CurrentTelemetry() const {
 std::shared_ptr<const TenantSet> PolicyStore::CurrentTenants() const {
   absl::ReaderMutexLock lock(&current_mu_);
   return tenants_;
+}
+
+std::shared_ptr<const ProfileSet> PolicyStore::CurrentProfiles() const {
+  absl::ReaderMutexLock lock(&current_mu_);
+  return profiles_;
 }
 
 absl::StatusOr<LoadedPolicy> PolicyStore::LoadLocked() {
@@ -58,6 +64,7 @@ absl::Status PolicyStore::ReloadLocked() {
     current_ = std::move(policy->profile);
     telemetry_ = std::move(policy->telemetry);
     tenants_ = std::move(policy->tenants);
+    profiles_ = std::move(policy->profiles);
   }
   if (on_reload_) on_reload_(status);
   return status;

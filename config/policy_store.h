@@ -57,6 +57,12 @@ class PolicyStore {
   /// with the profile.
   [[nodiscard]] std::shared_ptr<const TenantSet> CurrentTenants() const;
 
+  /// The profiles in force: Current() and the `pools:` section's, as one
+  /// set (never null), published with the profile. A request that routes
+  /// pods by task type reads this once, and not Current() besides, so that
+  /// a reload between two reads cannot mix two policies.
+  [[nodiscard]] std::shared_ptr<const ProfileSet> CurrentProfiles() const;
+
   /// Loads the file again: on success publishes the new profile, on failure
   /// keeps the old one. Either way calls on_reload with the outcome.
   /// \return the outcome.
@@ -105,6 +111,7 @@ class PolicyStore {
   std::shared_ptr<const Profile> current_ ABSL_GUARDED_BY(current_mu_);
   std::optional<TelemetrySettings> telemetry_ ABSL_GUARDED_BY(current_mu_);
   std::shared_ptr<const TenantSet> tenants_ ABSL_GUARDED_BY(current_mu_);
+  std::shared_ptr<const ProfileSet> profiles_ ABSL_GUARDED_BY(current_mu_);
 };
 
 }  // namespace tessera

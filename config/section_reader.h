@@ -152,6 +152,10 @@ class SectionReader {
     return Open(*f, node_, JoinPath(map_.path(), key), errors_);
   }
 
+  // The field `key` as it is, for a caller that reads it itself (a pool's
+  // plugins); nullptr when absent or null.
+  const YamlMap::Field* Field(std::string_view key) { return Read(key); }
+
   // The value's position of `key`, or the map's when absent.
   [[nodiscard]] YAML::Mark MarkOf(std::string_view key) const { return MarkOr(map_.Peek(key), node_); }
   void ErrorAt(std::string_view key, std::string message) {

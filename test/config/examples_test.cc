@@ -1,4 +1,6 @@
 // The shipped example policies load with the built-in plugins.
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +29,30 @@ TEST(ExamplePoliciesTest, EveryExampleLoadsWithTheBuiltinPlugins) {
     ASSERT_TRUE(profile.ok()) << profile.status();
     EXPECT_EQ((*profile)->PluginNames(), plugins);
   }
+}
+
+TEST(ExamplePoliciesTest, ThePoolsExampleRoutesTrainingAndInferenceToPoolsOfTheirOwn) {
+  const PluginRegistry registry = NewBuiltinRegistry();
+  absl::StatusOr<std::string> text = [] () -> absl::StatusOr<std::string> {
+    std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/config/examples/pools-policy.yaml");
+    if (!in) return absl::NotFoundError("config/examples/pools-policy.yaml");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  ASSERT_TRUE(text.ok()) << text.status();
+  absl::StatusOr<LoadedPolicy> policy = LoadPolicyDocument(*text, "pools-policy.yaml", registry);
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  EXPECT_THAT(policy->profile->PluginNames(), ElementsAre("host-resources", "gpu-share"));
+  const ProfileSet& set = *policy->profiles;
+  ASSERT_EQ(set.pools().size(), 2u);
+  ASSERT_NE(set.PoolFor("training"), nullptr);
+  EXPECT_EQ(set.PoolFor("training")->name, "gpu-training");
+  EXPECT_EQ(set.PoolFor("fine-tuning"), set.PoolFor("training"));
+  EXPECT_TRUE(set.PoolFor("training")->exclusive);
+  EXPECT_THAT(set.PoolFor("training")->profile->PluginNames(),
+              ElementsAre("host-resources", "gpu-share", "nvlink-topology"));
+  ASSERT_NE(set.PoolFor("inference"), nullptr);
+  EXPECT_EQ(set.PoolFor("inference")->name, "gpu-inference");
+  EXPECT_FALSE(set.PoolFor("inference")->exclusive);
 }
 
 TEST(ExamplePoliciesTest, GpuShareArgsAreValidatedThroughTheLoader) {

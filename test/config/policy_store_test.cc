@@ -158,6 +158,32 @@ TEST_F(PolicyStoreTest, TenantsAreReloadedWithTheProfileAndAnInvalidSectionKeeps
   EXPECT_THAT(std::string(reports_.back().message()), HasSubstr("tenants[1].name: duplicate tenant \"research\""));
 }
 
+TEST_F(PolicyStoreTest, PoolsArePublishedWithTheProfileAsOneSetAndAnInvalidSectionKeepsThem) {
+  const std::string pool = "pools:\n  - name: train\n    taskTypes: [training]\n    plugins: [{name: fake-chooser}]\n";
+  Write(std::string(kOnePlugin) + pool);
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  const std::shared_ptr<const ProfileSet> first = store->CurrentProfiles();
+  ASSERT_NE(first, nullptr);
+  ASSERT_EQ(first->pools().size(), 1u);
+  EXPECT_EQ(first->default_profile(), store->Current()) << "Current() is the set's default";
+  EXPECT_EQ(first->PoolFor("training")->name, "train");
+
+  Write(std::string(kTwoPlugins) + pool + "  - name: serve\n    taskTypes: [inference]\n    plugins: [{name: fake-chooser}]\n");
+  ASSERT_TRUE(store->Reload().ok());
+  const std::shared_ptr<const ProfileSet> second = store->CurrentProfiles();
+  ASSERT_EQ(second->pools().size(), 2u);
+  EXPECT_EQ(second->default_profile(), store->Current());
+  EXPECT_NE(second->PoolFor("training")->profile, first->PoolFor("training")->profile)
+      << "a reload builds every profile anew";
+
+  Write(std::string(kOnePlugin) + pool + "  - name: train\n    taskTypes: [x]\n    plugins: [{name: fake-chooser}]\n");
+  EXPECT_FALSE(store->Reload().ok());
+  EXPECT_EQ(store->CurrentProfiles(), second) << "the set in force stays, pools and default together";
+  EXPECT_EQ(store->Current(), second->default_profile());
+  EXPECT_THAT(std::string(reports_.back().message()), HasSubstr("pools[1].name: duplicate pool \"train\""));
+}
+
 TEST_F(PolicyStoreTest, ReloadOfAMissingFileKeepsTheOldProfile) {
   Write(kOnePlugin);
   std::unique_ptr<PolicyStore> store = Open();
