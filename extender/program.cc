@@ -111,6 +111,11 @@ absl::Status Program::OpenPolicy() {
   if (!store.ok()) return Prefixed("invalid policy file:\n", store.status());
   store_ = *std::move(store);
   LogInfo(absl::StrCat("policy ", path, ": plugins ", absl::StrJoin(store_->Current()->PluginNames(), ", ")));
+  for (const PoolPolicy& pool : store_->CurrentProfiles()->pools()) {
+    LogInfo(absl::StrCat("policy ", path, ": task types ", absl::StrJoin(pool.task_types, ", "), " go to node pool ",
+                         pool.name, pool.exclusive ? " (exclusive)" : "", " with plugins ",
+                         absl::StrJoin(pool.profile->PluginNames(), ", ")));
+  }
   return absl::OkStatus();
 }
 
@@ -152,7 +157,8 @@ absl::Status Program::OpenApiServer() {
   pod_api_ = std::make_unique<k8s::KubePodApi>(*api_client_);
   binder_ = std::make_unique<Binder>(model_, pods_, *pod_api_, [this] { return store_->Current(); }, metrics_,
                                      BinderOptions{.reservation_ttl = options_.reservation_ttl,
-                                                   .tenants = [this] { return store_->CurrentTenants(); }});
+                                                   .tenants = [this] { return store_->CurrentTenants(); },
+                                                   .profiles = [this] { return store_->CurrentProfiles(); }});
   tenant_accountant_ = std::make_unique<TenantAccountant>(metrics_, pod_api_.get());
   if (options_.preemption) {
     preemption_ = std::make_unique<PreemptionLoop>(
@@ -160,6 +166,7 @@ absl::Status Program::OpenApiServer() {
                               .pods = &pods_,
                               .api = pod_api_.get(),
                               .profile = [this] { return store_->Current(); },
+                              .profiles = [this] { return store_->CurrentProfiles(); },
                               .tenants = [this] { return store_->CurrentTenants(); },
                               .is_writer = [this] { return Writer() && Synced(); },
                               .metrics = &metrics_});
@@ -226,6 +233,7 @@ void Program::BuildService() {
                       .synced = [this] { return Synced(); },
                       .score_pool = &score_pool_,
                       .tenants = [this] { return store_->CurrentTenants(); },
+                      .profiles = [this] { return store_->CurrentProfiles(); },
                       .unschedulable =
                           [this](UnschedulablePod pod) {
                             if (preemption_ != nullptr) preemption_->NoteUnschedulable(std::move(pod));
@@ -276,6 +284,8 @@ std::string Program::DebugState() const {
   }
   if (tenant_accountant_ != nullptr) in.tenants = tenant_accountant_->Report();
   in.mig_waits = MigWaits(refusals_.List(), *snapshot);
+  const std::shared_ptr<const ProfileSet> profiles = store_->CurrentProfiles();
+  in.profiles = profiles.get();
   return RenderDebugState(in);
 }
 

@@ -9,6 +9,7 @@
 #include "k8s/gpu_assignment.h"
 #include "k8s/pod_gpu_request.h"
 #include "scheduler/common/log.h"
+#include "scheduler/cache/pool_usage.h"
 #include "scheduler/model/absl_compat.h"
 #include "extender/service/profile_request.h"
 
@@ -88,7 +89,9 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
     return absl::FailedPreconditionError(absl::StrCat("node ", Absl(node), " has no GPUs Tessera knows of"));
   }
   const NodeView& view = snapshot->View(*index);
-  const std::shared_ptr<const Profile> profile = profile_();
+  absl::StatusOr<std::shared_ptr<const Profile>> routed = ProfileFor(pod, snapshot->node(*index));
+  if (!routed.ok()) return routed.status();
+  const std::shared_ptr<const Profile> profile = *std::move(routed);
   const CycleState cycle(request);
   const FilterVerdict verdict = profile->Filter(cycle, view);
   if (!verdict.ok()) {
@@ -120,6 +123,38 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
   model_.Publish();
   *fresh = true;
   return assignment;
+}
+
+absl::StatusOr<std::shared_ptr<const Profile>> Binder::ProfileFor(const PodRecord& pod, const NodeState& node) const {
+  if (!options_.profiles) return profile_();
+  const std::shared_ptr<const ProfileSet> policy = options_.profiles();
+  PoolRoute route(*policy, pod.task_type);
+  // Filter refused such a node; the pod's labels or the policy changed since.
+  if (const FilterVerdict* refusal = route.Refusal(node.pool)) {
+    return absl::FailedPreconditionError(absl::StrCat("node ", node.name, " can no longer take pod ", pod.namespace_name,
+                                                      "/", pod.name, ": ", refusal->message));
+  }
+  return route.profile();
+}
+
+void Binder::CountBound(const PodRecord& pod, std::string_view node) {
+  if (!options_.profiles) return;
+  const std::shared_ptr<const ProfileSet> policy = options_.profiles();
+  if (policy->pools().empty()) return;
+  const std::shared_ptr<const ClusterSnapshot> snapshot = model_.Current();
+  const std::optional<NodeIndex> index = snapshot->FindNode(node);
+  const std::string pool = index.has_value() && !snapshot->node(*index).pool.empty() ? snapshot->node(*index).pool
+                                                                                     : std::string(kNoPool);
+  // Bounded labels: a task type no pool lists is "(other)", whatever it says.
+  const std::string task_type = pod.task_type.empty()                ? std::string(kNoPool)
+                                : policy->PoolFor(pod.task_type) != nullptr ? pod.task_type
+                                                                           : std::string("(other)");
+  metrics_
+      .Counter("tessera_pool_pods_bound_total",
+               "Pods bound per node pool and task type (the pod's tessera.io/task-type when a pool of the policy "
+               "lists it, (none) without one, (other) else).",
+               {{"pool", pool}, {"task_type", task_type}})
+      .Inc();
 }
 
 bool Binder::ReserveHost(const PodRecord& pod, std::string_view node) {
@@ -286,6 +321,7 @@ absl::Status Binder::Finish(Pending p) {
                                                                    ": ", bound.message())));
   }
   p.reserved_fresh_ = false;  // bound: the watch confirms the reservation
+  CountBound(*p.pod_, p.node_);
   metrics_.Counter("tessera_binds_total", "Bind requests by result.", {{"result", "success"}}).Inc();
   metrics_.Histogram("tessera_bind_duration_seconds",
                      "Time to bind a pod from its arrival, the wait for a bind thread and API server calls included.",

@@ -38,6 +38,7 @@
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/cache/pod_directory.h"
 #include "scheduler/framework/profile.h"
+#include "scheduler/framework/profile_set.h"
 #include "scheduler/metrics/metrics.h"
 
 namespace tessera {
@@ -51,6 +52,11 @@ struct BinderOptions {
   /// maximum again under the reserve lock: two pods filtered before either
   /// bound must not both take the last of it.
   std::function<std::shared_ptr<const TenantSet>()> tenants = {};
+  /// The profiles by node pool (the policy's `pools:`,
+  /// scheduler/framework/profile_set.h); when set, read once per bind in
+  /// place of the binder's `profile`: the pod's task type picks the profile
+  /// that chooses its GPUs, and a node outside its pool is refused.
+  std::function<std::shared_ptr<const ProfileSet>()> profiles = {};
 };
 
 class Binder {
@@ -122,6 +128,11 @@ class Binder {
   // FailedPrecondition naming the tenant when the pod would take its tenant
   // over its maximum in `snapshot` (binds in flight included).
   absl::Status CheckTenantMax(const PodRecord& pod, const CycleState& cycle, const ClusterSnapshot& snapshot) const;
+  /// The profile that places `pod` on `node` (its pool's, by its task
+  /// type), or FailedPrecondition when the node is outside the pod's pool.
+  absl::StatusOr<std::shared_ptr<const Profile>> ProfileFor(const PodRecord& pod, const NodeState& node) const;
+  /// Counts a bound pod by its node's pool and its task type.
+  void CountBound(const PodRecord& pod, std::string_view node);
   /// Reserves the host request of a pod that asks for no GPU; false when the
   /// model does not know the node (nothing reserved).
   bool ReserveHost(const PodRecord& pod, std::string_view node);

@@ -5,17 +5,25 @@
 
 namespace tessera {
 
-CandidateNodes::CandidateNodes(const k8s::ExtenderArgs& args, const ClusterSnapshot& snapshot) {
+CandidateNodes::CandidateNodes(const k8s::ExtenderArgs& args, const ClusterSnapshot& snapshot)
+    : snapshot_(&snapshot) {
   if (args.nodes) {
+    wire_nodes_ = &*args.nodes;
     JoinNodes(*args.nodes, snapshot);
   } else {
     JoinNames(*args.node_names, snapshot);
   }
 }
 
+std::string_view CandidateNodes::pool(size_t i) const {
+  if (wire_nodes_ != nullptr) return (*wire_nodes_)[i].pool.value_or(std::string_view());
+  return known_[i] ? std::string_view(snapshot_->node(snapshot_index_[i]).pool) : std::string_view();
+}
+
 void CandidateNodes::JoinNames(const std::vector<std::string_view>& names, const ClusterSnapshot& snapshot) {
   views_.resize(names.size());
   known_.assign(names.size(), false);
+  snapshot_index_.resize(names.size());
   size_t unknown = 0;
   // Each name hashed once; the slot of the name kLookAhead places on is
   // loaded meanwhile: the lookups' cache misses overlap.
@@ -35,6 +43,7 @@ void CandidateNodes::JoinNames(const std::vector<std::string_view>& names, const
     if (std::optional<uint32_t> found = index.Find(names[i], hash)) {
       views_[i] = &snapshot.View(*found);
       known_[i] = true;
+      snapshot_index_[i] = *found;
     } else {
       ++unknown;
     }

@@ -1,6 +1,7 @@
 // Joins the nodes a request names with the cluster snapshot.
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -19,7 +20,7 @@ namespace tessera {
 ///
 /// Full Node objects (nodeCacheCapable=false) bring their own inventory,
 /// which is parsed here; what pods hold always comes from the snapshot, by
-/// node name.
+/// node name. The request's args must outlive this object too.
 class CandidateNodes {
  public:
   CandidateNodes(const k8s::ExtenderArgs& args, const ClusterSnapshot& snapshot);
@@ -30,6 +31,10 @@ class CandidateNodes {
   [[nodiscard]] absl::Span<const NodeView* const> views() const { return views_; }
   [[nodiscard]] const NodeView& view(size_t i) const { return *views_[i]; }
   [[nodiscard]] bool known(size_t i) const { return known_[i]; }
+  /// The node pool of node `i` (k8s/annotations.h kNodePoolLabels): from
+  /// the request's Node object when it sent one, else from the snapshot;
+  /// empty when the node has none or is unknown.
+  [[nodiscard]] std::string_view pool(size_t i) const;
 
  private:
   void JoinNames(const std::vector<std::string_view>& names, const ClusterSnapshot& snapshot);
@@ -37,6 +42,11 @@ class CandidateNodes {
 
   std::vector<const NodeView*> views_;
   std::vector<bool> known_;
+  // Where pool(i) looks: the request's Node objects, or the snapshot's node
+  // at snapshot_index_[i] (names; valid where known_[i]).
+  const std::vector<k8s::WireNode>* wire_nodes_ = nullptr;
+  const ClusterSnapshot* snapshot_ = nullptr;
+  std::vector<NodeIndex> snapshot_index_;
   // The views this object builds (full Node objects, unknown names), sized
   // once so that views_ may point into them; with the parsed inventories
   // and GPU states they point into in turn.

@@ -1,10 +1,43 @@
 #include "extender/service/debug_state.h"
 
+#include <map>
+#include <string>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "k8s/gpu_assignment.h"
+#include "scheduler/cache/pool_usage.h"
 
 namespace tessera {
+namespace {
+
+// The policy's routing of task types to node pools, with what each pool
+// holds now: which pods go where, and whether their pool has room.
+nlohmann::json PoolRoutes(const ProfileSet& profiles, const ClusterSnapshot* snapshot) {
+  std::map<std::string, int64_t> nodes;  // by pool
+  std::map<std::string, std::pair<int64_t, int64_t>> milli;  // by pool: capacity, allocated
+  if (snapshot != nullptr) {
+    for (NodeIndex i = 0; i < snapshot->node_count(); ++i) ++nodes[snapshot->node(i).pool];
+    for (const PoolModelUsage& u : UsageByPoolAndModel(*snapshot)) {
+      milli[u.pool].first += u.milli_capacity.value();
+      milli[u.pool].second += u.milli_allocated.value();
+    }
+  }
+  nlohmann::json routes = nlohmann::json::array();
+  for (const PoolPolicy& pool : profiles.pools()) {
+    const auto [capacity, allocated] = milli[pool.name];
+    routes.push_back({{"pool", pool.name},
+                      {"taskTypes", pool.task_types},
+                      {"exclusive", pool.exclusive},
+                      {"plugins", pool.profile->PluginNames()},
+                      {"nodes", nodes[pool.name]},
+                      {"gpuMilli", {{"capacity", capacity}, {"allocated", allocated}}}});
+  }
+  return {{"defaultPlugins", profiles.default_profile()->PluginNames()}, {"routes", std::move(routes)}};
+}
+
+}  // namespace
 
 std::string RenderDebugState(const DebugInputs& in) {
   nlohmann::json doc = nlohmann::json::object();
@@ -96,6 +129,7 @@ std::string RenderDebugState(const DebugInputs& in) {
     }
     doc["tenants"] = std::move(tenants);
   }
+  if (in.profiles != nullptr && !in.profiles->pools().empty()) doc["pools"] = PoolRoutes(*in.profiles, in.snapshot);
   // Messages quote annotation values, which need not be valid UTF-8.
   return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }

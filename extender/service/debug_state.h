@@ -13,6 +13,7 @@
 #include "k8s/client/reflector.h"
 #include "k8s/sync/pod_sink.h"
 #include "scheduler/cache/cluster_snapshot.h"
+#include "scheduler/framework/profile_set.h"
 
 namespace tessera {
 
@@ -33,6 +34,9 @@ struct DebugInputs {
   std::vector<TenantReport> tenants = {};
   /// Pods waiting for a MIG profile, with re-partitioning advice (extender/service/mig_advice.h).
   std::vector<MigWait> mig_waits = {};
+  /// The profiles in force (scheduler/framework/profile_set.h); null, or
+  /// without pools: no "pools" entry.
+  const ProfileSet* profiles = nullptr;
 };
 
 /// Pretty-printed JSON: {"source", "generation", "nodes", "gpus", "watches": {..},
@@ -43,7 +47,10 @@ struct DebugInputs {
 /// gpuMemoryMiBSeconds, podsOverMaxRunTime}] when the policy has tenants,
 /// "migWaiting": [{profile, pods, repartition: {node, gpu, gpuUuid, model,
 /// start, destroyFreeInstances: [{profile, start, uuid}], podsToEvict,
-/// geometryLoss} or null}] when pods wait for MIG instances}.
+/// geometryLoss} or null}] when pods wait for MIG instances, "pools":
+/// {defaultPlugins, routes: [{pool, taskTypes, exclusive, plugins, nodes,
+/// gpuMilli: {capacity, allocated}}]} when the policy routes task types to
+/// node pools}.
 std::string RenderDebugState(const DebugInputs& in);
 
 }  // namespace tessera

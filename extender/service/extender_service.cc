@@ -5,6 +5,8 @@
 #include "absl/strings/str_join.h"
 #include "k8s/extender_args.h"
 #include "k8s/extender_results.h"
+#include "k8s/annotations.h"
+#include "k8s/label_value.h"
 #include "k8s/pod_gpu_request.h"
 #include "scheduler/model/absl_compat.h"
 #include "scheduler/tenancy/tenant_ledger.h"
@@ -93,6 +95,40 @@ std::optional<std::string> UnknownTenant(const TenantSet* tenants, const k8s::Wi
                       "\" names no tenant of the policy in force (tenants: ", absl::StrJoin(names, ", "), ")");
 }
 
+// A `tessera.io/task-type` label that is no label value, under a policy
+// that routes by it: the API server lets no such label through, so the
+// request was made by hand; the pod cannot be routed. The value is not
+// quoted (it may be anything, of any length).
+std::optional<std::string> InvalidTaskType(const ProfileSet& policy, const k8s::WirePod& pod) {
+  if (policy.pools().empty() || pod.task_type.empty()) return std::nullopt;
+  const absl::Status valid = k8s::CheckLabelValue(pod.task_type);
+  if (valid.ok()) return std::nullopt;
+  return absl::StrCat("pod's label ", Absl(k8s::kTaskTypeLabel), " is not a valid label value (it ", valid.message(),
+                      "): no node pool can be chosen for it");
+}
+
+// Prioritize's scores of every candidate: by `memo`'s profile, over the
+// nodes the pod's route admits; the others (which filter refused) score 0
+// and weigh in no normalisation. Unknown nodes are scored as before (the
+// caller zeroes them).
+std::vector<int64_t> ScoreInPool(const ScoreMemo& memo, const PoolRoute& route, const CycleState& cycle,
+                                 const CandidateNodes& candidates, ScoreMemo::Counters* counters) {
+  if (!route.restricts_nodes()) return memo.Score(cycle, candidates.views(), nullptr, counters);
+  std::vector<const NodeView*> admitted;
+  std::vector<size_t> at;  // admitted[k] is candidate at[k]
+  admitted.reserve(candidates.size());
+  at.reserve(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates.known(i) && !route.Admits(candidates.pool(i))) continue;
+    admitted.push_back(&candidates.view(i));
+    at.push_back(i);
+  }
+  std::vector<int64_t> scores(candidates.size(), 0);
+  const std::vector<int64_t> admitted_scores = memo.Score(cycle, admitted, nullptr, counters);
+  for (size_t k = 0; k < at.size(); ++k) scores[at[k]] = admitted_scores[k];
+  return scores;
+}
+
 // Nodes filter refused for one reason code, and the first of them with its
 // message: what the GPU map page says of a pod that fits nowhere. The
 // message is copied once per reason code, not per node.
@@ -162,6 +198,11 @@ void NoteRefusal(RecentRefusals& refusals, const k8s::WirePod& pod,
 
 }  // namespace
 
+std::shared_ptr<const ProfileSet> ExtenderService::CurrentProfiles() const {
+  if (sources_.profiles) return sources_.profiles();
+  return ProfileSet::Single(sources_.profile());
+}
+
 ExtenderService::ExtenderService(ExtenderSources sources, MetricsRegistry& metrics)
     : sources_(std::move(sources)),
       metrics_(metrics),
@@ -204,7 +245,10 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
     // A pod without a GPU request goes through the profile too, with count
     // 0: host-resources checks its CPU and memory where the model knows them.
     const std::shared_ptr<const ClusterSnapshot> snapshot = sources_.snapshot();
-    const std::shared_ptr<const Profile> profile = sources_.profile();
+    const std::shared_ptr<const ProfileSet> policy = CurrentProfiles();
+    PoolRoute route(*policy, args->pod.task_type);
+    const std::optional<std::string> invalid_task_type = InvalidTaskType(*policy, args->pod);
+    const Profile* profile = route.profile().get();
     const CandidateNodes candidates(*args, *snapshot);
     const CycleState cycle(ProfileRequest(*request, args->pod.host));
     const bool wants_gpus = cycle.wants_gpus();
@@ -215,8 +259,11 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
     if (unknown_tenant) {
       result.error = *unknown_tenant;
       rejections["unknown_tenant"].nodes += static_cast<int64_t>(n);
+    } else if (invalid_task_type) {
+      result.error = *invalid_task_type;
+      rejections["invalid_task_type"].nodes += static_cast<int64_t>(n);
     }
-    for (size_t i = 0; i < n && !unknown_tenant; ++i) {
+    for (size_t i = 0; i < n && !unknown_tenant && !invalid_task_type; ++i) {
       if (i + kPrefetchDistance < n) PrefetchNode(candidates.view(i + kPrefetchDistance));
       const NodeView& view = candidates.view(i);
       if (!candidates.known(i) && !wants_gpus) {
@@ -229,6 +276,13 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
         constexpr std::string_view kUnknownNode = "node is not in Tessera's cluster model (yet)";
         result.failed.Add(view.name, kUnknownNode);
         rejections["unknown_node"].Count(view.name, kUnknownNode);
+        continue;
+      }
+      // A node of another pool than the pod's task type goes to, or of a pool
+      // kept for other task types: "never", whatever its GPUs.
+      if (const FilterVerdict* outside = route.restricts_nodes() ? route.Refusal(candidates.pool(i)) : nullptr) {
+        result.unresolvable.Add(view.name, outside->message);
+        rejections[outside->reason_code].Count(view.name, outside->message);
         continue;
       }
       FilterVerdict computed;
@@ -254,7 +308,8 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
                                               .name = std::string(args->pod.name),
                                               .priority = args->pod.priority,
                                               .tenant_label = std::string(args->pod.tenant_label),
-                                              .request = cycle.request()});
+                                              .request = cycle.request(),
+                                              .task_type = std::string(args->pod.task_type)});
     }
   }
   for (const auto& [reason, rejected] : rejections) {
@@ -278,13 +333,15 @@ absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) c
   // A pod filter already refused everywhere gets no preference from Tessera.
   // One without a GPU request is scored with count 0 and its host request:
   // fgd and host-stranding steer it away from CPU that GPUs need.
-  if (request.ok() && args->pod.host_error.ok()) {
+  const std::shared_ptr<const ProfileSet> policy = CurrentProfiles();
+  if (request.ok() && args->pod.host_error.ok() && !InvalidTaskType(*policy, args->pod)) {
     const std::shared_ptr<const ClusterSnapshot> snapshot = sources_.snapshot();
-    const std::shared_ptr<const Profile> profile = sources_.profile();
+    const PoolRoute route(*policy, args->pod.task_type);
     const CandidateNodes candidates(*args, *snapshot);
     ScoreMemo::Counters memo;
     const CycleState cycle(ProfileRequest(*request, args->pod.host));
-    scores = score_memo_.For(profile)->Score(cycle, candidates.views(), nullptr, &memo);
+    // The memo of the profile that places the pod: the default's or its pool's.
+    scores = ScoreInPool(*score_memo_.For(*policy, route.profile()), route, cycle, candidates, &memo);
     if (memo.requests_bypassed > 0) {
       memo_bypassed_.Inc();
     } else {
@@ -330,7 +387,8 @@ absl::StatusOr<std::string> ExtenderService::Preempt(std::string_view body) cons
   absl::StatusOr<k8s::ExtenderPreemptionArgs> args = k8s::DecodePreemptionArgs(body, ThreadParser());
   if (!args.ok()) return args.status();
   absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(args->pod.annotations);
-  if (!request.ok() || (sources_.synced && !sources_.synced())) {
+  const std::shared_ptr<const ProfileSet> policy = CurrentProfiles();
+  if (!request.ok() || (sources_.synced && !sources_.synced()) || InvalidTaskType(*policy, args->pod)) {
     // A pod filter refused for its request, or a model still filling: no
     // node is accepted (the result has no Error field; an empty map is "none").
     return std::string("{\"NodeNameToMetaVictims\":{}}");
@@ -338,9 +396,10 @@ absl::StatusOr<std::string> ExtenderService::Preempt(std::string_view body) cons
   const std::shared_ptr<const TenantSet> tenants = sources_.tenants ? sources_.tenants() : nullptr;
   static const TenantSet kNoTenants;
   PreemptOutcome outcome;
+  const PoolRoute route(*policy, args->pod.task_type);
   std::string answer = AnswerPreemption(*args, ProfileRequest(*request, args->pod.host), *sources_.snapshot(),
-                                        *sources_.profile(), tenants != nullptr ? *tenants : kNoTenants,
-                                        sources_.clock->Now(), &outcome);
+                                        *route.profile(), tenants != nullptr ? *tenants : kNoTenants,
+                                        sources_.clock->Now(), &outcome, &route);
   preempt_nodes_kept_.Inc(static_cast<double>(outcome.nodes_kept));
   preempt_nodes_dropped_.Inc(static_cast<double>(outcome.nodes_proposed - outcome.nodes_kept));
   preempt_victims_.Inc(static_cast<double>(outcome.victims));

@@ -13,6 +13,7 @@
 #include "scheduler/cache/cluster_snapshot.h"
 #include "scheduler/common/clock.h"
 #include "scheduler/framework/profile.h"
+#include "scheduler/framework/profile_set.h"
 #include "scheduler/memo/score_memo.h"
 #include "scheduler/metrics/metrics.h"
 #include "scheduler/tenancy/tenant_set.h"
@@ -42,6 +43,11 @@ struct ExtenderSources {
   /// The tenants in force (scheduler/tenancy/tenant_set.h); null or empty:
   /// no quotas, and preemption weighs priorities alone.
   std::function<std::shared_ptr<const TenantSet>()> tenants = {};
+  /// The profiles in force, the default and one per node pool that pods of
+  /// given task types go to (scheduler/framework/profile_set.h; the policy
+  /// file's `pools:`), read once per request in place of `profile`, so one
+  /// request places its pod by one policy. Empty: `profile` alone, no pools.
+  std::function<std::shared_ptr<const ProfileSet>()> profiles = {};
   /// What preemption reads as now (run time lost, expired priorities).
   const Clock* clock = &Clock::Real();
   /// Told of every GPU pod filter refused on every node for reasons
@@ -99,6 +105,9 @@ class ExtenderService {
   absl::StatusOr<std::string> Preempt(std::string_view body) const;
 
  private:
+  // The profiles in force: sources_.profiles(), or sources_.profile() alone.
+  [[nodiscard]] std::shared_ptr<const ProfileSet> CurrentProfiles() const;
+
   ExtenderSources sources_;
   MetricsRegistry& metrics_;
   // Prioritize's memo counters, looked up once: the registry takes a lock

@@ -33,7 +33,7 @@ bool SameUids(std::vector<std::string_view> a, std::vector<std::string_view> b) 
 
 std::string AnswerPreemption(const k8s::ExtenderPreemptionArgs& args, const PodGpuRequest& request,
                              const ClusterSnapshot& snapshot, const Profile& profile, const TenantSet& tenants,
-                             absl::Time now, PreemptOutcome* outcome) {
+                             absl::Time now, PreemptOutcome* outcome, const PoolRoute* route) {
   const CycleState cycle(request);
   const TenantLedger ledger(tenants, snapshot);
   const Preemptor preemptor{.priority = args.pod.priority,
@@ -46,11 +46,12 @@ std::string AnswerPreemption(const k8s::ExtenderPreemptionArgs& args, const PodG
     ++counted.nodes_proposed;
     std::vector<std::string_view> uids;
     int64_t pdb_violations = 0;
+    const std::optional<NodeIndex> index = snapshot.FindNode(proposed.node);
+    if (route != nullptr && index.has_value() && !route->Admits(snapshot.node(*index).pool)) continue;
     if (!cycle.wants_gpus()) {
       uids = proposed.pod_uids;
       pdb_violations = proposed.num_pdb_violations;
     } else {
-      const std::optional<NodeIndex> index = snapshot.FindNode(proposed.node);
       if (!index.has_value()) continue;
       const std::optional<VictimSet> victims =
           ChooseVictims(profile, cycle, preemptor, snapshot.node(*index), snapshot.View(*index), ledger, now);

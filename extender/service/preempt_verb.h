@@ -8,6 +8,7 @@
 #include "k8s/extender_args.h"
 #include "scheduler/cache/cluster_snapshot.h"
 #include "scheduler/framework/profile.h"
+#include "scheduler/framework/profile_set.h"
 #include "scheduler/tenancy/tenant_set.h"
 
 namespace tessera {
@@ -26,8 +27,11 @@ struct PreemptOutcome {
 /// finds no victims on, or does not know, is left out. Where the pod's GPUs
 /// fit without evicting anything, and for a pod that asks no GPU,
 /// kube-scheduler's proposal stands (it evicts for what it checks itself).
+/// With a `route` (the pod's node pool, scheduler/framework/profile_set.h),
+/// a node it does not admit is left out: evicting there places nothing.
+/// `profile` is then the route's.
 std::string AnswerPreemption(const k8s::ExtenderPreemptionArgs& args, const PodGpuRequest& request,
                              const ClusterSnapshot& snapshot, const Profile& profile, const TenantSet& tenants,
-                             absl::Time now, PreemptOutcome* outcome);
+                             absl::Time now, PreemptOutcome* outcome, const PoolRoute* route = nullptr);
 
 }  // namespace tessera

@@ -94,7 +94,10 @@ int PreemptionLoop::RunOnce() {
 
 bool PreemptionLoop::PreemptFor(const Waiting& w, absl::Time now) {
   const std::shared_ptr<const ClusterSnapshot> snapshot = sources_.model->Current();
-  const std::shared_ptr<const Profile> profile = sources_.profile();
+  const std::shared_ptr<const ProfileSet> policy =
+      sources_.profiles ? sources_.profiles() : ProfileSet::Single(sources_.profile());
+  const PoolRoute route(*policy, w.pod.task_type);
+  const std::shared_ptr<const Profile>& profile = route.profile();
   static const TenantSet kNoTenants;
   const std::shared_ptr<const TenantSet> tenants = sources_.tenants ? sources_.tenants() : nullptr;
   const TenantSet& tenant_set = tenants != nullptr ? *tenants : kNoTenants;
@@ -106,6 +109,7 @@ bool PreemptionLoop::PreemptFor(const Waiting& w, absl::Time now) {
   std::optional<VictimSet> best;
   NodeIndex best_node = 0;
   for (NodeIndex i = 0; i < snapshot->node_count(); ++i) {
+    if (!route.Admits(snapshot->node(i).pool)) continue;  // another pool's: the pod may not go there
     std::optional<VictimSet> victims =
         ChooseVictims(*profile, cycle, preemptor, snapshot->node(i), snapshot->View(i), ledger, now);
     if (!victims.has_value()) continue;

@@ -33,6 +33,7 @@
 #include "scheduler/common/clock.h"
 #include "scheduler/common/periodic_thread.h"
 #include "scheduler/framework/profile.h"
+#include "scheduler/framework/profile_set.h"
 #include "scheduler/metrics/metrics.h"
 #include "scheduler/model/gpu_request.h"
 #include "scheduler/tenancy/tenant_set.h"
@@ -60,6 +61,8 @@ struct UnschedulablePod {
   int32_t priority = 0;
   std::string tenant_label = {};
   PodGpuRequest request = {};
+  /// Its `tessera.io/task-type` label: the node pool it may go to.
+  std::string task_type = {};
 };
 
 struct PreemptionLoopSources {
@@ -67,6 +70,9 @@ struct PreemptionLoopSources {
   PodDirectory* pods = nullptr;  ///< Whether a pod is still pending.
   k8s::PodApi* api = nullptr;
   std::function<std::shared_ptr<const Profile>()> profile;
+  /// The profiles by node pool (the policy's `pools:`); when set, read in
+  /// place of `profile`, and only the nodes of the pod's pool are weighed.
+  std::function<std::shared_ptr<const ProfileSet>()> profiles = {};
   std::function<std::shared_ptr<const TenantSet>()> tenants;
   std::function<bool()> is_writer;
   MetricsRegistry* metrics = nullptr;

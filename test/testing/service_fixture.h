@@ -34,13 +34,17 @@ class ServiceFixture {
       EXPECT_TRUE(st.ok()) << st;
     }
     model_.Publish();
-    absl::StatusOr<std::shared_ptr<const Profile>> profile = LoadPolicyText(policy_yaml, "policy.yaml", registry_);
-    EXPECT_TRUE(profile.ok()) << profile.status();
-    profile_ = *profile;
+    absl::StatusOr<LoadedPolicy> policy = LoadPolicyDocument(policy_yaml, "policy.yaml", registry_);
+    EXPECT_TRUE(policy.ok()) << policy.status();
+    if (policy.ok()) {
+      profile_ = policy->profile;
+      profiles_ = policy->profiles;  // the policy's pools, as the program reads them
+    }
     service_ = std::make_unique<ExtenderService>(
         ExtenderSources{.snapshot = [this] { return model_.Current(); },
                         .profile = [this] { return profile_; },
                         .tenants = [this] { return tenants_; },
+                        .profiles = [this] { return profiles_; },
                         .refusals = &refusals_},
         metrics_);
   }
@@ -63,6 +67,7 @@ class ServiceFixture {
   ClusterModel model_;
   MetricsRegistry metrics_;
   std::shared_ptr<const Profile> profile_;
+  std::shared_ptr<const ProfileSet> profiles_;
   std::shared_ptr<const TenantSet> tenants_;
   RecentRefusals refusals_;
   std::unique_ptr<ExtenderService> service_;

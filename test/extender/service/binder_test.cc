@@ -395,3 +395,84 @@ TEST_F(BinderTest, UnconfirmedReservationsExpireAfterTheTtl) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Pools by task type at bind: the pod's task type picks the profile that
+// chooses its GPUs (binpack for training, spread for inference here), and a
+// node outside its pool is refused even if filter's answer is stale.
+class PoolBinderTest : public BinderTest {
+ protected:
+  PoolBinderTest() {
+    absl::StatusOr<LoadedPolicy> policy = LoadPolicyDocument(R"(apiVersion: tessera.io/v1alpha1
+kind: SchedulingPolicy
+plugins:
+  - name: gpu-share
+pools:
+  - name: gpu-training
+    taskTypes: [training]
+    plugins:
+      - name: gpu-share
+        args: {gpuStrategy: binpack}
+  - name: gpu-inference
+    taskTypes: [inference]
+    plugins:
+      - name: gpu-share
+        args: {gpuStrategy: spread}
+)",
+                                                             "policy.yaml", registry_);
+    EXPECT_TRUE(policy.ok()) << policy.status();
+    profiles_ = policy->profiles;
+    model_.UpsertNode("t1", Inventory(2), absl::OkStatus(), std::nullopt, "gpu-training");
+    model_.UpsertNode("i1", Inventory(2), absl::OkStatus(), std::nullopt, "gpu-inference");
+    model_.UpsertPod(testing::Holding("held-t1", "t1", 0, 500));
+    model_.UpsertPod(testing::Holding("held-i1", "i1", 0, 500));
+    model_.Publish();
+    pool_binder_ = std::make_unique<Binder>(model_, directory_, api_, [this] { return profile_; }, metrics_,
+                                            BinderOptions{.reservation_ttl = absl::Minutes(1),
+                                                          .tenants = {},
+                                                          .profiles = [this] { return profiles_; }});
+  }
+  PodRecord Pod(std::string name, std::string task_type) {
+    PodRecord p = PendingPod(std::move(name), "0.25");
+    p.task_type = std::move(task_type);
+    Known(p);
+    return p;
+  }
+  double Bound(const std::string& pool, const std::string& task_type) {
+    return metrics_.Counter("tessera_pool_pods_bound_total", "", {{"pool", pool}, {"task_type", task_type}}).Value();
+  }
+
+  std::shared_ptr<const ProfileSet> profiles_;
+  std::unique_ptr<Binder> pool_binder_;
+};
+
+TEST_F(PoolBinderTest, EachPoolsPolicyChoosesTheGpusOfItsPods) {
+  ASSERT_TRUE(pool_binder_->Bind(Args(Pod("train", "training"), "t1")).ok());
+  EXPECT_EQ(Held("t1", 0), 750) << "binpack: the partly held GPU";
+  ASSERT_TRUE(pool_binder_->Bind(Args(Pod("serve", "inference"), "i1")).ok());
+  EXPECT_EQ(Held("i1", 1), 250) << "spread: the idle GPU";
+  EXPECT_EQ(Bound("gpu-training", "training"), 1);
+  EXPECT_EQ(Bound("gpu-inference", "inference"), 1);
+}
+
+TEST_F(PoolBinderTest, ANodeOutsideThePodsPoolIsRefusedAndNothingIsWritten) {
+  const absl::Status refused = pool_binder_->Bind(Args(Pod("train", "training"), "i1"));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("node i1 can no longer take pod ml/train: pods of task type \"training\" run only in node "
+                        "pool \"gpu-training\"; this node is in node pool \"gpu-inference\""));
+  EXPECT_EQ(Held("i1", 1), 0);
+  EXPECT_TRUE(api_.calls().empty());
+}
+
+TEST_F(PoolBinderTest, ATaskTypeNoPoolListsIsCountedAsOtherSoTheMetricStaysBounded) {
+  ASSERT_TRUE(pool_binder_->Bind(Args(Pod("a", "whatever-1"), "i1")).ok());
+  ASSERT_TRUE(pool_binder_->Bind(Args(Pod("b", ""), "n2")).ok());
+  EXPECT_EQ(Bound("gpu-inference", "(other)"), 1);
+  EXPECT_EQ(Bound("(none)", "(none)"), 1);
+}
+
+}  // namespace
+}  // namespace tessera

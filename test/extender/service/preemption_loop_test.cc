@@ -147,5 +147,46 @@ TEST_F(PreemptionLoopTest, AnEvictionABudgetRefusesIsSkippedAndTheRestGoOn) {
   EXPECT_THAT(Evicted(), ElementsAre("low/g0d"));
 }
 
+TEST_F(PreemptionLoopTest, APodRoutedToANodePoolEvictsOnlyInThatPool) {
+  const std::shared_ptr<const ProfileSet> profiles = *ProfileSet::Create(
+      profile_, {PoolPolicy{.name = "gpu-training", .task_types = {"training"}, .exclusive = false, .profile = profile_}});
+  loop_ = std::make_unique<PreemptionLoop>(PreemptionLoopSources{.model = &model_,
+                                                                 .pods = &pods_,
+                                                                 .api = &api_,
+                                                                 .profile = [this] { return profile_; },
+                                                                 .profiles = [profiles] { return profiles; },
+                                                                 .tenants = nullptr,
+                                                                 .is_writer = [this] { return writer_; },
+                                                                 .metrics = &metrics_,
+                                                                 .clock = &clock_});
+  UnschedulablePod urgent = Urgent();
+  urgent.task_type = "training";
+  loop_->NoteUnschedulable(urgent);
+  clock_.Advance(absl::Seconds(3));
+  EXPECT_EQ(loop_->RunOnce(), 0) << "n1 is in no pool: evicting there would not place the pod";
+  EXPECT_THAT(api_.evicted(), IsEmpty());
+
+  // A training node as full as n1: its victims go.
+  model_.UpsertNode("t1", testing::Node("t1").Gpus(1).inventory(), absl::OkStatus(), std::nullopt, "gpu-training");
+  for (char c : std::string("abcd")) {
+    const std::string uid = absl::StrCat("t", std::string(1, c));
+    PodHolding p = testing::Holding(uid, "t1", 0, 250);
+    p.pod_key = "low/" + uid;
+    model_.UpsertPod(std::move(p));
+    PodRecord record;
+    record.uid = uid;
+    record.namespace_name = "low";
+    record.name = uid;
+    record.node_name = "t1";
+    api_.Add(record);
+  }
+  model_.Publish();
+  loop_->NoteUnschedulable(urgent);
+  clock_.Advance(absl::Seconds(10));
+  EXPECT_EQ(loop_->RunOnce(), 1);
+  EXPECT_EQ(api_.nominated().at("urgent-uid"), "t1");
+  for (const std::string& evicted : Evicted()) EXPECT_EQ(evicted.substr(0, 5), "low/t") << evicted;
+}
+
 }  // namespace
 }  // namespace tessera
