@@ -78,6 +78,22 @@ void ReadPrometheus(SectionReader& section, PrometheusSettings& p) {
   }
 }
 
+// The `workloadLearning:` section; errors recorded, settings as far as valid.
+WorkloadLearning ReadWorkloadLearning(SectionReader& section) {
+  WorkloadLearning l;
+  section.Bool("enabled", l.enabled);
+  section.Integer("windowPods", 100, 1'000'000, l.window_pods);
+  section.Integer("warmupPods", 1, 1'000'000, l.warmup_pods);
+  section.Integer("publishEveryPods", 1, 1'000'000, l.publish_every_pods);
+  section.Integer("coveragePercent", 1, 100, l.coverage_percent);
+  section.Integer("maxKinds", 1, 1024, l.max_kinds);
+  if (l.warmup_pods > l.window_pods) {
+    section.ErrorAt("warmupPods", absl::StrFormat("must be at most windowPods (%d): the window never holds more; got %d",
+                                                  l.window_pods, l.warmup_pods));
+  }
+  return l;
+}
+
 // The `telemetry:` section; errors recorded, settings as far as valid.
 TelemetrySettings ReadTelemetry(SectionReader& section) {
   TelemetrySettings t;
@@ -115,7 +131,13 @@ class Loader {
     const YamlMap::Field* plugins = top.Read("plugins");
     const YamlMap::Field* telemetry = top.Read("telemetry");
     const YamlMap::Field* tenants = top.Read("tenants");
+    const YamlMap::Field* learning = top.Read("workloadLearning");
     top.ReportUnread(*errors_);
+    if (learning != nullptr) {
+      if (std::optional<SectionReader> section = SectionReader::Open(*learning, root, "workloadLearning", *errors_)) {
+        learning_ = ReadWorkloadLearning(*section);
+      }
+    }
     if (tenants != nullptr) {
       tenants_ = std::make_shared<const TenantSet>(config_internal::ReadTenants(*tenants, root, *errors_));
     }
@@ -162,6 +184,8 @@ class Loader {
 
   // The telemetry section, once Load() has run (nullopt when absent).
   [[nodiscard]] const std::optional<TelemetrySettings>& telemetry() const { return telemetry_; }
+  // The workloadLearning section, once Load() has run (defaults when absent).
+  [[nodiscard]] const WorkloadLearning& learning() const { return learning_; }
   // The tenants section, once Load() has run (empty when absent).
   [[nodiscard]] const std::shared_ptr<const TenantSet>& tenants() const { return tenants_; }
 
@@ -239,6 +263,7 @@ class Loader {
   std::map<std::string, std::string> first_entry_;  // plugin name -> path of its first entry
   std::optional<TelemetrySettings> telemetry_;
   std::shared_ptr<const TenantSet> tenants_ = std::make_shared<const TenantSet>();
+  WorkloadLearning learning_;
 };
 
 }  // namespace
@@ -257,6 +282,7 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
   std::shared_ptr<const Profile> profile;
   std::optional<TelemetrySettings> telemetry;
   std::shared_ptr<const TenantSet> tenants;
+  WorkloadLearning learning;
   // Bounded: the file may be anything an operator or a ConfigMap put there,
   // and a reload must not hang the control loop (scheduler/common/yaml_load.h).
   yaml_internal::YamlDocuments parsed = yaml_internal::LoadYamlDocuments(yaml, kPolicyYamlLimits);
@@ -278,6 +304,7 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
       profile = loader.Load(documents[0]);
       telemetry = loader.telemetry();
       tenants = loader.tenants();
+      learning = loader.learning();
     }
   } catch (const YAML::Exception& e) {
     errors->Add(e.mark, "", absl::StrFormat("invalid YAML: %s", e.msg));
@@ -289,7 +316,7 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
     if (status.ok()) return absl::InternalError(absl::StrFormat("%s: policy not loaded", file_name));
     return status;
   }
-  return LoadedPolicy{std::move(profile), std::move(telemetry), std::move(tenants)};
+  return LoadedPolicy{std::move(profile), std::move(telemetry), std::move(tenants), learning};
 }
 
 absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyFile(const std::string& path,

@@ -13,6 +13,7 @@
 #include "k8s/client/reflector.h"
 #include "k8s/sync/pod_sink.h"
 #include "scheduler/cache/cluster_snapshot.h"
+#include "scheduler/cache/workload_learner.h"
 
 namespace tessera {
 
@@ -33,6 +34,10 @@ struct DebugInputs {
   std::vector<TenantReport> tenants = {};
   /// Pods waiting for a MIG profile, with re-partitioning advice (extender/service/mig_advice.h).
   std::vector<MigWait> mig_waits = {};
+  /// The workload learner (scheduler/cache/workload_learner.h); null: none.
+  const WorkloadLearnerStatus* workload = nullptr;
+  /// Whether the learned mix is in force (not the policy file's lists).
+  bool learned_workload_in_force = false;
 };
 
 /// Pretty-printed JSON: {"source", "generation", "nodes", "gpus", "watches": {..},
@@ -43,7 +48,10 @@ struct DebugInputs {
 /// gpuMemoryMiBSeconds, podsOverMaxRunTime}] when the policy has tenants,
 /// "migWaiting": [{profile, pods, repartition: {node, gpu, gpuUuid, model,
 /// start, destroyFreeInstances: [{profile, start, uuid}], podsToEvict,
-/// geometryLoss} or null}] when pods wait for MIG instances}.
+/// geometryLoss} or null}] when pods wait for MIG instances, "workload":
+/// {enabled, inForce ("learned" or "policy file"), arrivals, windowPods,
+/// windowKinds, publications, droppedObservations, learned: ["<weight>
+/// cpu=.. gpu=..", ...] (the last mix learned, most common first)}}.
 std::string RenderDebugState(const DebugInputs& in);
 
 }  // namespace tessera
