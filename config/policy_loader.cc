@@ -79,6 +79,22 @@ void ReadPrometheus(SectionReader& section, PrometheusSettings& p) {
   }
 }
 
+// The `workloadLearning:` section; errors recorded, settings as far as valid.
+WorkloadLearning ReadWorkloadLearning(SectionReader& section) {
+  WorkloadLearning l;
+  section.Bool("enabled", l.enabled);
+  section.Integer("windowPods", 100, 1'000'000, l.window_pods);
+  section.Integer("warmupPods", 1, 1'000'000, l.warmup_pods);
+  section.Integer("publishEveryPods", 1, 1'000'000, l.publish_every_pods);
+  section.Integer("coveragePercent", 1, 100, l.coverage_percent);
+  section.Integer("maxKinds", 1, 1024, l.max_kinds);
+  if (l.warmup_pods > l.window_pods) {
+    section.ErrorAt("warmupPods", absl::StrFormat("must be at most windowPods (%d): the window never holds more; got %d",
+                                                  l.window_pods, l.warmup_pods));
+  }
+  return l;
+}
+
 // The `telemetry:` section; errors recorded, settings as far as valid.
 TelemetrySettings ReadTelemetry(SectionReader& section) {
   TelemetrySettings t;
@@ -117,7 +133,13 @@ class Loader {
     const YamlMap::Field* telemetry = top.Read("telemetry");
     const YamlMap::Field* tenants = top.Read("tenants");
     const YamlMap::Field* pools = top.Read("pools");
+    const YamlMap::Field* learning = top.Read("workloadLearning");
     top.ReportUnread(*errors_);
+    if (learning != nullptr) {
+      if (std::optional<SectionReader> section = SectionReader::Open(*learning, root, "workloadLearning", *errors_)) {
+        learning_ = ReadWorkloadLearning(*section);
+      }
+    }
     if (tenants != nullptr) {
       tenants_ = std::make_shared<const TenantSet>(config_internal::ReadTenants(*tenants, root, *errors_));
     }
@@ -183,6 +205,8 @@ class Loader {
 
   // The telemetry section, once Load() has run (nullopt when absent).
   [[nodiscard]] const std::optional<TelemetrySettings>& telemetry() const { return telemetry_; }
+  // The workloadLearning section, once Load() has run (defaults when absent).
+  [[nodiscard]] const WorkloadLearning& learning() const { return learning_; }
   // The tenants section, once Load() has run (empty when absent).
   [[nodiscard]] const std::shared_ptr<const TenantSet>& tenants() const { return tenants_; }
   // The pools section, once Load() has run (empty when absent).
@@ -263,6 +287,7 @@ class Loader {
   std::vector<PoolPolicy> pools_;
   std::optional<TelemetrySettings> telemetry_;
   std::shared_ptr<const TenantSet> tenants_ = std::make_shared<const TenantSet>();
+  WorkloadLearning learning_;
 };
 
 }  // namespace
@@ -282,6 +307,7 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
   std::optional<TelemetrySettings> telemetry;
   std::shared_ptr<const TenantSet> tenants;
   std::vector<PoolPolicy> pools;
+  WorkloadLearning learning;
   // Bounded: the file may be anything an operator or a ConfigMap put there,
   // and a reload must not hang the control loop (scheduler/common/yaml_load.h).
   yaml_internal::YamlDocuments parsed = yaml_internal::LoadYamlDocuments(yaml, kPolicyYamlLimits);
@@ -304,6 +330,7 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
       telemetry = loader.telemetry();
       tenants = loader.tenants();
       pools = loader.TakePools();
+      learning = loader.learning();
     }
   } catch (const YAML::Exception& e) {
     errors->Add(e.mark, "", absl::StrFormat("invalid YAML: %s", e.msg));
@@ -318,7 +345,8 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
   // The loader checked every pool with its position; Create checks again.
   absl::StatusOr<std::shared_ptr<const ProfileSet>> profiles = ProfileSet::Create(profile, std::move(pools));
   if (!profiles.ok()) return absl::InternalError(absl::StrFormat("%s: %s", file_name, profiles.status().message()));
-  return LoadedPolicy{std::move(profile), std::move(telemetry), std::move(tenants), *std::move(profiles)};
+  return LoadedPolicy{std::move(profile), std::move(telemetry), std::move(tenants), learning,
+                      *std::move(profiles)};
 }
 
 absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyFile(const std::string& path,

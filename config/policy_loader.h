@@ -13,6 +13,14 @@
 //   telemetry:                        # optional: where live GPU metrics come from (load-aware plugin);
 //     ...                             #   see telemetry/telemetry_settings.h for every field
 //
+//   workloadLearning:                 # optional: learn the expected workload (fgd, host-stranding) from
+//     enabled: true                   #   arrivals; on by default; scheduler/cache/workload_learner.h
+//     windowPods: 5000                #   100..1e6: the mix is that of the last this many arrivals
+//     warmupPods: 500                 #   1..windowPods: the plugins' own `workload` holds until then
+//     publishEveryPods: 200           #   arrivals between two learned mixes
+//     coveragePercent: 95             #   the most common kinds covering this share of the window...
+//     maxKinds: 64                    #   ...and at most this many
+//
 //   tenants:                          # optional: teams, their guaranteed and maximum GPUs, run-time
 //     - name: research                #   limits and priority lifetime; config/tenants_section.h
 //       ...
@@ -46,6 +54,7 @@
 #include "absl/status/statusor.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/framework/profile_set.h"
+#include "scheduler/cache/workload_learner.h"
 #include "scheduler/framework/registry.h"
 #include "scheduler/tenancy/tenant_set.h"
 #include "telemetry/telemetry_settings.h"
@@ -64,6 +73,8 @@ struct LoadedPolicy {
   std::optional<TelemetrySettings> telemetry;  ///< nullopt: no `telemetry:` section.
   /// The `tenants:` section (config/tenants_section.h); never null, empty when absent.
   std::shared_ptr<const TenantSet> tenants = std::make_shared<const TenantSet>();
+  /// The `workloadLearning:` section; its defaults (on) when absent.
+  WorkloadLearning learning;
   /// `profile` and the `pools:` section's profiles (config/pools_section.h),
   /// as one set; never null once loaded (no pools: `profile` alone).
   std::shared_ptr<const ProfileSet> profiles;

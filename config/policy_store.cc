@@ -15,11 +15,37 @@ absl::StatusOr<std::unique_ptr<PolicyStore>> PolicyStore::Open(std::string path,
   absl::StatusOr<LoadedPolicy> policy = store->LoadLocked();
   if (!policy.ok()) return policy.status();
   absl::MutexLock current_lock(&store->current_mu_);
-  store->current_ = std::move(policy->profile);
+  store->file_profile_ = store->current_ = std::move(policy->profile);
   store->telemetry_ = std::move(policy->telemetry);
   store->tenants_ = std::move(policy->tenants);
-  store->profiles_ = std::move(policy->profiles);
+  store->file_profiles_ = store->profiles_ = std::move(policy->profiles);
+  store->learning_ = policy->learning;
   return store;
+}
+
+WorkloadLearning PolicyStore::CurrentLearning() const {
+  absl::ReaderMutexLock lock(&current_mu_);
+  return learning_;
+}
+
+void PolicyStore::PublishLearnedWorkload(std::shared_ptr<const TargetWorkload> workload) {
+  absl::MutexLock lock(&current_mu_);
+  if (workload == learned_) return;
+  learned_ = learning_.enabled ? std::move(workload) : nullptr;
+  PutInForceLocked();
+}
+
+std::shared_ptr<const TargetWorkload> PolicyStore::LearnedWorkload() const {
+  absl::ReaderMutexLock lock(&current_mu_);
+  return current_ == file_profile_ ? nullptr : learned_;
+}
+
+void PolicyStore::PutInForceLocked() {
+  std::shared_ptr<const Profile> learned = learned_ != nullptr ? file_profile_->WithWorkload(learned_) : nullptr;
+  current_ = learned != nullptr ? std::move(learned) : file_profile_;
+  // The pools keep the file's profiles: the mix is learned over every
+  // arrival, not per pool, and a pool's own list describes its pods better.
+  profiles_ = current_ == file_profiles_->default_profile() ? file_profiles_ : file_profiles_->WithDefault(current_);
 }
 
 std::shared_ptr<const Profile> PolicyStore::Current() const {
@@ -61,10 +87,15 @@ absl::Status PolicyStore::ReloadLocked() {
   absl::Status status = policy.status();
   if (policy.ok()) {
     absl::MutexLock lock(&current_mu_);
-    current_ = std::move(policy->profile);
+    file_profile_ = std::move(policy->profile);
     telemetry_ = std::move(policy->telemetry);
     tenants_ = std::move(policy->tenants);
-    profiles_ = std::move(policy->profiles);
+    file_profiles_ = std::move(policy->profiles);
+    learning_ = policy->learning;
+    // The mix learned so far carries over (the learner restarts it if the
+    // new file changed how it is learned, and says so with its next call).
+    if (!learning_.enabled) learned_ = nullptr;
+    PutInForceLocked();
   }
   if (on_reload_) on_reload_(status);
   return status;

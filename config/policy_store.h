@@ -57,8 +57,21 @@ class PolicyStore {
   /// with the profile.
   [[nodiscard]] std::shared_ptr<const TenantSet> CurrentTenants() const;
 
-  /// The profiles in force: Current() and the `pools:` section's, as one
-  /// set (never null), published with the profile. A request that routes
+  /// The file's `workloadLearning:` in force (its defaults when absent).
+  [[nodiscard]] WorkloadLearning CurrentLearning() const;
+
+  /// Puts a learned workload in force (scheduler/cache/workload_learner.h):
+  /// Current() becomes the file's profile with its workload-measuring
+  /// plugins measuring against `workload`; null goes back to the file's own
+  /// lists. Kept across reloads while the file leaves learning on; ignored
+  /// while it turns it off.
+  void PublishLearnedWorkload(std::shared_ptr<const TargetWorkload> workload);
+  /// The learned workload Current() measures against; null when it is the
+  /// file's (not learned yet, learning off, or no plugin takes a workload).
+  [[nodiscard]] std::shared_ptr<const TargetWorkload> LearnedWorkload() const;
+  /// The profiles in force: Current() (with a learned workload, when one is
+  /// in force) and the `pools:` section's as the file says them, as one set
+  /// (never null), published with the profile. A request that routes
   /// pods by task type reads this once, and not Current() besides, so that
   /// a reload between two reads cannot mix two policies.
   [[nodiscard]] std::shared_ptr<const ProfileSet> CurrentProfiles() const;
@@ -107,11 +120,18 @@ class PolicyStore {
   // Wall-clock time (Unix ns) just before the file was last read.
   int64_t read_at_ns_ ABSL_GUARDED_BY(reload_mu_) = 0;
 
+  // current_ from file_profile_ and learned_.
+  void PutInForceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(current_mu_);
+
   mutable absl::Mutex current_mu_;
-  std::shared_ptr<const Profile> current_ ABSL_GUARDED_BY(current_mu_);
+  std::shared_ptr<const Profile> current_ ABSL_GUARDED_BY(current_mu_);       // in force
+  std::shared_ptr<const Profile> file_profile_ ABSL_GUARDED_BY(current_mu_);  // as the file says
+  std::shared_ptr<const TargetWorkload> learned_ ABSL_GUARDED_BY(current_mu_);
+  WorkloadLearning learning_ ABSL_GUARDED_BY(current_mu_);
   std::optional<TelemetrySettings> telemetry_ ABSL_GUARDED_BY(current_mu_);
   std::shared_ptr<const TenantSet> tenants_ ABSL_GUARDED_BY(current_mu_);
-  std::shared_ptr<const ProfileSet> profiles_ ABSL_GUARDED_BY(current_mu_);
+  std::shared_ptr<const ProfileSet> profiles_ ABSL_GUARDED_BY(current_mu_);       // in force: current_ and the pools'
+  std::shared_ptr<const ProfileSet> file_profiles_ ABSL_GUARDED_BY(current_mu_);  // as the file says
 };
 
 }  // namespace tessera

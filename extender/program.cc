@@ -242,7 +242,10 @@ void Program::BuildService() {
                           [this](std::string_view uid) {
                             if (preemption_ != nullptr) preemption_->NoteSchedulerPreempted(uid);
                           },
-                      .refusals = &refusals_},
+                      .refusals = &refusals_,
+                      .arrival = [this](std::string_view uid, const PodGpuRequest& request) {
+                        learner_.Observe(uid, request);
+                      }},
       metrics_);
   router_ = std::make_unique<Router>(
       RouterOptions{.url_prefix = options_.url_prefix,
@@ -284,6 +287,9 @@ std::string Program::DebugState() const {
   }
   if (tenant_accountant_ != nullptr) in.tenants = tenant_accountant_->Report();
   in.mig_waits = MigWaits(refusals_.List(), *snapshot);
+  const WorkloadLearnerStatus workload = learner_.Status();
+  in.workload = &workload;
+  in.learned_workload_in_force = store_->LearnedWorkload() != nullptr;
   const std::shared_ptr<const ProfileSet> profiles = store_->CurrentProfiles();
   in.profiles = profiles.get();
   return RenderDebugState(in);
@@ -321,7 +327,24 @@ void Program::RefreshGauges() {
       .Set(double(watch_->pod_problems().size()));
 }
 
+void Program::LearnWorkload() {
+  const WorkloadLearning settings = store_->CurrentLearning();
+  if (std::shared_ptr<const TargetWorkload> mix = learner_.Learn(settings)) {
+    store_->PublishLearnedWorkload(std::move(mix));
+  }
+  const WorkloadLearnerStatus status = learner_.Status();
+  // A learner that started over (learning settings changed) hands the policy file's lists back until warm.
+  if (status.learned == nullptr) store_->PublishLearnedWorkload(nullptr);
+  workload_arrivals_.Inc(static_cast<double>(status.arrivals - arrivals_counted_));
+  arrivals_counted_ = status.arrivals;
+  const std::shared_ptr<const TargetWorkload> in_force = store_->LearnedWorkload();
+  workload_kinds_.Set(in_force != nullptr ? static_cast<double>(in_force->pods().size()) : 0);
+  workload_window_.Set(static_cast<double>(status.window_pods));
+}
+
 void Program::Chore() {
+  LearnWorkload();
+  if (binder_ == nullptr) return;
   // Binds whose bound pod the watch never showed release their GPUs. Only
   // while the watch is in sync: a confirmation cannot arrive through a
   // broken watch, and releasing then could double-allocate.
@@ -424,10 +447,8 @@ int Program::Serve() {
     if (store_->ReloadIfChanged()) ApplyTelemetrySettings();
   };
   actions.poll_every = options_.policy_poll_interval;
-  if (binder_ != nullptr) {
-    actions.on_chore = [this] { Chore(); };
-    actions.chore_every = kChoreInterval;
-  }
+  actions.on_chore = [this] { Chore(); };
+  actions.chore_every = kChoreInterval;
   if (lease_ != nullptr) lease_->Start();
   if (watch_ != nullptr && capacity_ != nullptr) {
     watch_->set_capacity_observer([this](const std::string& node, std::optional<k8s::NodeGpuCapacity> capacity) {

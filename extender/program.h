@@ -76,6 +76,9 @@ class Program {
   absl::Status OpenLease(const k8s::ApiServerConfig& config);
   absl::Status OpenCapacityPublisher(const k8s::ApiServerConfig& config);
   void Chore();
+  // Folds the arrivals filter saw into the learned workload and puts a new
+  // mix in force when one is due (scheduler/cache/workload_learner.h).
+  void LearnWorkload();
   /// options_.server with the requests that need a client certificate (--tls-client-auth).
   [[nodiscard]] HttpServerOptions ExtenderServerOptions() const;
   /// The --read-only-port listener (null when none): GETs only, the verbs refused.
@@ -92,6 +95,8 @@ class Program {
   MetricsRegistry metrics_;
   WorkerPool score_pool_;
   std::unique_ptr<PolicyStore> store_;
+  // Filter's arrivals in, the expected workload out (the control loop learns).
+  WorkloadLearner learner_{WorkloadLearning{}};
   ClusterModel model_;
   PodDirectory pods_;
   std::string source_;  // "cluster file x" or the API server's description, for logs and /debug
@@ -121,6 +126,14 @@ class Program {
   // tessera_pool_*: allocation and fragmentation per node pool and GPU model (every mode).
   PoolGauges pool_gauges_{metrics_};
   MigAdviceGauges mig_gauges_{metrics_};
+  // tessera_workload_*: what the learner saw and whether its mix is in force.
+  tessera::Counter& workload_arrivals_ = metrics_.Counter(
+      "tessera_workload_arrivals_total", "Pods counted into the learned workload (each pod once, however often filtered).");
+  tessera::Gauge& workload_kinds_ = metrics_.Gauge(
+      "tessera_workload_learned_kinds", "Kinds of pod in the learned workload in force (0: the policy file's lists are).");
+  tessera::Gauge& workload_window_ = metrics_.Gauge(
+      "tessera_workload_window_pods", "Arrivals in the learner's window.");
+  int64_t arrivals_counted_ = 0;  // LearnWorkload's, for the counter's increments
 };
 
 }  // namespace tessera

@@ -116,7 +116,7 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const C
     if (now.gpu[i] < share || !fit_.FitsOneGpu(cycle, node, i)) continue;
     size_t d = 0;
     while (d < distinct.size() && !(now.gpu[distinct[d]] == now.gpu[i] &&
-                                    (!workload_.has_models() || node.gpus[distinct[d]].model == node.gpus[i].model))) {
+                                    (!workload_->has_models() || node.gpus[distinct[d]].model == node.gpus[i].model))) {
       ++d;
     }
     if (d == distinct.size()) distinct.push_back(i);
@@ -126,7 +126,7 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const C
   absl::InlinedVector<GpuDecrease, 8> measured;
   if (fitting.empty()) return measured;
   absl::InlinedVector<int64_t, 8> decreases(distinct.size());
-  FragmentationDecreases(workload_, NodeGpuAccess(workload_, node.gpus), now.gpu, now.cpu, now.cpu_after, share,
+  FragmentationDecreases(*workload_, NodeGpuAccess(*workload_, node.gpus), now.gpu, now.cpu, now.cpu_after, share,
                          distinct, absl::MakeSpan(decreases));
   measured.resize(fitting.size());
   for (size_t k = 0; k < fitting.size(); ++k) {
@@ -137,7 +137,7 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const C
 }
 
 int64_t FgdPlugin::ScoreOf(int64_t decrease) const {
-  return FragmentationScore(decrease, 0, workload_.total_weight());
+  return FragmentationScore(decrease, 0, workload_->total_weight());
 }
 
 std::optional<GpuChoice> FgdPlugin::ChooseGpus(const CycleState& cycle, const NodeView& node) const {
@@ -188,7 +188,7 @@ std::vector<GpuShare> FgdPlugin::SharesFor(const CycleState& cycle, const NodeVi
 }
 
 int64_t FgdPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice& choice) const {
-  return PlacementFragmentationScore(workload_, FragmentationOptions{}, cycle.request(), node, choice);
+  return PlacementFragmentationScore(*workload_, FragmentationOptions{}, cycle.request(), node, choice);
 }
 
 }  // namespace tessera

@@ -54,6 +54,8 @@ class FgdPlugin final : public Plugin {
   /// Chooses GPUs and scores nodes; reads only the request and the node's
   /// state (memoizable).
   explicit FgdPlugin(TargetWorkload workload, GpuShareArgs fit = {})
+      : FgdPlugin(std::make_shared<const TargetWorkload>(std::move(workload)), fit) {}
+  FgdPlugin(std::shared_ptr<const TargetWorkload> workload, GpuShareArgs fit)
       : Plugin(Point::kGpuChoice | Point::kNodeScore, /*memoizable=*/true),
         workload_(std::move(workload)),
         fit_(fit) {}
@@ -66,6 +68,13 @@ class FgdPlugin final : public Plugin {
                                                 const GpuChoice& choice) const override;
   [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,
                                   const GpuChoice& choice) const override;
+  /// fgd with the same fit, measuring against `workload`.
+  [[nodiscard]] std::shared_ptr<const Plugin> WithWorkload(
+      std::shared_ptr<const TargetWorkload> workload) const override {
+    return std::make_shared<const FgdPlugin>(std::move(workload), fit_.args());
+  }
+  /// The workload it measures against.
+  [[nodiscard]] const TargetWorkload& workload() const { return *workload_; }
 
  private:
   // A GPU a share of one GPU fits on, and how much F · W falls when the
@@ -82,7 +91,7 @@ class FgdPlugin final : public Plugin {
   // FGD's score of a decrease of F · W.
   [[nodiscard]] int64_t ScoreOf(int64_t decrease) const;
 
-  TargetWorkload workload_;
+  std::shared_ptr<const TargetWorkload> workload_;  // never null
   GpuSharePlugin fit_;
 };
 

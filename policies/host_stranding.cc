@@ -18,7 +18,7 @@ int64_t HostStrandingPlugin::ScoreNode(const CycleState& cycle, const NodeView& 
   // and repeating fgd's score orders nothing fgd has not.
   if (node.host == nullptr) return 0;
   const int64_t score =
-      PlacementFragmentationScore(workload_, FragmentationOptions{.host_stranding = true}, cycle.request(), node, choice);
+      PlacementFragmentationScore(*workload_, FragmentationOptions{.host_stranding = true}, cycle.request(), node, choice);
   return std::min(score, kMaxPluginScore - 1);
 }
 

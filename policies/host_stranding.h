@@ -42,6 +42,8 @@ class HostStrandingPlugin final : public Plugin {
 
   /// Scores nodes; reads only the request and the node's state (memoizable).
   explicit HostStrandingPlugin(TargetWorkload workload)
+      : HostStrandingPlugin(std::make_shared<const TargetWorkload>(std::move(workload))) {}
+  explicit HostStrandingPlugin(std::shared_ptr<const TargetWorkload> workload)
       : Plugin(Point::kNodeScore, /*memoizable=*/true), workload_(std::move(workload)) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
@@ -49,9 +51,14 @@ class HostStrandingPlugin final : public Plugin {
   /// 0 where the node's host resources are unknown.
   [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,
                                   const GpuChoice& choice) const override;
+  /// host-stranding measuring against `workload`.
+  [[nodiscard]] std::shared_ptr<const Plugin> WithWorkload(
+      std::shared_ptr<const TargetWorkload> workload) const override {
+    return std::make_shared<const HostStrandingPlugin>(std::move(workload));
+  }
 
  private:
-  TargetWorkload workload_;
+  std::shared_ptr<const TargetWorkload> workload_;  // never null
 };
 
 }  // namespace tessera

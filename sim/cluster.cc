@@ -22,7 +22,7 @@ Cluster::Cluster(const std::vector<TraceNode>& nodes) {
   for (const TraceNode& t : nodes) {
     Node n;
     n.name = t.name;
-    for (int32_t i = 0; i < t.gpus; ++i) n.gpus.push_back(GpuDevice{.index = i, .uuid = {}, .model = t.model, .memory = MemoryMiB(0), .numa = -1});
+    for (int32_t i = 0; i < t.gpus; ++i) n.gpus.push_back(GpuDevice{.index = i, .uuid = {}, .model = t.model, .memory = MemoryMiB(t.gpu_memory_mib), .numa = -1});
     n.usage.resize(n.gpus.size());
     n.host = HostResources{.cpu_capacity = MilliCpu(t.cpu_milli), .cpu_used = MilliCpu(0),
                            .memory_capacity = MemoryMiB(t.memory_mib), .memory_used = MemoryMiB(0)};

@@ -59,18 +59,21 @@ absl::Status CheckTimed(const NamedPath& trace, const std::vector<TracePod>& pod
   return absl::OkStatus();
 }
 
-void RunPaperReplay(const LoadedTrace& trace, const Profile& profile, const Cluster& empty_cluster,
+void RunPaperReplay(const LoadedTrace& trace, const ReplayPolicy& policy, const Cluster& empty_cluster,
                     const ExperimentOptions& options, uint64_t seed, RunSummary& s) {
   const RunWorkload workload = MakeRunWorkload(trace.pods, empty_cluster.size(), empty_cluster.capacity_milli(),
                                                options.inflation_percent, seed);
-  const ReplayResult result = Replay(ReplayInput{.profile = &profile,
+  const ReplayResult result = Replay(ReplayInput{.profile = policy.profile.get(),
                                                  .empty_cluster = &empty_cluster,
                                                  .pods = &trace.pods,
                                                  .classes = &trace.classes,
                                                  .workload = &workload,
                                                  .typical = trace.typical.has_value() ? &*trace.typical : nullptr,
                                                  .seed = seed,
-                                                 .memo = options.memo});
+                                                 .memo = options.memo,
+                                                 .keep_cluster = false,
+                                                 .learning = policy.learning.has_value() ? &*policy.learning : nullptr});
+  s.learned_mixes = result.learned_mixes;
   s.curve = CurveOf(result.events, empty_cluster.capacity_milli());
   s.failed_pods = result.failed_pods;
   s.failed_milli = result.failed_milli;
@@ -145,6 +148,20 @@ absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyForTrace(const std::str
   return LoadPolicyText(out.c_str(), absl::StrCat(path, " (workload from the trace)"), registry);
 }
 
+absl::StatusOr<ReplayPolicy> LoadReplayPolicy(const std::string& path, const PluginRegistry& registry,
+                                              const std::vector<WorkloadPod>* typical, bool learn) {
+  if (learn) {
+    absl::StatusOr<std::string> text = ReadText(path);
+    if (!text.ok()) return text.status();
+    absl::StatusOr<LoadedPolicy> policy = LoadPolicyDocument(*text, path, registry);
+    if (!policy.ok()) return policy.status();
+    if (policy->learning.enabled) return ReplayPolicy{std::move(policy->profile), policy->learning};
+  }
+  absl::StatusOr<std::shared_ptr<const Profile>> profile = LoadPolicyForTrace(path, registry, typical);
+  if (!profile.ok()) return profile.status();
+  return ReplayPolicy{*std::move(profile), std::nullopt};
+}
+
 absl::StatusOr<std::vector<RunSummary>> RunExperiment(const ExperimentOptions& options,
                                                       const std::function<void(const RunSummary&)>& progress) {
   if (options.traces.empty()) return absl::InvalidArgumentError("no pod list to replay");
@@ -157,6 +174,7 @@ absl::StatusOr<std::vector<RunSummary>> RunExperiment(const ExperimentOptions& o
     for (size_t i = 0; i < nodes->size(); i += options.node_sample) sample.push_back((*nodes)[i]);
     *nodes = std::move(sample);
   }
+  ApplyStress(options.stress, *nodes);
   const Cluster empty_cluster(*nodes);
   if (empty_cluster.capacity_milli() == 0) {
     return absl::InvalidArgumentError(absl::StrCat(options.nodes, ": the nodes have no GPUs"));
@@ -174,6 +192,7 @@ absl::StatusOr<std::vector<RunSummary>> RunExperiment(const ExperimentOptions& o
   for (const NamedPath& spec : options.traces) {
     absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(spec.path);
     if (!pods.ok()) return pods.status();
+    ApplyStress(options.stress, *pods);
     LoadedTrace t{.spec = spec, .pods = *std::move(pods), .classes = {}, .typical_pods = {}, .typical = std::nullopt, .tenancy = {}};
     t.classes = ClassifyPods(t.pods);
     t.typical_pods = TypicalPods(t.pods, options.typical_coverage_percent);
@@ -188,14 +207,15 @@ absl::StatusOr<std::vector<RunSummary>> RunExperiment(const ExperimentOptions& o
     traces.push_back(std::move(t));
   }
 
-  // profiles[trace][policy]
-  std::vector<std::vector<std::shared_ptr<const Profile>>> profiles(traces.size());
+  // profiles[trace][policy]; the tenant replay does not learn.
+  std::vector<std::vector<ReplayPolicy>> profiles(traces.size());
   for (size_t t = 0; t < traces.size(); ++t) {
     for (const NamedPath& policy : options.policies) {
-      absl::StatusOr<std::shared_ptr<const Profile>> profile = LoadPolicyForTrace(
-          policy.path, registry, options.workload_from_trace ? &traces[t].typical_pods : nullptr);
-      if (!profile.ok()) return profile.status();
-      profiles[t].push_back(*std::move(profile));
+      absl::StatusOr<ReplayPolicy> loaded =
+          LoadReplayPolicy(policy.path, registry, options.workload_from_trace ? &traces[t].typical_pods : nullptr,
+                           options.learn_workload && tenants == nullptr);
+      if (!loaded.ok()) return loaded.status();
+      profiles[t].push_back(*std::move(loaded));
     }
   }
 
@@ -218,11 +238,11 @@ absl::StatusOr<std::vector<RunSummary>> RunExperiment(const ExperimentOptions& o
       const uint64_t seed = options.seeds[job.seed];
       const auto start = std::chrono::steady_clock::now();
       RunSummary& s = summaries[j];
-      const Profile& profile = *profiles[job.trace][job.policy];
+      const ReplayPolicy& policy = profiles[job.trace][job.policy];
       if (tenants != nullptr) {
-        RunTenantReplay(trace, profile, empty_cluster, tenants, options, seed, s);
+        RunTenantReplay(trace, *policy.profile, empty_cluster, tenants, options, seed, s);
       } else {
-        RunPaperReplay(trace, profile, empty_cluster, options, seed, s);
+        RunPaperReplay(trace, policy, empty_cluster, options, seed, s);
       }
       s.trace = trace.spec.name;
       s.policy = options.policies[job.policy].name;

@@ -18,6 +18,7 @@
 #include "sim/metrics.h"
 #include "sim/pod_tenancy.h"
 #include "sim/replay.h"
+#include "sim/stress.h"
 #include "sim/tenant_replay.h"
 
 namespace tessera::sim {
@@ -48,12 +49,19 @@ struct ExperimentOptions {
   int jobs = 1;                      ///< Runs in parallel.
   MemoMode memo = MemoMode::kAuto;
   /// Replace the `workload` arg of every plugin that has one with the
-  /// trace's typical pods (as the paper gives FGD the replayed trace's).
+  /// trace's typical pods (as the paper gives FGD the replayed trace's),
+  /// in the policies that do not learn it.
   bool workload_from_trace = true;
+  /// Let the policies whose file leaves workloadLearning on learn the
+  /// workload from the run's arrivals, as the server does (their file's
+  /// list is the prior); false: treat them as the others.
+  bool learn_workload = true;
   int64_t inflation_percent = 130;   ///< Submit until this % of GPU capacity has been requested.
   int64_t typical_coverage_percent = 95;
   /// Keep every Nth node of the name-sorted node list (1: all of them).
   size_t node_sample = 1;
+  /// CPU-scarce nodes, GPU memory-heavy pods (sim/stress.h).
+  StressOptions stress;
   /// Set: every run is the tenant replay instead of the paper's.
   std::optional<TenancyOptions> tenancy;
 };
@@ -70,6 +78,8 @@ struct RunSummary {
   int64_t placed_pods = 0;
   int64_t capacity_milli = 0;
   bool memoised = false;
+  /// Learned mixes put in force during the run (0: it did not learn).
+  int64_t learned_mixes = 0;
   double seconds = 0;
   /// The tenant replay's: the tenants and what each got (empty curve then).
   std::shared_ptr<const TenantSet> tenants;
@@ -82,6 +92,19 @@ struct RunSummary {
 absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyForTrace(const std::string& path,
                                                                   const PluginRegistry& registry,
                                                                   const std::vector<WorkloadPod>* typical);
+
+/// A policy as one trace's runs replay it.
+struct ReplayPolicy {
+  std::shared_ptr<const Profile> profile;
+  /// Set: the runs learn the workload from arrivals (ReplayInput::learning).
+  std::optional<WorkloadLearning> learning;
+};
+
+/// The policy file at `path` for a trace's runs: when `learn` and the file
+/// leaves workloadLearning on, as written, learning; otherwise
+/// LoadPolicyForTrace's (the trace's typical pods, when given).
+absl::StatusOr<ReplayPolicy> LoadReplayPolicy(const std::string& path, const PluginRegistry& registry,
+                                              const std::vector<WorkloadPod>* typical, bool learn);
 
 /// Loads everything (every error names its file), then runs. `progress`, if
 /// set, is called after each run (from the running thread, serialised).

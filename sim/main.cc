@@ -42,6 +42,13 @@ ABSL_FLAG(std::string, out, "", "Directory for curves.csv, summary.md and one SV
 ABSL_FLAG(std::string, memo, "auto", "auto: memoise per node and pod class unless a plugin randomises per pod; off.");
 ABSL_FLAG(bool, workload_from_trace, true,
           "Give plugins with a `workload` arg the replayed trace's typical pods (as the paper gives FGD).");
+ABSL_FLAG(bool, learn_workload, true,
+          "Policies whose file leaves workloadLearning on learn the workload from the run's arrivals, starting "
+          "from their file's list, as the server does (false: they get the trace's, as above).");
+ABSL_FLAG(int64_t, node_cpu_percent, 100, "Stress: every node's CPU scaled to this % (1..1000; sim/stress.h).");
+ABSL_FLAG(int64_t, pod_gpu_memory_percent, 0,
+          "Stress: GPUs get their model's memory and pods sharing a GPU ask this % of 24 GiB per GPU of share "
+          "(0: no GPU memory, as in the trace; sim/stress.h).");
 ABSL_FLAG(bool, progress, true, "Print a line per finished run to stderr.");
 ABSL_FLAG(std::string, tenants, "",
           "A policy file with a tenants: section: run the tenant replay (trace times, quotas, priorities, "
@@ -160,6 +167,15 @@ int main(int argc, char** argv) {
   if (memo != "auto" && memo != "off") return Fail(absl::InvalidArgumentError("--memo: must be auto or off"));
   options.memo = memo == "off" ? tessera::sim::MemoMode::kOff : tessera::sim::MemoMode::kAuto;
   options.workload_from_trace = absl::GetFlag(FLAGS_workload_from_trace);
+  options.learn_workload = absl::GetFlag(FLAGS_learn_workload);
+  options.stress.node_cpu_percent = absl::GetFlag(FLAGS_node_cpu_percent);
+  options.stress.pod_gpu_memory_percent = absl::GetFlag(FLAGS_pod_gpu_memory_percent);
+  if (options.stress.node_cpu_percent < 1 || options.stress.node_cpu_percent > 1000) {
+    return Fail(absl::InvalidArgumentError("--node_cpu_percent: must be 1..1000"));
+  }
+  if (options.stress.pod_gpu_memory_percent < 0 || options.stress.pod_gpu_memory_percent > 1000) {
+    return Fail(absl::InvalidArgumentError("--pod_gpu_memory_percent: must be 0..1000"));
+  }
   if (absl::GetFlag(FLAGS_node_sample) < 1) return Fail(absl::InvalidArgumentError("--node_sample: must be at least 1"));
   options.node_sample = static_cast<size_t>(absl::GetFlag(FLAGS_node_sample));
   if (absl::Status st = ReadTenancy(options); !st.ok()) return Fail(st);

@@ -65,6 +65,7 @@ PodGpuRequest RequestOf(const TracePod& p) {
   r.whole_gpu = p.gpus == 0 || p.gpu_milli >= kOneGpu.value();
   r.guaranteed = r.limit = MilliGpu(p.gpus == 0 ? 0 : p.gpu_milli);
   if (r.whole_gpu) r.guaranteed = r.limit = kOneGpu;
+  if (!r.whole_gpu) r.memory = r.memory_limit = MemoryMiB(p.gpu_memory_mib);
   r.models = p.models;
   r.host = HostRequest{.cpu = MilliCpu(p.cpu_milli), .memory = MemoryMiB(p.memory_mib)};
   return r;
@@ -72,10 +73,10 @@ PodGpuRequest RequestOf(const TracePod& p) {
 
 PodClasses ClassifyPods(const std::vector<TracePod>& pods) {
   PodClasses c;
-  std::map<std::tuple<int64_t, int64_t, int32_t, int64_t, std::string>, uint32_t> index;
+  std::map<std::tuple<int64_t, int64_t, int32_t, int64_t, int64_t, std::string>, uint32_t> index;
   c.class_of.reserve(pods.size());
   for (const TracePod& p : pods) {
-    auto [it, inserted] = index.try_emplace({p.cpu_milli, p.memory_mib, p.gpus, p.gpu_milli, p.gpu_spec},
+    auto [it, inserted] = index.try_emplace({p.cpu_milli, p.memory_mib, p.gpus, p.gpu_milli, p.gpu_memory_mib, p.gpu_spec},
                                             static_cast<uint32_t>(c.requests.size()));
     if (inserted) {
       c.requests.push_back(RequestOf(p));
@@ -112,15 +113,18 @@ bool AnswersDependOnSalt(const Profile& profile, const Cluster& cluster, const P
 }
 
 ReplayResult Replay(const ReplayInput& in) {
-  const Profile& profile = *in.profile;
+  std::shared_ptr<const Profile> learned_profile;  // in force once a mix was learned
+  const Profile* profile_in_force = in.profile;
+  std::optional<MixLearner> learner;
+  if (in.learning != nullptr && in.learning->enabled) learner.emplace(*in.learning);
   auto owned = std::make_shared<Cluster>(*in.empty_cluster);
   Cluster& cluster = *owned;
   const size_t n = cluster.size();
-  const size_t k = profile.score_plugin_count();
+  const size_t k = in.profile->score_plugin_count();
   const std::vector<uint32_t>& rank = in.workload->node_rank;
 
   ReplayResult result;
-  result.memoised = in.memo == MemoMode::kAuto && !AnswersDependOnSalt(profile, cluster, *in.classes);
+  result.memoised = in.memo == MemoMode::kAuto && !AnswersDependOnSalt(*in.profile, cluster, *in.classes);
   const size_t slots = result.memoised ? in.classes->requests.size() : 1;
   std::vector<std::vector<Verdict>> verdicts(slots);
   std::vector<std::vector<int64_t>> raw(slots);
@@ -147,6 +151,7 @@ ReplayResult Replay(const ReplayInput& in) {
       memo_raw.resize(n * k);
     }
 
+    const Profile& profile = *profile_in_force;
     EvaluateNodes(profile, cycle, cluster, result.memoised, verdict, memo_raw, feasible, scores);
 
     arrived += pod.total_milli();
@@ -163,6 +168,17 @@ ReplayResult Replay(const ReplayInput& in) {
     }
     result.events.push_back(ReplayEvent{.arrived_milli = arrived, .used_milli = cluster.used_milli(),
                                         .fragmented_milli = fragmentation.total()});
+    if (learner.has_value()) {
+      if (std::optional<WorkloadPod> kind = WorkloadKindOf(cycle.request())) learner->Add(*kind);
+      if (std::shared_ptr<const TargetWorkload> mix = learner->DueMix()) {
+        if (std::shared_ptr<const Profile> next = in.profile->WithWorkload(std::move(mix))) {
+          learned_profile = std::move(next);
+          profile_in_force = learned_profile.get();
+          ++result.learned_mixes;
+          for (std::vector<Verdict>& v : verdicts) v.clear();  // answers under the old mix
+        }
+      }
+    }
   }
   if (in.keep_cluster) result.cluster = std::move(owned);
   return result;

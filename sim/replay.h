@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "policies/fragmentation.h"
+#include "scheduler/cache/workload_learner.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/model/gpu_request.h"
 #include "sim/cluster.h"
@@ -70,6 +71,7 @@ struct ReplayResult {
   std::array<int64_t, kPodKinds> failed_milli{};
   int64_t placed_pods = 0;
   bool memoised = false;
+  int64_t learned_mixes = 0;  ///< Learned mixes put in force.
   /// The cluster after the last pod, when ReplayInput::keep_cluster.
   std::shared_ptr<const Cluster> cluster;
 };
@@ -84,6 +86,13 @@ struct ReplayInput {
   uint64_t seed = 0;                             ///< Salts the pods.
   MemoMode memo = MemoMode::kAuto;
   bool keep_cluster = false;
+  /// Set: learn the workload from the run's arrivals as the server does
+  /// (scheduler/cache/workload_learner.h): each pod counts once it was
+  /// scheduled (the server learns off the request path), and each mix due
+  /// puts `profile` WithWorkload in force for the pods after it (and the
+  /// memo starts over). The run starts knowing nothing: the profile's own
+  /// workload holds until warm-up.
+  const WorkloadLearning* learning = nullptr;
 };
 
 ReplayResult Replay(const ReplayInput& input);

@@ -19,6 +19,7 @@ struct TraceNode {
   int64_t memory_mib = 0;
   int32_t gpus = 0;
   std::string model;  ///< Empty for a node without GPUs.
+  int64_t gpu_memory_mib = 0;  ///< Per GPU; 0: unknown (the trace has none; sim/stress.h may set it).
   bool operator==(const TraceNode&) const = default;
 };
 
@@ -32,6 +33,7 @@ struct TracePod {
   int64_t memory_mib = 0;
   int32_t gpus = 0;                 ///< 0: asks for no GPU.
   int64_t gpu_milli = 0;            ///< Per GPU: min(gpu_milli, 1000); 0 when gpus is 0.
+  int64_t gpu_memory_mib = 0;       ///< GPU memory per GPU of a share; 0: none (the trace has none; sim/stress.h).
   std::string gpu_spec;             ///< As written, e.g. "V100M16|V100M32"; empty: any model.
   std::vector<std::string> models;  ///< gpu_spec split on '|', empty parts dropped.
   std::string qos;                  ///< The trace's QoS class (LS, BE, Burstable, Guaranteed); empty: none.

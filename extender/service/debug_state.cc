@@ -103,6 +103,21 @@ std::string RenderDebugState(const DebugInputs& in) {
     }
     doc["migWaiting"] = std::move(waits);
   }
+  if (in.workload != nullptr) {
+    const WorkloadLearnerStatus& w = *in.workload;
+    nlohmann::json learned = nlohmann::json::array();
+    if (w.learned != nullptr) {
+      for (const WorkloadPod& p : w.learned->pods()) learned.push_back(FormatWorkloadPod(p));
+    }
+    doc["workload"] = {{"enabled", w.settings.enabled},
+                       {"inForce", in.learned_workload_in_force ? "learned" : "policy file"},
+                       {"arrivals", w.arrivals},
+                       {"windowPods", w.window_pods},
+                       {"windowKinds", w.window_kinds},
+                       {"publications", w.publications},
+                       {"droppedObservations", w.dropped},
+                       {"learned", std::move(learned)}};
+  }
   if (!in.tenants.empty()) {
     auto totals = [](const GpuTotals& t) {
       return nlohmann::json{{"gpuMilli", t.milli.value()}, {"gpuMemoryMiB", t.memory.value()}, {"gpus", t.gpus}};

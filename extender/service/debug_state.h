@@ -13,6 +13,7 @@
 #include "k8s/client/reflector.h"
 #include "k8s/sync/pod_sink.h"
 #include "scheduler/cache/cluster_snapshot.h"
+#include "scheduler/cache/workload_learner.h"
 #include "scheduler/framework/profile_set.h"
 
 namespace tessera {
@@ -34,6 +35,10 @@ struct DebugInputs {
   std::vector<TenantReport> tenants = {};
   /// Pods waiting for a MIG profile, with re-partitioning advice (extender/service/mig_advice.h).
   std::vector<MigWait> mig_waits = {};
+  /// The workload learner (scheduler/cache/workload_learner.h); null: none.
+  const WorkloadLearnerStatus* workload = nullptr;
+  /// Whether the learned mix is in force (not the policy file's lists).
+  bool learned_workload_in_force = false;
   /// The profiles in force (scheduler/framework/profile_set.h); null, or
   /// without pools: no "pools" entry.
   const ProfileSet* profiles = nullptr;
@@ -47,7 +52,10 @@ struct DebugInputs {
 /// gpuMemoryMiBSeconds, podsOverMaxRunTime}] when the policy has tenants,
 /// "migWaiting": [{profile, pods, repartition: {node, gpu, gpuUuid, model,
 /// start, destroyFreeInstances: [{profile, start, uuid}], podsToEvict,
-/// geometryLoss} or null}] when pods wait for MIG instances, "pools":
+/// geometryLoss} or null}] when pods wait for MIG instances, "workload":
+/// {enabled, inForce ("learned" or "policy file"), arrivals, windowPods,
+/// windowKinds, publications, droppedObservations, learned: ["<weight>
+/// cpu=.. gpu=..", ...] (the last mix learned, most common first)}, "pools":
 /// {defaultPlugins, routes: [{pool, taskTypes, exclusive, plugins, nodes,
 /// gpuMilli: {capacity, allocated}}]} when the policy routes task types to
 /// node pools}.

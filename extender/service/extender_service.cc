@@ -251,6 +251,7 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
     const Profile* profile = route.profile().get();
     const CandidateNodes candidates(*args, *snapshot);
     const CycleState cycle(ProfileRequest(*request, args->pod.host));
+    if (sources_.arrival) sources_.arrival(args->pod.uid, cycle.request());
     const bool wants_gpus = cycle.wants_gpus();
     const std::shared_ptr<const TenantSet> tenants = sources_.tenants ? sources_.tenants() : nullptr;
     const std::optional<std::string> unknown_tenant = UnknownTenant(tenants.get(), args->pod);

@@ -59,6 +59,10 @@ struct ExtenderSources {
   /// GPU map page shows them); a filter that passes the pod somewhere, or
   /// its bind, forgets it. Not owned; null: nothing is kept.
   RecentRefusals* refusals = nullptr;
+  /// Told of every pod filter is asked about, with its UID (the workload
+  /// learner's arrivals: scheduler/cache/workload_learner.h); must be cheap.
+  /// May be empty.
+  std::function<void(std::string_view uid, const PodGpuRequest& request)> arrival = {};
 };
 
 class ExtenderService {

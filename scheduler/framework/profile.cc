@@ -262,6 +262,19 @@ bool Profile::memoizable() const {
          (gpu_set_ == nullptr || gpu_set_->Memoizable());
 }
 
+std::shared_ptr<const Profile> Profile::WithWorkload(std::shared_ptr<const TargetWorkload> workload) const {
+  std::vector<WeightedPlugin> plugins = plugins_;
+  bool any = false;
+  for (WeightedPlugin& p : plugins) {
+    if (std::shared_ptr<const Plugin> measuring = p.plugin->WithWorkload(workload)) {
+      p.plugin = std::move(measuring);
+      any = true;
+    }
+  }
+  // The same plugins, in the same combination, as a valid profile's: no check can fail.
+  return any ? std::shared_ptr<const Profile>(new Profile(std::move(plugins))) : nullptr;
+}
+
 std::vector<std::string> Profile::PluginNames() const {
   std::vector<std::string> names;
   names.reserve(plugins_.size());

@@ -16,7 +16,7 @@ namespace tessera {
 
 /// A plugin as the policy file configured it.
 struct WeightedPlugin {
-  std::unique_ptr<Plugin> plugin;
+  std::shared_ptr<const Plugin> plugin;  ///< Shared by the profiles WithWorkload derives.
   int64_t weight = 1;  ///< Applies to the plugin's score; 1..100.
 };
 
@@ -74,6 +74,11 @@ class Profile {
   /// all sums are equal, all get 10. What kube-scheduler then takes among
   /// the nodes at 10 is the simulator's tie-break among the best.
   [[nodiscard]] static std::vector<int64_t> WireScores(absl::Span<const int64_t> totals);
+
+  /// This profile with every plugin that measures against an expected
+  /// workload (Plugin::WithWorkload) measuring against `workload`; the other
+  /// plugins are shared. Null when no plugin takes a workload.
+  [[nodiscard]] std::shared_ptr<const Profile> WithWorkload(std::shared_ptr<const TargetWorkload> workload) const;
 
   /// Names of the configured plugins, in order.
   [[nodiscard]] std::vector<std::string> PluginNames() const;

@@ -42,6 +42,10 @@ std::shared_ptr<const ProfileSet> ProfileSet::Single(std::shared_ptr<const Profi
   return std::shared_ptr<const ProfileSet>(new ProfileSet(std::move(profile), {}));
 }
 
+std::shared_ptr<const ProfileSet> ProfileSet::WithDefault(std::shared_ptr<const Profile> default_profile) const {
+  return std::shared_ptr<const ProfileSet>(new ProfileSet(std::move(default_profile), pools_));
+}
+
 ProfileSet::ProfileSet(std::shared_ptr<const Profile> default_profile, std::vector<PoolPolicy> pools)
     : default_(std::move(default_profile)), pools_(std::move(pools)) {
   has_exclusive_ = std::any_of(pools_.begin(), pools_.end(), [](const PoolPolicy& p) { return p.exclusive; });

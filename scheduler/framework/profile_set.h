@@ -47,6 +47,9 @@ class ProfileSet {
                                                                   std::vector<PoolPolicy> pools);
   /// A set of one profile and no pools: every pod, every node.
   static std::shared_ptr<const ProfileSet> Single(std::shared_ptr<const Profile> profile);
+  /// This set with `default_profile` (never null) in place of its default;
+  /// the pools are shared.
+  [[nodiscard]] std::shared_ptr<const ProfileSet> WithDefault(std::shared_ptr<const Profile> default_profile) const;
 
   /// What places pods no pool takes.
   [[nodiscard]] const std::shared_ptr<const Profile>& default_profile() const { return default_; }

@@ -1,5 +1,9 @@
 // The policy file's `pools:` section: node pools by task type, each with its
 // own plugins, and errors with file:line:col like the rest of the file.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -7,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "config/policy_loader.h"
+#include "config/policy_store.h"
 #include "policies/builtin_registry.h"
 
 namespace tessera {
@@ -160,6 +165,42 @@ INSTANTIATE_TEST_SUITE_P(
                      "pools:\n  - name: a\n    taskTypes: [x]\n    selector: {a: b}\n    plugins: [{name: gpu-share}]\n",
                      "pools[0].selector"}),
     [](const ::testing::TestParamInfo<BadPoolsCase>& info) { return info.param.name; });
+
+TEST(PoolsSection, ALearnedWorkloadReplacesTheDefaultProfileInTheSetAndLeavesThePoolsAsTheFileSaysThem) {
+  std::string dir = (std::filesystem::temp_directory_path() / "tessera-pools-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  const std::string path = dir + "/policy.yaml";
+  std::ofstream(path) << R"(apiVersion: tessera.io/v1alpha1
+kind: SchedulingPolicy
+plugins:
+  - name: fgd
+    args: {workload: ["1 cpu=1 gpu=1"]}
+pools:
+  - name: gpu-inference
+    taskTypes: [inference]
+    plugins:
+      - name: fgd
+        args: {workload: ["1 cpu=1 gpu=250m"]}
+)";
+  static const PluginRegistry registry = NewBuiltinRegistry();
+  absl::StatusOr<std::unique_ptr<PolicyStore>> store = PolicyStore::Open(path, registry, nullptr);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const std::shared_ptr<const ProfileSet> file = (*store)->CurrentProfiles();
+  EXPECT_EQ(file->default_profile(), (*store)->Current());
+
+  (*store)->PublishLearnedWorkload(
+      std::make_shared<const TargetWorkload>(*TargetWorkload::Create({*ParseWorkloadPod("1 cpu=1 gpu=500m")})));
+  const std::shared_ptr<const ProfileSet> learned = (*store)->CurrentProfiles();
+  EXPECT_NE(learned, file);
+  EXPECT_EQ(learned->default_profile(), (*store)->Current()) << "one set: the request reads the learned default";
+  EXPECT_NE(learned->default_profile(), file->default_profile());
+  ASSERT_EQ(learned->pools().size(), 1u);
+  EXPECT_EQ(learned->pools()[0].profile, file->pools()[0].profile) << "a pool keeps its own list (and its memo)";
+
+  (*store)->PublishLearnedWorkload(nullptr);
+  EXPECT_EQ((*store)->CurrentProfiles(), file);
+  std::filesystem::remove_all(dir);
+}
 
 }  // namespace
 }  // namespace tessera

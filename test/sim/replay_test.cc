@@ -49,7 +49,8 @@ TracePod GpuPod(std::string name, int32_t gpus, int64_t milli, int64_t cpu = 100
 
 // A run of `pods` in list order with the given node ranks.
 ReplayResult RunInOrder(const Profile& profile, const std::vector<TraceNode>& nodes, const std::vector<TracePod>& pods,
-                 std::vector<uint32_t> rank, MemoMode memo = MemoMode::kAuto) {
+                 std::vector<uint32_t> rank, MemoMode memo = MemoMode::kAuto,
+                 const WorkloadLearning* learning = nullptr) {
   const Cluster cluster(nodes);
   const PodClasses classes = ClassifyPods(pods);
   RunWorkload w;
@@ -57,7 +58,8 @@ ReplayResult RunInOrder(const Profile& profile, const std::vector<TraceNode>& no
   w.originals = pods.size();
   w.node_rank = std::move(rank);
   return Replay(ReplayInput{.profile = &profile, .empty_cluster = &cluster, .pods = &pods, .classes = &classes,
-                            .workload = &w, .typical = nullptr, .seed = 1, .memo = memo});
+                            .workload = &w, .typical = nullptr, .seed = 1, .memo = memo, .keep_cluster = false,
+                            .learning = learning});
 }
 
 TEST(ReplayTest, EqualScoresGoToTheNodeWithTheLowestRank) {
@@ -155,6 +157,32 @@ TEST(PodClassesTest, PodsAskingTheSameShareOneRequest) {
   EXPECT_EQ(classes.requests[3].count, 0);
   pods.push_back(GpuPod("e", 1, 500));
   EXPECT_EQ(ClassifyPods(pods).class_of[4], 0u);
+}
+
+TEST(ReplayTest, LearningPutsMixesInForceOnScheduleAndTheMemoFollowsThem) {
+  // The prior says whole GPUs; the arrivals are mostly quarters and halves.
+  const std::shared_ptr<const Profile> profile = PolicyText(
+      "  - name: host-resources\n"
+      "  - name: fgd\n    weight: 100\n    args: {workload: [\"1 cpu=1 gpu=1\"]}\n"
+      "  - name: host-stranding\n    args: {workload: [\"1 cpu=1 gpu=1\"]}\n");
+  const std::vector<TraceNode> nodes = {GpuNode("a", 8, 16000), GpuNode("b", 8, 64000), GpuNode("c", 4, 96000)};
+  std::vector<TracePod> pods;
+  for (int i = 0; i < 40; ++i) {
+    const int64_t milli = i % 3 == 0 ? 250 : i % 3 == 1 ? 500 : 1000;
+    pods.push_back(GpuPod("p" + std::to_string(i), 1, milli, 1000 + 500 * (i % 4)));
+  }
+  const WorkloadLearning learning{.window_pods = 100, .warmup_pods = 10, .publish_every_pods = 5};
+  const ReplayResult memoised = RunInOrder(*profile, nodes, pods, {0, 1, 2}, MemoMode::kAuto, &learning);
+  EXPECT_TRUE(memoised.memoised);
+  EXPECT_EQ(memoised.learned_mixes, 7);  // after pods 10, 15, ..., 40
+  // Every node is evaluated anew under each mix: the memo gives what evaluating everything gives.
+  const ReplayResult full = RunInOrder(*profile, nodes, pods, {0, 1, 2}, MemoMode::kOff, &learning);
+  ASSERT_EQ(memoised.events.size(), full.events.size());
+  for (size_t i = 0; i < full.events.size(); ++i) {
+    EXPECT_EQ(memoised.events[i].used_milli, full.events[i].used_milli) << "pod " << i;
+  }
+  const WorkloadLearning off{.enabled = false};
+  EXPECT_EQ(RunInOrder(*profile, nodes, pods, {0, 1, 2}, MemoMode::kAuto, &off).learned_mixes, 0);
 }
 
 }  // namespace

@@ -1,0 +1,243 @@
+#include "scheduler/model/target_workload.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "scheduler/model/absl_compat.h"
+
+namespace tessera {
+namespace {
+
+constexpr int64_t kMaxCount = 1'000'000'000;
+// One GPU's free milli-GPU is 0..1000: tables by free amount have this many rows.
+constexpr size_t kFrees = static_cast<size_t>(kOneGpu.value()) + 1;
+
+bool ParsePositive(std::string_view digits, int64_t max, int64_t& out) {
+  return !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+         absl::SimpleAtoi(Absl(digits), &out) && out >= 0 && out <= max;
+}
+
+absl::Status ParseCpu(std::string_view v, WorkloadPod& pod) {
+  int64_t n = 0;
+  if (!v.empty() && v.back() == 'm' && ParsePositive(v.substr(0, v.size() - 1), kMaxCount, n)) {
+    pod.cpu = MilliCpu(n);
+    return absl::OkStatus();
+  }
+  if (ParsePositive(v, kMaxCount / 1000, n)) {
+    pod.cpu = MilliCpu(n * 1000);
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("cpu=", Absl(v), ": must be milli-CPU such as 3152m or whole cores such as 12"));
+}
+
+absl::Status ParseGpu(std::string_view v, WorkloadPod& pod) {
+  const auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gpu=", Absl(v), ": must be a share of one GPU such as 810m, whole GPUs such as 2, or GPUs of a share such as 2x500m"));
+  };
+  int64_t count = 1, milli = 0;
+  std::string_view share = v;
+  if (const size_t x = v.find('x'); x != std::string_view::npos) {
+    if (!ParsePositive(v.substr(0, x), 64, count) || count == 0) return bad();
+    share = v.substr(x + 1);
+    if (share.empty() || share.back() != 'm') return bad();
+  }
+  if (!share.empty() && share.back() == 'm') {
+    if (!ParsePositive(share.substr(0, share.size() - 1), 1000, milli) || milli == 0) return bad();
+  } else {
+    if (!ParsePositive(share, 64, count)) return bad();
+    milli = count == 0 ? 0 : kOneGpu.value();
+  }
+  pod.gpus = static_cast<int32_t>(count);
+  pod.milli = MilliGpu(milli);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<WorkloadPod> ParseWorkloadPod(std::string_view text) {
+  std::vector<std::string_view> words;
+  for (absl::string_view w : absl::StrSplit(Absl(text), ' ', absl::SkipEmpty())) words.push_back(Std(w));
+  WorkloadPod pod;
+  if (words.empty() || !ParsePositive(words[0], kMaxCount, pod.weight) || pod.weight == 0) {
+    return absl::InvalidArgumentError(
+        "must start with a positive integer weight, as in \"1078 cpu=3152m gpu=810m\"");
+  }
+  bool has_cpu = false;
+  for (size_t i = 1; i < words.size(); ++i) {
+    const size_t eq = words[i].find('=');
+    const std::string_view key = words[i].substr(0, eq);
+    const std::string_view value = eq == std::string_view::npos ? std::string_view() : words[i].substr(eq + 1);
+    absl::Status st;
+    if (key == "cpu") {
+      st = ParseCpu(value, pod);
+      has_cpu = true;
+    } else if (key == "gpu") {
+      st = ParseGpu(value, pod);
+    } else if (key == "models") {
+      for (absl::string_view m : absl::StrSplit(Absl(value), '|', absl::SkipEmpty())) pod.models.emplace_back(Std(m));
+      if (pod.models.empty()) st = absl::InvalidArgumentError("models=: list at least one model, as in models=V100M16|V100M32");
+    } else {
+      st = absl::InvalidArgumentError(absl::StrCat("unknown field \"", Absl(words[i]), "\"; known: cpu=, gpu=, models="));
+    }
+    if (!st.ok()) return st;
+  }
+  if (!has_cpu) return absl::InvalidArgumentError("cpu= is required (cpu=0 for none)");
+  return pod;
+}
+
+std::string FormatWorkloadPod(const WorkloadPod& pod) {
+  std::string s = absl::StrCat(pod.weight, " cpu=", pod.cpu.value(), "m");
+  if (pod.gpus > 0) {
+    if (pod.milli == kOneGpu) {
+      absl::StrAppend(&s, " gpu=", pod.gpus);
+    } else if (pod.gpus == 1) {
+      absl::StrAppend(&s, " gpu=", pod.milli.value(), "m");
+    } else {
+      absl::StrAppend(&s, " gpu=", pod.gpus, "x", pod.milli.value(), "m");
+    }
+  }
+  if (!pod.models.empty()) absl::StrAppend(&s, " models=", absl::StrJoin(pod.models, "|"));
+  return s;
+}
+
+namespace {
+
+// Σ weight, once every kind is well formed and the sum is in range.
+absl::StatusOr<int64_t> ValidatedTotalWeight(const std::vector<WorkloadPod>& pods) {
+  if (pods.empty()) return absl::InvalidArgumentError("a workload needs at least one kind of pod");
+  int64_t total = 0;
+  for (const WorkloadPod& p : pods) {
+    if (p.weight <= 0) return absl::InvalidArgumentError(absl::StrCat("\"", FormatWorkloadPod(p), "\": weight must be positive"));
+    if ((p.gpus == 0) != (p.milli.value() == 0) || p.milli > kOneGpu || p.gpus < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("\"", FormatWorkloadPod(p), "\": GPU count and share disagree"));
+    }
+    total += p.weight;  // each at most 10^9: no overflow before the check below
+    if (total > TargetWorkload::kMaxTotalWeight) {
+      return absl::InvalidArgumentError(absl::StrCat("the weights add up to more than ", TargetWorkload::kMaxTotalWeight,
+                                                     "; scale them down (only their ratios matter)"));
+    }
+  }
+  return total;
+}
+
+// The distinct shares and CPU levels, and for every free amount how many shares fit in it.
+void SharesAndCpuLevels(const std::vector<WorkloadPod>& pods, TargetWorkload::Measure& measure) {
+  for (const WorkloadPod& p : pods) {
+    if (p.gpus > 0) measure.shares.push_back(p.milli.value());
+    if (p.gpus > 0 && p.models.empty()) measure.cpu_levels.push_back(p.cpu.value());
+  }
+  for (std::vector<int64_t>* v : {&measure.shares, &measure.cpu_levels}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
+  measure.shares_within.resize(kFrees);
+  for (size_t free = 0; free < measure.shares_within.size(); ++free) {
+    measure.shares_within[free] = static_cast<uint16_t>(
+        std::upper_bound(measure.shares.begin(), measure.shares.end(), static_cast<int64_t>(free)) -
+        measure.shares.begin());
+  }
+}
+
+// One group of kinds (same share and GPU count) while the groups are built.
+struct GroupRows {
+  TargetWorkload::Measure::Group group;
+  std::vector<int64_t> weight_within_cpu;  // per rank
+};
+
+// The group of kinds of `share` and `gpus` in `groups` (kept in share, then
+// GPU-count order), added empty when there is none yet.
+GroupRows& GroupOf(std::vector<GroupRows>& groups, size_t share, int64_t gpus, size_t ranks) {
+  const auto group = std::lower_bound(groups.begin(), groups.end(), std::make_pair(share, gpus),
+                                      [](const GroupRows& g, const std::pair<size_t, int64_t>& key) {
+                                        return std::make_pair(g.group.share, g.group.gpus) < key;
+                                      });
+  if (group != groups.end() && group->group.share == share && group->group.gpus == gpus) return *group;
+  return *groups.insert(group, GroupRows{.group = {.share = share, .gpus = gpus, .weight = 0},
+                                         .weight_within_cpu = std::vector<int64_t>(ranks, 0)});
+}
+
+// Sorts every kind into the CPU-only weight, the model-naming kinds or its
+// group, and lays the groups' per-rank weights out flat.
+void GroupKinds(const std::vector<WorkloadPod>& pods, TargetWorkload::Measure& measure) {
+  const size_t ranks = measure.cpu_levels.size() + 1;
+  std::vector<GroupRows> groups;
+  for (size_t m = 0; m < pods.size(); ++m) {
+    const WorkloadPod& p = pods[m];
+    const size_t share = p.gpus == 0 ? 0
+                                     : static_cast<size_t>(std::lower_bound(measure.shares.begin(), measure.shares.end(),
+                                                                            p.milli.value()) - measure.shares.begin());
+    measure.share_of.push_back(share);
+    if (p.gpus == 0) {
+      measure.cpu_only_weight += p.weight;
+      measure.any_model_weight += p.weight;
+      continue;
+    }
+    if (!p.models.empty()) {
+      measure.model_kinds.push_back(m);
+      continue;
+    }
+    GroupRows& rows = GroupOf(groups, share, p.gpus, ranks);
+    rows.group.weight += p.weight;
+    measure.any_model_weight += p.weight;
+    // The kind counts at every rank whose level is at least its CPU.
+    const auto level = static_cast<size_t>(
+        std::lower_bound(measure.cpu_levels.begin(), measure.cpu_levels.end(), p.cpu.value()) -
+        measure.cpu_levels.begin());
+    for (size_t r = level + 1; r < ranks; ++r) rows.weight_within_cpu[r] += p.weight;
+  }
+  for (const GroupRows& rows : groups) {
+    measure.groups.push_back(rows.group);
+    measure.weight_within_cpu.insert(measure.weight_within_cpu.end(), rows.weight_within_cpu.begin(),
+                                     rows.weight_within_cpu.end());
+  }
+}
+
+// Each one-GPU group adds its weight from its share up: entered at the
+// share, then summed along each rank's row (O(groups·ranks + ranks·1001)).
+void RoomWeights(TargetWorkload::Measure& measure) {
+  const size_t ranks = measure.cpu_levels.size() + 1;
+  measure.room_weight.assign(ranks * kFrees, 0);
+  for (size_t g = 0; g < measure.groups.size(); ++g) {
+    const TargetWorkload::Measure::Group& group = measure.groups[g];
+    if (group.gpus != 1) {
+      measure.multi_gpu_groups.push_back(g);
+      continue;
+    }
+    const auto from = static_cast<size_t>(measure.shares[group.share]);
+    for (size_t r = 0; r < ranks; ++r) {
+      measure.room_weight[r * kFrees + from] += static_cast<int32_t>(measure.weight_within_cpu[g * ranks + r]);
+    }
+  }
+  for (size_t r = 0; r < ranks; ++r) {
+    for (size_t f = 1; f < kFrees; ++f) measure.room_weight[r * kFrees + f] += measure.room_weight[r * kFrees + f - 1];
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> pods) {
+  absl::StatusOr<int64_t> total = ValidatedTotalWeight(pods);
+  if (!total.ok()) return total.status();
+  TargetWorkload w;
+  w.total_weight_ = *total;
+  // Σ w ≤ 2^30, a GPU pod asks at most 2^20 milli-CPU of any sane node and
+  // at most a few thousand milli-GPU: both sums fit in 64 bits.
+  for (const WorkloadPod& pod : pods) {
+    w.has_models_ = w.has_models_ || !pod.models.empty();
+    if (pod.gpus == 0) continue;
+    w.cpu_per_gpu_.cpu += pod.weight * pod.cpu.value();
+    w.cpu_per_gpu_.gpu += pod.weight * pod.gpus * pod.milli.value();
+  }
+  SharesAndCpuLevels(pods, w.measure_);
+  GroupKinds(pods, w.measure_);
+  RoomWeights(w.measure_);
+  w.pods_ = std::move(pods);
+  return w;
+}
+
+}  // namespace tessera

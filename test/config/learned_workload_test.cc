@@ -1,0 +1,158 @@
+// The policy file's workloadLearning: section, and the store putting a
+// learned workload in force over the file's own lists.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "config/policy_loader.h"
+#include "config/policy_store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "policies/builtin_registry.h"
+#include "test/testing/builders.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr std::string_view kFgd =
+    "apiVersion: tessera.io/v1alpha1\n"
+    "kind: SchedulingPolicy\n"
+    "plugins:\n"
+    "  - name: fgd\n"
+    "    args:\n"
+    "      workload: [\"1 cpu=1 gpu=1\"]\n";
+
+absl::StatusOr<LoadedPolicy> Load(std::string_view text) {
+  static const PluginRegistry registry = NewBuiltinRegistry();
+  return LoadPolicyDocument(text, "p.yaml", registry);
+}
+
+TEST(WorkloadLearningSectionTest, IsOnWithItsDefaultsWhenAbsent) {
+  absl::StatusOr<LoadedPolicy> p = Load(kFgd);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->learning, WorkloadLearning{});
+  EXPECT_TRUE(p->learning.enabled);
+}
+
+TEST(WorkloadLearningSectionTest, ReadsEveryField) {
+  absl::StatusOr<LoadedPolicy> p = Load(std::string(kFgd) +
+                                        "workloadLearning:\n"
+                                        "  enabled: false\n"
+                                        "  windowPods: 800\n"
+                                        "  warmupPods: 80\n"
+                                        "  publishEveryPods: 20\n"
+                                        "  coveragePercent: 90\n"
+                                        "  maxKinds: 12\n");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->learning, (WorkloadLearning{.enabled = false, .window_pods = 800, .warmup_pods = 80,
+                                           .publish_every_pods = 20, .coverage_percent = 90, .max_kinds = 12}));
+}
+
+TEST(WorkloadLearningSectionTest, RefusesBadFieldsWithLineAndField) {
+  struct Case {
+    const char* name;
+    const char* section;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"a window too small to learn from", "  windowPods: 10\n", "p.yaml:8:15: workloadLearning.windowPods: must be an integer in 100..1000000; got \"10\""},
+      {"a warm-up longer than the window", "  windowPods: 100\n  warmupPods: 200\n", "p.yaml:9:15: workloadLearning.warmupPods: must be at most windowPods (100)"},
+      {"coverage above 100%", "  coveragePercent: 101\n", "workloadLearning.coveragePercent: must be an integer in 1..100"},
+      {"enabled that is not a boolean", "  enabled: sometimes\n", "workloadLearning.enabled: must be true or false"},
+      {"an unknown field", "  halfLife: 3h\n", "workloadLearning.halfLife: unknown field"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<LoadedPolicy> p = Load(std::string(kFgd) + "workloadLearning:\n" + c.section);
+    EXPECT_THAT(std::string(p.status().message()), HasSubstr(c.error)) << c.name;
+  }
+}
+
+class LearnedWorkloadStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = (std::filesystem::temp_directory_path() / "tessera-learned-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
+    dir_ = templ;
+    path_ = (dir_ / "policy.yaml").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void Write(std::string_view text) { std::ofstream(path_, std::ios::trunc) << text; }
+  std::unique_ptr<PolicyStore> Open() {
+    absl::StatusOr<std::unique_ptr<PolicyStore>> store = PolicyStore::Open(path_, registry_, nullptr);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+  std::filesystem::path dir_;
+  std::string path_;
+  const PluginRegistry registry_ = NewBuiltinRegistry();
+};
+
+std::shared_ptr<const TargetWorkload> Mix(const char* item) {
+  return std::make_shared<const TargetWorkload>(*TargetWorkload::Create({*ParseWorkloadPod(item)}));
+}
+
+// fgd's score of a quarter-GPU pod on a node with one GPU three-quarters
+// full and one empty: under a workload of quarter-GPU pods the node stays
+// perfectly usable; under one of whole-GPU pods the quarter breaks a GPU.
+int64_t Score(const Profile& profile) {
+  const testing::Node built = testing::Node("n").Gpus(2).Hold(0, 750);
+  const NodeView node = built.View();
+  const CycleState cycle(testing::Pod().Fraction(250));
+  std::optional<GpuChoice> choice = profile.ChooseGpus(cycle, node);
+  EXPECT_TRUE(choice.has_value());
+  return choice.has_value() ? profile.RawScore(0, cycle, node, *choice) : -1;
+}
+
+TEST_F(LearnedWorkloadStoreTest, ALearnedMixReplacesTheFilesListAndSurvivesAReload) {
+  Write(kFgd);
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  const std::shared_ptr<const Profile> file = store->Current();
+  EXPECT_EQ(store->LearnedWorkload(), nullptr);
+
+  const std::shared_ptr<const TargetWorkload> quarters = Mix("1 cpu=1 gpu=250m");
+  store->PublishLearnedWorkload(quarters);
+  EXPECT_NE(store->Current(), file);  // a new profile: a new memo key
+  EXPECT_EQ(store->LearnedWorkload(), quarters);
+  EXPECT_NE(Score(*store->Current()), Score(*file));
+
+  // A reload keeps the learned mix over the new file's lists.
+  Write(std::string(kFgd) + "workloadLearning: {windowPods: 1000}\n");
+  ASSERT_TRUE(store->Reload().ok());
+  EXPECT_EQ(store->LearnedWorkload(), quarters);
+
+  // Going back to the file's lists.
+  store->PublishLearnedWorkload(nullptr);
+  EXPECT_EQ(store->LearnedWorkload(), nullptr);
+  EXPECT_EQ(Score(*store->Current()), Score(*file));
+}
+
+TEST_F(LearnedWorkloadStoreTest, AFileThatTurnsLearningOffDropsTheLearnedMixAndRefusesNewOnes) {
+  Write(kFgd);
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  store->PublishLearnedWorkload(Mix("1 cpu=1 gpu=250m"));
+  Write(std::string(kFgd) + "workloadLearning: {enabled: false}\n");
+  ASSERT_TRUE(store->Reload().ok());
+  EXPECT_EQ(store->LearnedWorkload(), nullptr);
+  EXPECT_FALSE(store->CurrentLearning().enabled);
+  store->PublishLearnedWorkload(Mix("1 cpu=1 gpu=250m"));
+  EXPECT_EQ(store->LearnedWorkload(), nullptr);
+}
+
+TEST_F(LearnedWorkloadStoreTest, APolicyWithoutWorkloadPluginsKeepsItsProfile) {
+  Write("apiVersion: tessera.io/v1alpha1\nkind: SchedulingPolicy\nplugins:\n  - name: gpu-share\n");
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  const std::shared_ptr<const Profile> file = store->Current();
+  store->PublishLearnedWorkload(Mix("1 cpu=1 gpu=250m"));
+  EXPECT_EQ(store->Current(), file);
+  EXPECT_EQ(store->LearnedWorkload(), nullptr);
+}
+
+}  // namespace
+}  // namespace tessera

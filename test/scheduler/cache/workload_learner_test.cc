@@ -1,0 +1,164 @@
+#include "scheduler/cache/workload_learner.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/testing/builders.h"
+
+namespace tessera {
+namespace {
+
+using testing::Pod;
+
+WorkloadPod Kind(const std::string& text) {
+  absl::StatusOr<WorkloadPod> k = ParseWorkloadPod(text);
+  EXPECT_TRUE(k.ok()) << text << ": " << k.status();
+  return *k;
+}
+
+std::vector<std::string> Texts(const std::vector<WorkloadPod>& mix) {
+  std::vector<std::string> out;
+  for (const WorkloadPod& p : mix) out.push_back(FormatWorkloadPod(p));
+  return out;
+}
+
+TEST(WorkloadKindOfTest, TellsApartWhatTheMeasureTellsApart) {
+  struct Case {
+    const char* name;
+    PodGpuRequest request;
+    std::optional<std::string> kind;
+  };
+  const Case cases[] = {
+      {"a share of one GPU is its guaranteed milli", Pod().Fraction(250).Limit(800).Cpu(4000), "1 cpu=4000m gpu=250m"},
+      {"a whole GPU is 1000 milli", Pod().Cpu(8000), "1 cpu=8000m gpu=1"},
+      {"several whole GPUs keep their count", Pod().Count(4).Cpu(32000), "1 cpu=32000m gpu=4"},
+      {"a pod without GPUs is a CPU-only kind", Pod().Count(0).Cpu(2000), "1 cpu=2000m"},
+      {"accepted models are part of the kind", Pod().Models({"V100M32"}).Cpu(1000), "1 cpu=1000m gpu=1 models=V100M32"},
+      {"a MIG instance is no kind of the measure", Pod().MigProfile("1g.10gb").Cpu(1000), std::nullopt},
+  };
+  for (const Case& c : cases) {
+    std::optional<WorkloadPod> kind = WorkloadKindOf(c.request);
+    ASSERT_EQ(kind.has_value(), c.kind.has_value()) << c.name;
+    if (kind) {
+      EXPECT_EQ(FormatWorkloadPod(*kind), *c.kind) << c.name;
+    }
+  }
+}
+
+TEST(ArrivalWindowTest, CountsEachKindAndDropsWhatLeftTheWindow) {
+  ArrivalWindow window(4);
+  for (const char* k : {"1 cpu=1 gpu=1", "1 cpu=1 gpu=1", "1 cpu=2 gpu=500m", "1 cpu=3"}) window.Add(Kind(k));
+  EXPECT_THAT(Texts(window.Mix(100, 10)),
+              ::testing::ElementsAre("2 cpu=1000m gpu=1", "1 cpu=2000m gpu=500m", "1 cpu=3000m"));
+  // Two more arrivals push both whole-GPU pods out.
+  window.Add(Kind("1 cpu=3"));
+  window.Add(Kind("1 cpu=3"));
+  EXPECT_EQ(window.size(), 4u);
+  EXPECT_EQ(window.arrivals(), 6);
+  EXPECT_EQ(window.kinds(), 2u);
+  EXPECT_THAT(Texts(window.Mix(100, 10)), ::testing::ElementsAre("3 cpu=3000m", "1 cpu=2000m gpu=500m"));
+}
+
+TEST(ArrivalWindowTest, MixKeepsTheCommonestKindsUpToCoverageAndCount) {
+  ArrivalWindow window(100);
+  for (int i = 0; i < 60; ++i) window.Add(Kind("1 cpu=1 gpu=1"));
+  for (int i = 0; i < 30; ++i) window.Add(Kind("1 cpu=2 gpu=250m"));
+  for (int i = 0; i < 10; ++i) window.Add(Kind("1 cpu=4"));
+  struct Case {
+    const char* name;
+    int64_t coverage;
+    size_t max_kinds;
+    size_t kinds;
+  };
+  const Case cases[] = {
+      {"60% is covered by the commonest kind alone", 60, 10, 1},
+      {"61% needs the second", 61, 10, 2},
+      {"all of it needs all three", 100, 10, 3},
+      {"the kind limit stops before coverage", 100, 2, 2},
+  };
+  for (const Case& c : cases) EXPECT_EQ(window.Mix(c.coverage, c.max_kinds).size(), c.kinds) << c.name;
+}
+
+TEST(ArrivalWindowTest, EqualCountsAreOrderedByTheKindNotByArrival) {
+  ArrivalWindow a(10), b(10);
+  for (const char* k : {"1 cpu=1", "1 cpu=1 gpu=1", "1 cpu=1 gpu=500m"}) a.Add(Kind(k));
+  for (const char* k : {"1 cpu=1 gpu=500m", "1 cpu=1", "1 cpu=1 gpu=1"}) b.Add(Kind(k));
+  EXPECT_EQ(Texts(a.Mix(100, 10)), Texts(b.Mix(100, 10)));
+  EXPECT_THAT(Texts(a.Mix(100, 10)),
+              ::testing::ElementsAre("1 cpu=1000m gpu=1", "1 cpu=1000m gpu=500m", "1 cpu=1000m"));
+}
+
+TEST(MixLearnerTest, HoldsThePriorUntilWarmUpThenPublishesEveryNArrivals) {
+  MixLearner learner(WorkloadLearning{.window_pods = 100, .warmup_pods = 10, .publish_every_pods = 5});
+  std::vector<int> due_at;
+  for (int i = 1; i <= 21; ++i) {
+    learner.Add(Kind(i <= 10 ? "1 cpu=1 gpu=1" : "1 cpu=2 gpu=500m"));
+    if (learner.DueMix() != nullptr) due_at.push_back(i);
+  }
+  EXPECT_THAT(due_at, ::testing::ElementsAre(10, 15, 20));
+}
+
+TEST(MixLearnerTest, LearnsNothingWhenDisabled) {
+  MixLearner learner(WorkloadLearning{.enabled = false, .window_pods = 100, .warmup_pods = 1});
+  learner.Add(Kind("1 cpu=1 gpu=1"));
+  EXPECT_EQ(learner.DueMix(), nullptr);
+}
+
+TEST(MixLearnerTest, FollowsAShiftOnceHalfTheWindowIsTheNewKind) {
+  MixLearner learner(WorkloadLearning{.window_pods = 100, .warmup_pods = 100, .publish_every_pods = 1});
+  for (int i = 0; i < 100; ++i) learner.Add(Kind("1 cpu=4 gpu=250m"));  // inference by day
+  ASSERT_NE(learner.DueMix(), nullptr);
+  for (int i = 0; i < 51; ++i) learner.Add(Kind("1 cpu=32 gpu=8"));     // training by night
+  std::shared_ptr<const TargetWorkload> mix = learner.DueMix();
+  ASSERT_NE(mix, nullptr);
+  EXPECT_EQ(FormatWorkloadPod(mix->pods().front()), "51 cpu=32000m gpu=8");
+}
+
+WorkloadLearning Small() { return WorkloadLearning{.window_pods = 100, .warmup_pods = 3, .publish_every_pods = 1}; }
+
+TEST(WorkloadLearnerTest, APodFilteredAgainCountsOnce) {
+  WorkloadLearner learner(Small());
+  for (int retry = 0; retry < 5; ++retry) learner.Observe("uid-a", Pod().Cpu(1000));
+  learner.Observe("uid-b", Pod().Cpu(1000));
+  EXPECT_EQ(learner.Learn(Small()), nullptr);  // two pods: not warm yet
+  EXPECT_EQ(learner.Status().arrivals, 2);
+  learner.Observe("uid-a", Pod().Cpu(1000));
+  learner.Observe("uid-c", Pod().Fraction(500).Cpu(2000));
+  std::shared_ptr<const TargetWorkload> mix = learner.Learn(Small());
+  ASSERT_NE(mix, nullptr);
+  EXPECT_THAT(Texts(mix->pods()), ::testing::ElementsAre("2 cpu=1000m gpu=1", "1 cpu=2000m gpu=500m"));
+  EXPECT_EQ(learner.Status().learned, mix);
+  EXPECT_EQ(learner.Status().publications, 1);
+}
+
+TEST(WorkloadLearnerTest, PodsWithoutUidAlwaysCount) {
+  WorkloadLearner learner(Small());
+  for (int i = 0; i < 3; ++i) learner.Observe("", Pod().Cpu(1000));
+  EXPECT_NE(learner.Learn(Small()), nullptr);
+  EXPECT_EQ(learner.Status().arrivals, 3);
+}
+
+TEST(WorkloadLearnerTest, NewSettingsStartTheWindowOver) {
+  WorkloadLearner learner(Small());
+  for (const char* uid : {"a", "b", "c"}) learner.Observe(uid, Pod().Cpu(1000));
+  ASSERT_NE(learner.Learn(Small()), nullptr);
+  WorkloadLearning wider = Small();
+  wider.window_pods = 200;
+  EXPECT_EQ(learner.Learn(wider), nullptr);
+  EXPECT_EQ(learner.Status().arrivals, 0);
+  EXPECT_EQ(learner.Status().learned, nullptr);
+  EXPECT_EQ(learner.Status().settings.window_pods, 200);
+}
+
+TEST(WorkloadLearnerTest, ABurstBeyondTheBufferIsDroppedAndCounted) {
+  WorkloadLearner learner(Small());
+  for (size_t i = 0; i < WorkloadLearner::kMaxPending + 7; ++i) learner.Observe("", Pod().Cpu(1000));
+  EXPECT_EQ(learner.Status().dropped, 7);
+  (void)learner.Learn(Small());
+  EXPECT_EQ(learner.Status().arrivals, static_cast<int64_t>(WorkloadLearner::kMaxPending));
+}
+
+}  // namespace
+}  // namespace tessera
