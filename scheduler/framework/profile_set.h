@@ -12,7 +12,7 @@
 // not move a node into another pool.
 #pragma once
 
-#include <deque>
+#include <list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -104,7 +104,9 @@ class PoolRoute {
   const ProfileSet* set_;
   std::string task_type_;
   const PoolPolicy* pool_;
-  std::deque<std::pair<std::string, FilterVerdict>> refusals_;  // by node pool (few); stay in place
+  // By node pool (few); a list: built only when a node is refused (libstdc++'s
+  // deque allocates when constructed, once per request), and entries stay put.
+  std::list<std::pair<std::string, FilterVerdict>> refusals_;
 };
 
 }  // namespace tessera
