@@ -61,6 +61,7 @@
 #include "policies/builtin_registry.h"
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/framework/profile.h"
+#include "scheduler/framework/profile_set.h"
 #include "scheduler/metrics/metrics.h"
 #include "extender/service/candidate_nodes.h"
 #include "extender/service/extender_service.h"
@@ -409,6 +410,10 @@ struct Fixture {
   RecentRefusals refusals;
   std::unique_ptr<ExtenderService> service;
   std::unique_ptr<ExtenderService> service_without_record;  // for BM_FilterRefusedNames
+  // The same profile as a policy with two node pools (even nodes "gpu-training", odd "gpu-inference").
+  std::shared_ptr<const ProfileSet> pools;
+  std::unique_ptr<ExtenderService> service_with_pools;
+  std::string training_names_body;  // names_body[0]'s pod, labelled tessera.io/task-type: training
   bool mig_cluster = false;   // a quarter of the A100s' GPUs in MIG mode, and MI300X boxes
   std::string names_body[2];  // by gpu-count - 1
   std::string mig_names_body; // a pod asking for a 1g.10gb instance
@@ -489,7 +494,8 @@ std::unique_ptr<Fixture> BuildFixture(int64_t n, bool mig_cluster) {
         ++pods;
       }
     }
-    f->model.UpsertNode(name, *std::move(inv), absl::OkStatus());
+    f->model.UpsertNode(name, *std::move(inv), absl::OkStatus(), std::nullopt,
+                        i % 2 == 0 ? "gpu-training" : "gpu-inference");
 
     if (i > 0) {
       items += ',';
@@ -513,6 +519,20 @@ std::unique_ptr<Fixture> BuildFixture(int64_t n, bool mig_cluster) {
     f->refused_body = absl::StrFormat(R"({"Pod":%s,"Nodes":null,"NodeNames":[%s]})", pod.dump(), names);
   }
 
+  f->pools = *ProfileSet::Create(
+      f->profile, {PoolPolicy{.name = "gpu-training", .task_types = {"training"}, .exclusive = true, .profile = f->profile},
+                   PoolPolicy{.name = "gpu-inference", .task_types = {"inference"}, .exclusive = false,
+                              .profile = f->profile}});
+  f->service_with_pools = std::make_unique<ExtenderService>(
+      ExtenderSources{.snapshot = [fp = f.get()] { return fp->snapshot; },
+                      .profile = [fp = f.get()] { return fp->profile; },
+                      .profiles = [fp = f.get()] { return fp->pools; }},
+      f->metrics);
+  {
+    Json pod = Json::parse(PodJson(1));
+    pod["metadata"]["labels"]["tessera.io/task-type"] = "training";
+    f->training_names_body = absl::StrFormat(R"({"Pod":%s,"Nodes":null,"NodeNames":[%s]})", pod.dump(), names);
+  }
   {
     Json pod = Json::parse(PodJson(1));
     pod["metadata"]["annotations"] = {{"tessera.io/mig-profile", "1g.10gb"}};
@@ -723,6 +743,38 @@ void MigCluster(benchmark::State& state, Verb verb) {
 void BM_FilterNamesMigQuarter(benchmark::State& state) { MigCluster(state, Verb::kFilter); }
 void BM_PrioritizeNamesMigQuarter(benchmark::State& state) { MigCluster(state, Verb::kPrioritize); }
 
+// --- 4c. pools by task type ---------------------------------------------------------
+//
+// BM_FilterNames/1's pod, labelled training, under a policy whose training
+// pool (half the nodes, exclusive) has the same plugins: what routing adds
+// (a pool per node, half the nodes refused with a reason, prioritize over
+// the pool's half). Arg "pools": 0 the same request under the policy without pools.
+
+void PoolRouted(benchmark::State& state, Verb verb) {
+  const Fixture& f = GetFixture(state.range(0));
+  if (!f.error.empty()) {
+    state.SkipWithError(f.error.c_str());
+    return;
+  }
+  const ExtenderService& service = state.range(1) == 1 ? *f.service_with_pools : *f.service;
+  auto call = [&] {
+    return verb == Verb::kFilter ? service.Filter(f.training_names_body) : service.Prioritize(f.training_names_body);
+  };
+  absl::StatusOr<std::string> first = call();
+  if (!first.ok()) {
+    state.SkipWithError(std::string(first.status().message()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    absl::StatusOr<std::string> out = call();
+    benchmark::DoNotOptimize(out);
+  }
+  state.counters["resp_KiB"] = static_cast<double>(first->size()) / 1024.0;
+}
+
+void BM_FilterNamesTaskTypePools(benchmark::State& state) { PoolRouted(state, Verb::kFilter); }
+void BM_PrioritizeNamesTaskTypePools(benchmark::State& state) { PoolRouted(state, Verb::kPrioritize); }
+
 // --- 5. a pod that fits nowhere, and the GPU map -----------------------------------
 
 void BM_FilterRefusedNames(benchmark::State& state) {
@@ -797,6 +849,14 @@ BENCHMARK(BM_EncodeFilterFullNodes)->Apply(Sizes)->Unit(benchmark::kMillisecond)
 BENCHMARK(BM_EncodePrioritize)->Apply(Sizes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterNames)->Apply(SizesAndGpus)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterFullNodes)->Apply(SizesAndGpus)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FilterNamesTaskTypePools)
+    ->ArgNames({"nodes", "pools"})
+    ->ArgsProduct({{1000, 5000}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PrioritizeNamesTaskTypePools)
+    ->ArgNames({"nodes", "pools"})
+    ->ArgsProduct({{1000, 5000}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrioritizeNames)->Apply(SizesAndGpus)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrioritizeFullNodes)->Apply(SizesAndGpus)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FilterNamesMigQuarter)->Apply(SizesAndPods)->Unit(benchmark::kMicrosecond);

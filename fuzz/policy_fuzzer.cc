@@ -11,6 +11,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const PluginRegistry* const registry = new PluginRegistry(NewBuiltinRegistry());
   absl::StatusOr<LoadedPolicy> policy = LoadPolicyDocument(fuzz::AsText(data, size), "policy.yaml", *registry);
   if (policy.ok() && policy->profile == nullptr) fuzz::Violated("an accepted policy has no profile");
+  if (policy.ok() && (policy->profiles == nullptr || policy->profiles->default_profile() != policy->profile)) {
+    fuzz::Violated("an accepted policy's profile set is not its profile and pools");
+  }
   if (!policy.ok() && policy.status().message().empty()) fuzz::Violated("a refused policy says nothing");
   return 0;
 }
