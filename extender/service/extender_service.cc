@@ -119,6 +119,7 @@ std::vector<int64_t> ScoreInPool(const ScoreMemo& memo, const PoolRoute& route, 
   admitted.reserve(candidates.size());
   at.reserve(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) {
+    if (i + kPrefetchDistance < candidates.size()) candidates.PrefetchPool(i + kPrefetchDistance);
     if (candidates.known(i) && !route.Admits(candidates.pool(i))) continue;
     admitted.push_back(&candidates.view(i));
     at.push_back(i);
@@ -265,7 +266,10 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
       rejections["invalid_task_type"].nodes += static_cast<int64_t>(n);
     }
     for (size_t i = 0; i < n && !unknown_tenant && !invalid_task_type; ++i) {
-      if (i + kPrefetchDistance < n) PrefetchNode(candidates.view(i + kPrefetchDistance));
+      if (i + kPrefetchDistance < n) {
+        PrefetchNode(candidates.view(i + kPrefetchDistance));
+        if (route.restricts_nodes()) candidates.PrefetchPool(i + kPrefetchDistance);
+      }
       const NodeView& view = candidates.view(i);
       if (!candidates.known(i) && !wants_gpus) {
         // Tessera knows nothing of the node; kube-scheduler checks CPU and memory.

@@ -89,19 +89,22 @@ const FilterVerdict* PoolRoute::Refusal(std::string_view node_pool) {
 }
 
 std::string PoolRoute::RefusalMessage(std::string_view node_pool) const {
+  // Unquoted: pool names and task types are label values (the loader and
+  // the service check them), and a reason with no quote in it is copied to
+  // the wire as it is (k8s::AppendWireReason), not escaped for every node.
   if (pool_ != nullptr) {
-    return absl::StrCat("pods of task type \"", task_type_, "\" run only in node pool \"", pool_->name, "\"; ",
+    return absl::StrCat("pods of task type ", task_type_, " run only in node pool ", pool_->name, "; ",
                         node_pool.empty() ? std::string("this node is in no node pool")
-                                          : absl::StrCat("this node is in node pool \"", Absl(node_pool), "\""));
+                                          : absl::StrCat("this node is in node pool ", Absl(node_pool)));
   }
   const PoolPolicy* reserved = nullptr;
   for (const PoolPolicy& pool : set_->pools()) {
     if (pool.name == node_pool) reserved = &pool;
   }
-  return absl::StrCat("node pool \"", Absl(node_pool), "\" is reserved for task types ",
+  return absl::StrCat("node pool ", Absl(node_pool), " is reserved for task types ",
                       reserved != nullptr ? absl::StrJoin(reserved->task_types, ", ") : std::string("of its own"), "; ",
                       task_type_.empty() ? std::string("pod has no task type")
-                                         : absl::StrCat("pod's task type is \"", task_type_, "\""));
+                                         : absl::StrCat("pod's task type is ", task_type_));
 }
 
 }  // namespace tessera

@@ -94,8 +94,8 @@ class PoolRoute {
   /// Whether the pod may go on a node of pool `node_pool` (empty: none).
   [[nodiscard]] bool Admits(std::string_view node_pool) const;
   /// Null when Admits(node_pool); else the verdict for such a node, one per
-  /// pool, valid as long as the route (its message names both sides, e.g. `node pool "a100" is reserved
-  /// for task types training; pod's task type is "inference"`).
+  /// pool, valid as long as the route (its message names both sides, e.g. `node pool a100 is reserved
+  /// for task types training; pod's task type is inference`).
   [[nodiscard]] const FilterVerdict* Refusal(std::string_view node_pool);
 
  private:

@@ -461,8 +461,8 @@ TEST_F(PoolBinderTest, ANodeOutsideThePodsPoolIsRefusedAndNothingIsWritten) {
   const absl::Status refused = pool_binder_->Bind(Args(Pod("train", "training"), "i1"));
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
   EXPECT_THAT(std::string(refused.message()),
-              HasSubstr("node i1 can no longer take pod ml/train: pods of task type \"training\" run only in node "
-                        "pool \"gpu-training\"; this node is in node pool \"gpu-inference\""));
+              HasSubstr("node i1 can no longer take pod ml/train: pods of task type training run only in node "
+                        "pool gpu-training; this node is in node pool gpu-inference"));
   EXPECT_EQ(Held("i1", 1), 0);
   EXPECT_TRUE(api_.calls().empty());
 }

@@ -115,13 +115,13 @@ TEST_F(PoolRoutingTest, ATrainingPodPassesOnlyTheTrainingPoolsNodesAndTheOthersS
   const json& never = answer["FailedAndUnresolvableNodes"];
   ASSERT_EQ(never.size(), 4u) << answer.dump();
   EXPECT_EQ(never["infer-1"],
-            "pods of task type \"training\" run only in node pool \"gpu-training\"; this node is in node pool "
-            "\"gpu-inference\"");
+            "pods of task type training run only in node pool gpu-training; this node is in node pool "
+            "gpu-inference");
   EXPECT_EQ(never["spare-1"],
-            "pods of task type \"training\" run only in node pool \"gpu-training\"; this node is in no node pool");
+            "pods of task type training run only in node pool gpu-training; this node is in no node pool");
   EXPECT_EQ(never["cpu-1"],
-            "pods of task type \"training\" run only in node pool \"gpu-training\"; this node is in node pool "
-            "\"general\"");
+            "pods of task type training run only in node pool gpu-training; this node is in node pool "
+            "general");
   EXPECT_TRUE(answer["FailedNodes"].is_null() || answer["FailedNodes"].empty()) << "not a 'not now': no preemption";
   EXPECT_EQ(Rejections("node_pool_mismatch"), 4);
 }
@@ -154,7 +154,7 @@ TEST_F(PoolRoutingTest, APodOfNoTaskTypeUsesTheDefaultPolicyEverywhereButAnExclu
   const json answer = Filter("");
   EXPECT_THAT(answer["NodeNames"], UnorderedElementsAre("infer-1", "infer-2", "spare-1", "cpu-1")) << answer.dump();
   EXPECT_EQ(answer["FailedAndUnresolvableNodes"]["train-2"],
-            "node pool \"gpu-training\" is reserved for task types training, fine-tuning; pod has no task type");
+            "node pool gpu-training is reserved for task types training, fine-tuning; pod has no task type");
   EXPECT_EQ(Rejections("node_pool_reserved"), 2);
   // The default's spread: the idle nodes first.
   const std::map<std::string, int64_t> scores = Prioritize("", {"infer-1", "infer-2", "spare-1"});
@@ -166,8 +166,8 @@ TEST_F(PoolRoutingTest, ATaskTypeNoPoolListsIsPlacedAsAPodWithoutOne) {
   const json answer = Filter("batch");
   EXPECT_THAT(answer["NodeNames"], UnorderedElementsAre("infer-1", "infer-2", "spare-1", "cpu-1")) << answer.dump();
   EXPECT_EQ(answer["FailedAndUnresolvableNodes"]["train-1"],
-            "node pool \"gpu-training\" is reserved for task types training, fine-tuning; pod's task type is "
-            "\"batch\"");
+            "node pool gpu-training is reserved for task types training, fine-tuning; pod's task type is "
+            "batch");
 }
 
 TEST_F(PoolRoutingTest, ATaskTypeThatIsNoLabelValueFailsThePodOnceWithTheReason) {
@@ -196,7 +196,7 @@ TEST_F(PoolRoutingTest, FullNodeObjectsAreRoutedByTheirOwnPoolLabels) {
   ASSERT_EQ(answer["Nodes"]["items"].size(), 1u) << answer.dump();
   EXPECT_EQ(answer["Nodes"]["items"][0]["metadata"]["name"], "gpu-node-2");
   EXPECT_THAT(answer["FailedAndUnresolvableNodes"]["gpu-node-1"].get<std::string>(),
-              HasSubstr("this node is in node pool \"gpu-training\""));
+              HasSubstr("this node is in node pool gpu-training"));
   EXPECT_THAT(answer["FailedAndUnresolvableNodes"]["gpu-node-3"].get<std::string>(),
               HasSubstr("this node is in no node pool"));
 }

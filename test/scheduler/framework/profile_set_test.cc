@@ -80,17 +80,17 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         AdmitCase{"ATrainingPodInItsPool", "training", "gpu-training", true, "", ""},
         AdmitCase{"ATrainingPodInAnotherPool", "training", "gpu-inference", false, "node_pool_mismatch",
-                  "pods of task type \"training\" run only in node pool \"gpu-training\"; this node is in node pool "
-                  "\"gpu-inference\""},
+                  "pods of task type training run only in node pool gpu-training; this node is in node pool "
+                  "gpu-inference"},
         AdmitCase{"ATrainingPodOnANodeOfNoPool", "training", "", false, "node_pool_mismatch",
-                  "pods of task type \"training\" run only in node pool \"gpu-training\"; this node is in no node "
+                  "pods of task type training run only in node pool gpu-training; this node is in no node "
                   "pool"},
         AdmitCase{"AnInferencePodInItsSharedPool", "inference", "gpu-inference", true, "", ""},
         AdmitCase{"APodOfNoTaskTypeInAnExclusivePool", "", "gpu-training", false, "node_pool_reserved",
-                  "node pool \"gpu-training\" is reserved for task types training, fine-tuning; pod has no task type"},
+                  "node pool gpu-training is reserved for task types training, fine-tuning; pod has no task type"},
         AdmitCase{"APodOfAnUnlistedTaskTypeInAnExclusivePool", "batch", "gpu-training", false, "node_pool_reserved",
-                  "node pool \"gpu-training\" is reserved for task types training, fine-tuning; pod's task type is "
-                  "\"batch\""},
+                  "node pool gpu-training is reserved for task types training, fine-tuning; pod's task type is "
+                  "batch"},
         AdmitCase{"APodOfNoTaskTypeInASharedPool", "", "gpu-inference", true, "", ""},
         AdmitCase{"APodOfNoTaskTypeInAPoolThePolicyDoesNotName", "", "cpu", true, "", ""},
         AdmitCase{"APodOfNoTaskTypeOnANodeOfNoPool", "", "", true, "", ""}),
