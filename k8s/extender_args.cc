@@ -130,6 +130,22 @@ absl::StatusOr<WirePod> DecodePod(element e, std::string_view path = "ExtenderAr
   return out;
 }
 
+// Every label nvidia.com/mig-<profile>.count: a node has a few dozen labels,
+// each key compared once.
+absl::Status ReadGfdMigCounts(const std::optional<object>& labels, const std::string& path, WireNode& node) {
+  if (!labels) return absl::OkStatus();
+  for (auto [key, value] : *labels) {
+    if (!key.starts_with(kMigResourcePrefix) || !key.ends_with(kGfdMigCountSuffix)) continue;
+    std::string_view text;
+    if (value.get(text) != simdjson::SUCCESS) {
+      return WrongType(absl::StrCat(path, ".metadata.labels[\"", Absl(key), "\"]"), "a string", value);
+    }
+    AddGfdMigCountLabel(key, text, node.gfd_mig_counts);
+  }
+  node.inventory.gfd_mig_counts = node.gfd_mig_counts;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<WireNode> DecodeNode(element e, const std::string& path) {
   object node;
   if (e.get(node) != simdjson::SUCCESS) return WrongType(path, "an object", e);
@@ -168,6 +184,7 @@ absl::StatusOr<WireNode> DecodeNode(element e, const std::string& path) {
       {&*labels, kGfdCountLabel, ".metadata.labels", &out.inventory.gfd_count},
       {&*labels, kGfdProductLabel, ".metadata.labels", &out.inventory.gfd_product},
       {&*labels, kGfdMemoryLabel, ".metadata.labels", &out.inventory.gfd_memory},
+      {&*labels, kGfdMigStrategyLabel, ".metadata.labels", &out.inventory.gfd_mig_strategy},
       {&allocatable, kGpuResource, ".status.allocatable", &out.inventory.allocatable_gpus},
       {&allocatable, "cpu", ".status.allocatable", &out.allocatable_cpu},
       {&allocatable, "memory", ".status.allocatable", &out.allocatable_memory},
@@ -177,6 +194,7 @@ absl::StatusOr<WireNode> DecodeNode(element e, const std::string& path) {
     if (!v.ok()) return v.status();
     *f.out = *v;
   }
+  if (absl::Status mig = ReadGfdMigCounts(*labels, path, out); !mig.ok()) return mig;
   for (std::string_view key : kNodePoolLabels) {
     if (out.pool.has_value()) break;
     absl::StatusOr<std::optional<std::string_view>> v = StringEntry(*labels, key, path + ".metadata.labels");
@@ -479,9 +497,14 @@ class ExtenderArgsReader {
     node->name = Keep(node->name);
     NodeInventoryFields& inv = node->inventory;
     for (std::optional<std::string_view>* field : {&inv.inventory_annotation, &inv.topology_annotation, &inv.gfd_count,
-                                                   &inv.gfd_product, &inv.gfd_memory, &inv.allocatable_gpus,
-                                                   &node->allocatable_cpu, &node->allocatable_memory, &node->pool}) {
+                                                   &inv.gfd_product, &inv.gfd_memory, &inv.gfd_mig_strategy,
+                                                   &inv.allocatable_gpus, &node->allocatable_cpu,
+                                                   &node->allocatable_memory, &node->pool}) {
       *field = Keep(*field);
+    }
+    for (GfdMigCount& mig : node->gfd_mig_counts) {
+      mig.profile = Keep(mig.profile);
+      mig.count = Keep(mig.count);
     }
     node->json = text;
     args_.nodes->push_back(*std::move(node));
