@@ -130,17 +130,23 @@ absl::StatusOr<WirePod> DecodePod(element e, std::string_view path = "ExtenderAr
   return out;
 }
 
-// Every label nvidia.com/mig-<profile>.count: a node has a few dozen labels,
-// each key compared once.
-absl::Status ReadGfdMigCounts(const std::optional<object>& labels, const std::string& path, WireNode& node) {
+// GPU Feature Discovery's MIG labels: nvidia.com/mig.strategy and every
+// nvidia.com/mig-<profile>.count, in one pass over the node's few dozen labels.
+absl::Status ReadGfdMigLabels(const std::optional<object>& labels, const std::string& path, WireNode& node) {
   if (!labels) return absl::OkStatus();
   for (auto [key, value] : *labels) {
-    if (!key.starts_with(kMigResourcePrefix) || !key.ends_with(kGfdMigCountSuffix)) continue;
+    if (!key.starts_with("nvidia.com/mig")) continue;  // the few GFD labels past this test are MIG's
+    const bool strategy = key == kGfdMigStrategyLabel;
+    if (!strategy && (!key.starts_with(kMigResourcePrefix) || !key.ends_with(kGfdMigCountSuffix))) continue;
     std::string_view text;
     if (value.get(text) != simdjson::SUCCESS) {
       return WrongType(absl::StrCat(path, ".metadata.labels[\"", Absl(key), "\"]"), "a string", value);
     }
-    AddGfdMigCountLabel(key, text, node.gfd_mig_counts);
+    if (strategy) {
+      node.inventory.gfd_mig_strategy = text;
+    } else {
+      AddGfdMigCountLabel(key, text, node.gfd_mig_counts);
+    }
   }
   node.inventory.gfd_mig_counts = node.gfd_mig_counts;
   return absl::OkStatus();
@@ -184,7 +190,6 @@ absl::StatusOr<WireNode> DecodeNode(element e, const std::string& path) {
       {&*labels, kGfdCountLabel, ".metadata.labels", &out.inventory.gfd_count},
       {&*labels, kGfdProductLabel, ".metadata.labels", &out.inventory.gfd_product},
       {&*labels, kGfdMemoryLabel, ".metadata.labels", &out.inventory.gfd_memory},
-      {&*labels, kGfdMigStrategyLabel, ".metadata.labels", &out.inventory.gfd_mig_strategy},
       {&allocatable, kGpuResource, ".status.allocatable", &out.inventory.allocatable_gpus},
       {&allocatable, "cpu", ".status.allocatable", &out.allocatable_cpu},
       {&allocatable, "memory", ".status.allocatable", &out.allocatable_memory},
@@ -194,7 +199,7 @@ absl::StatusOr<WireNode> DecodeNode(element e, const std::string& path) {
     if (!v.ok()) return v.status();
     *f.out = *v;
   }
-  if (absl::Status mig = ReadGfdMigCounts(*labels, path, out); !mig.ok()) return mig;
+  if (absl::Status mig = ReadGfdMigLabels(*labels, path, out); !mig.ok()) return mig;
   for (std::string_view key : kNodePoolLabels) {
     if (out.pool.has_value()) break;
     absl::StatusOr<std::optional<std::string_view>> v = StringEntry(*labels, key, path + ".metadata.labels");
