@@ -83,7 +83,11 @@ void LoadNodes(const YAML::Node& nodes, ConfigErrors& errors, ClusterModel& mode
         .gfd_memory = Find(labels, k8s::kGfdMemoryLabel),
         .allocatable_gpus = Find(allocatable, k8s::kGpuResource),
         .topology_annotation = Find(annotations, k8s::kGpuTopology),
+        .gfd_mig_strategy = Find(labels, k8s::kGfdMigStrategyLabel),
     };
+    std::vector<k8s::GfdMigCount> mig_counts;
+    for (const auto& [key, value] : labels) k8s::AddGfdMigCountLabel(key, value, mig_counts);
+    fields.gfd_mig_counts = mig_counts;
     std::string pool;
     for (std::string_view key : k8s::kNodePoolLabels) {
       if (std::optional<std::string_view> v = Find(labels, key); v.has_value() && pool.empty()) pool = *v;

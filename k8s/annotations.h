@@ -49,6 +49,11 @@ inline constexpr std::string_view kGfdCountLabel = "nvidia.com/gpu.count";
 inline constexpr std::string_view kGfdProductLabel = "nvidia.com/gpu.product";
 inline constexpr std::string_view kGfdMemoryLabel = "nvidia.com/gpu.memory";
 inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
+// GPU Feature Discovery's MIG labels: the device plugin's strategy ("none",
+// "single", "mixed"), and under "mixed" one count per MIG profile,
+// nvidia.com/mig-<profile>.count (the prefix is kMigResourcePrefix's).
+inline constexpr std::string_view kGfdMigStrategyLabel = "nvidia.com/mig.strategy";
+inline constexpr std::string_view kGfdMigCountSuffix = ".count";
 
 // Node labels: the node pool a node belongs to, for the per-pool metrics
 // (tessera_pool_*). The first present wins: Tessera's own, then Karpenter's,

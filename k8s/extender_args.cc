@@ -133,6 +133,28 @@ absl::StatusOr<WirePod> DecodePod(element e, std::string_view path = "ExtenderAr
   return out;
 }
 
+// GPU Feature Discovery's MIG labels: nvidia.com/mig.strategy and every
+// nvidia.com/mig-<profile>.count, in one pass over the node's few dozen labels.
+absl::Status ReadGfdMigLabels(const std::optional<object>& labels, const std::string& path, WireNode& node) {
+  if (!labels) return absl::OkStatus();
+  for (auto [key, value] : *labels) {
+    if (!key.starts_with("nvidia.com/mig")) continue;  // the few GFD labels past this test are MIG's
+    const bool strategy = key == kGfdMigStrategyLabel;
+    if (!strategy && (!key.starts_with(kMigResourcePrefix) || !key.ends_with(kGfdMigCountSuffix))) continue;
+    std::string_view text;
+    if (value.get(text) != simdjson::SUCCESS) {
+      return WrongType(absl::StrCat(path, ".metadata.labels[\"", Absl(key), "\"]"), "a string", value);
+    }
+    if (strategy) {
+      node.inventory.gfd_mig_strategy = text;
+    } else {
+      AddGfdMigCountLabel(key, text, node.gfd_mig_counts);
+    }
+  }
+  node.inventory.gfd_mig_counts = node.gfd_mig_counts;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<WireNode> DecodeNode(element e, const std::string& path) {
   object node;
   if (e.get(node) != simdjson::SUCCESS) return WrongType(path, "an object", e);
@@ -180,6 +202,7 @@ absl::StatusOr<WireNode> DecodeNode(element e, const std::string& path) {
     if (!v.ok()) return v.status();
     *f.out = *v;
   }
+  if (absl::Status mig = ReadGfdMigLabels(*labels, path, out); !mig.ok()) return mig;
   for (std::string_view key : kNodePoolLabels) {
     if (out.pool.has_value()) break;
     absl::StatusOr<std::optional<std::string_view>> v = StringEntry(*labels, key, path + ".metadata.labels");
@@ -483,9 +506,14 @@ class ExtenderArgsReader {
     node->name = Keep(node->name);
     NodeInventoryFields& inv = node->inventory;
     for (std::optional<std::string_view>* field : {&inv.inventory_annotation, &inv.topology_annotation, &inv.gfd_count,
-                                                   &inv.gfd_product, &inv.gfd_memory, &inv.allocatable_gpus,
-                                                   &node->allocatable_cpu, &node->allocatable_memory, &node->pool}) {
+                                                   &inv.gfd_product, &inv.gfd_memory, &inv.gfd_mig_strategy,
+                                                   &inv.allocatable_gpus, &node->allocatable_cpu,
+                                                   &node->allocatable_memory, &node->pool}) {
       *field = Keep(*field);
+    }
+    for (GfdMigCount& mig : node->gfd_mig_counts) {
+      mig.profile = Keep(mig.profile);
+      mig.count = Keep(mig.count);
     }
     node->json = text;
     args_.nodes->push_back(*std::move(node));

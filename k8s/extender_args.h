@@ -49,9 +49,19 @@ struct WirePod {
 };
 
 /// The parts of a v1.Node that Tessera reads, and the whole object to echo.
+/// Move-only: `inventory.gfd_mig_counts` views `gfd_mig_counts`, whose
+/// elements stay in place when the node moves (a copy would view the original's).
 struct WireNode {
+  WireNode() = default;
+  WireNode(WireNode&&) = default;
+  WireNode& operator=(WireNode&&) = default;
+  WireNode(const WireNode&) = delete;
+  WireNode& operator=(const WireNode&) = delete;
+
   std::string_view name;
   NodeInventoryFields inventory;
+  /// GPU Feature Discovery's labels nvidia.com/mig-<profile>.count.
+  std::vector<GfdMigCount> gfd_mig_counts;
   /// The Node object's text as sent, echoed in the filter answer's `Nodes`
   /// (empty when decoded from a DOM element: DecodeNodeObject).
   std::string_view json;

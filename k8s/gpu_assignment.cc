@@ -236,8 +236,14 @@ std::string FormatGpuAssignment(const GpuAssignment& assignment) {
 }
 
 std::string FormatVisibleDevices(const GpuAssignment& assignment, GpuVendor vendor) {
-  // A MIG instance is named by its own UUID ("MIG-..."), never its GPU's.
+  // A MIG instance is named by its own UUID ("MIG-..."), never its GPU's:
+  // the index of a GPU in MIG mode would hand over the whole GPU, which no
+  // CUDA program can use. Without its UUID, nothing is named.
   auto uuid_of = [](const GpuShare& s) -> const std::string& { return s.mig.has_value() ? s.mig->uuid : s.uuid; };
+  if (std::any_of(assignment.gpus.begin(), assignment.gpus.end(),
+                  [](const GpuShare& s) { return s.mig.has_value() && s.mig->uuid.empty(); })) {
+    return "";
+  }
   const bool all_uuids = NamesDevicesByUuid(vendor) && std::all_of(assignment.gpus.begin(), assignment.gpus.end(),
                                      [&](const GpuShare& s) { return !uuid_of(s).empty(); });
   std::string out;

@@ -31,8 +31,11 @@ std::string FormatGpuAssignment(const GpuAssignment& assignment);
 /// The `tessera.io/visible-devices` value of an assignment: the GPUs' UUIDs,
 /// comma-separated, in assignment order, a MIG instance's own UUID for a
 /// MIG share; if any UUID is unknown, the GPU indices instead
-/// (NVIDIA_VISIBLE_DEVICES accepts either, not a mix; a MIG instance then
-/// cannot be named, which is why the node agent publishes MIG UUIDs).
+/// (NVIDIA_VISIBLE_DEVICES accepts either, not a mix). A MIG instance
+/// without its UUID (one laid out from GPU Feature Discovery's labels) cannot
+/// be named at all: empty, and the bind writes no annotation; the NVIDIA
+/// device plugin then hands the container the instance it allocates for the
+/// pod's nvidia.com/mig-<profile> resource.
 /// Runtimes of other vendors than NVIDIA take the node's device indices
 /// (scheduler/model/gpu_vendor.h): `vendor` is the assigned GPUs'.
 std::string FormatVisibleDevices(const GpuAssignment& assignment, GpuVendor vendor = GpuVendor::kNvidia);

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "k8s/annotations.h"
+#include "k8s/gfd_mig.h"
 #include "k8s/gpu_topology.h"
 #include "k8s/internal/errors.h"
 #include "k8s/internal/json.h"
@@ -260,21 +261,45 @@ absl::StatusOr<int64_t> ParseGpuCount(std::string_view kind, std::string_view ke
   return *n;
 }
 
+// The label that makes a node's labels GFD's though its count label is missing.
+std::string FirstGfdLabelWithoutCount(const NodeInventoryFields& fields) {
+  if (fields.gfd_product) return Field(kGfdProductLabel, *fields.gfd_product);
+  if (fields.gfd_memory) return Field(kGfdMemoryLabel, *fields.gfd_memory);
+  const GfdMigCount& mig = fields.gfd_mig_counts.front();
+  return Field(absl::StrCat(Absl(kMigResourcePrefix), Absl(mig.profile), Absl(kGfdMigCountSuffix)), mig.count);
+}
+
+// allocatable nvidia.com/gpu when readable: beside GFD's labels it only says
+// how many GPUs are not in MIG mode, so an unreadable one is no error here.
+std::optional<int64_t> FullGpus(const NodeInventoryFields& fields) {
+  if (!fields.allocatable_gpus) return std::nullopt;
+  absl::StatusOr<int64_t> n = ParseCount(*fields.allocatable_gpus);
+  return n.ok() ? std::optional<int64_t>(*n) : std::nullopt;
+}
+
 absl::StatusOr<NodeInventory> ParseFeatureDiscovery(const NodeInventoryFields& fields) {
   if (!fields.gfd_count) {
     // The product or memory label alone says nothing about how many GPUs
     // there are; guessing from allocatable would hide a broken GFD.
-    const bool product = fields.gfd_product.has_value();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "label ", Absl(product ? kGfdProductLabel : kGfdMemoryLabel), "=",
-        internal::Quote(product ? *fields.gfd_product : *fields.gfd_memory), " is set but label ",
-        Absl(kGfdCountLabel), " is missing"));
+    return absl::InvalidArgumentError(absl::StrCat("label ", FirstGfdLabelWithoutCount(fields),
+                                                   " is set but label ", Absl(kGfdCountLabel), " is missing"));
   }
   ErrorList errors;
-  absl::StatusOr<int64_t> count = ParseGpuCount("label", kGfdCountLabel, *fields.gfd_count);
-  if (!count.ok()) errors.Add(std::string(count.status().message()));
+  absl::StatusOr<GfdMigStrategy> strategy = ParseGfdMigStrategy(fields.gfd_mig_strategy);
+  if (!strategy.ok()) errors.Add(std::string(strategy.status().message()));
+  // Under strategy single a "-MIG-" product describes instances: gpu.count
+  // counts them (up to 7 a GPU) and gpu.memory is one's.
+  const bool single_mig = strategy.ok() && *strategy == GfdMigStrategy::kSingle && fields.gfd_product &&
+                          IsGfdMigProduct(*fields.gfd_product);
+  absl::StatusOr<int64_t> count = single_mig ? ParseCount(*fields.gfd_count)
+                                             : ParseGpuCount("label", kGfdCountLabel, *fields.gfd_count);
+  if (!count.ok()) {
+    errors.Add(single_mig ? absl::StrCat("label ", Field(kGfdCountLabel, *fields.gfd_count), ": ",
+                                         count.status().message())
+                          : std::string(count.status().message()));
+  }
   MemoryMiB memory{0};
-  if (fields.gfd_memory) {
+  if (fields.gfd_memory && !single_mig) {
     absl::StatusOr<int64_t> mib = ParseCount(*fields.gfd_memory);
     if (!mib.ok() || *mib <= 0 || *mib > kMaxMemoryMiB) {
       errors.Add(absl::StrCat("label ", Field(kGfdMemoryLabel, *fields.gfd_memory),
@@ -284,6 +309,7 @@ absl::StatusOr<NodeInventory> ParseFeatureDiscovery(const NodeInventoryFields& f
     }
   }
   if (!errors.empty()) return errors.ToStatus();
+  if (single_mig) return GfdSingleStrategyInventory(*fields.gfd_product, *count);
 
   NodeInventory inventory;
   inventory.source = InventorySource::kFeatureDiscovery;
@@ -294,6 +320,11 @@ absl::StatusOr<NodeInventory> ParseFeatureDiscovery(const NodeInventoryFields& f
     // An empty product label means "model unknown", like no label at all.
     if (fields.gfd_product) gpu.model = *fields.gfd_product;
     gpu.memory = memory;
+  }
+  if (*strategy == GfdMigStrategy::kMixed && !fields.gfd_mig_counts.empty()) {
+    if (absl::Status laid = LayOutGfdMixedStrategy(fields.gfd_mig_counts, FullGpus(fields), inventory); !laid.ok()) {
+      return laid;
+    }
   }
   return inventory;
 }
@@ -310,7 +341,9 @@ absl::StatusOr<NodeInventory> ParseAllocatable(std::string_view value) {
 
 absl::StatusOr<NodeInventory> ParseInventorySource(const NodeInventoryFields& fields) {
   if (fields.inventory_annotation) return ParseAnnotation(*fields.inventory_annotation);
-  if (fields.gfd_count || fields.gfd_product || fields.gfd_memory) return ParseFeatureDiscovery(fields);
+  if (fields.gfd_count || fields.gfd_product || fields.gfd_memory || !fields.gfd_mig_counts.empty()) {
+    return ParseFeatureDiscovery(fields);
+  }
   if (fields.allocatable_gpus) return ParseAllocatable(*fields.allocatable_gpus);
   return NodeInventory{};
 }
@@ -371,6 +404,19 @@ void AttachTopology(std::string_view annotation, const NodeInventory* previous, 
 }
 
 }  // namespace
+
+bool AddGfdMigCountLabel(std::string_view key, std::string_view value, std::vector<GfdMigCount>& counts) {
+  if (key.size() <= kMigResourcePrefix.size() + kGfdMigCountSuffix.size() || !key.starts_with(kMigResourcePrefix) ||
+      !key.ends_with(kGfdMigCountSuffix)) {
+    return false;
+  }
+  if (counts.size() <= kMaxGfdMigProfiles) {
+    const std::string_view profile =
+        key.substr(kMigResourcePrefix.size(), key.size() - kMigResourcePrefix.size() - kGfdMigCountSuffix.size());
+    counts.push_back({.profile = profile, .count = value});
+  }
+  return true;
+}
 
 absl::StatusOr<NodeInventory> ParseNodeInventory(const NodeInventoryFields& fields, const NodeInventory* previous) {
   absl::StatusOr<NodeInventory> inventory = ParseInventorySource(fields);

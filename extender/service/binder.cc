@@ -277,9 +277,13 @@ void Binder::ReserveFor(Pending& p) {
   // One write: the API server copies the Binding's annotations onto the
   // pod together with spec.nodeName, under the uid precondition, so the
   // kubelet never sees the pod bound without its GPUs on record.
-  p.annotations_ = {{std::string(k8s::kGpuAssignment), k8s::FormatGpuAssignment(*p.assignment_)},
-                    {std::string(k8s::kVisibleDevices),
-                     k8s::FormatVisibleDevices(*p.assignment_, VendorOf(*model_.Current(), *p.assignment_))}};
+  p.annotations_ = {{std::string(k8s::kGpuAssignment), k8s::FormatGpuAssignment(*p.assignment_)}};
+  // A MIG instance without its UUID (from GPU Feature Discovery's labels) is
+  // named by no one here: the device plugin hands over the instance it
+  // allocates for the pod's nvidia.com/mig-<profile> (the webhook sets no
+  // NVIDIA_VISIBLE_DEVICES beside that resource).
+  std::string visible = k8s::FormatVisibleDevices(*p.assignment_, VendorOf(*model_.Current(), *p.assignment_));
+  if (!visible.empty()) p.annotations_.emplace_back(std::string(k8s::kVisibleDevices), std::move(visible));
 }
 
 absl::Status Binder::Finish(Pending p) {
@@ -328,7 +332,7 @@ absl::Status Binder::Finish(Pending p) {
                      {}, DefaultLatencyBuckets())
       .Observe(absl::ToDoubleSeconds(absl::Now() - p.start_));
   LogInfo(absl::StrCat("bound ", pod_key, " to ", p.node_,
-                       p.assignment_ ? absl::StrCat(" with GPUs ", k8s::FormatVisibleDevices(*p.assignment_)) : ""));
+                       p.assignment_ ? absl::StrCat(" with GPUs ", k8s::FormatGpuAssignment(*p.assignment_)) : ""));
   return absl::OkStatus();
 }
 

@@ -361,11 +361,17 @@ absl::StatusOr<std::vector<JsonPatchOp>> MutateGpuPod(const json& pod, const Pod
   SetSchedulerName(ops, *spec, options.scheduler_name);
   if (mig) {
     // A MIG instance is counted by its own resource (nvidia.com/mig-<profile>,
-    // when the user wrote it), never in milli-GPU: no resources are added,
-    // and the container gets its instance, which needs no share limits.
-    const std::vector<size_t> targets = hw->any_mig() ? hw->mig_containers : std::vector<size_t>{0};
+    // when the user wrote it), never in milli-GPU: no resources are added.
+    // A container holding that resource gets its instance from the NVIDIA
+    // device plugin, which allocates one for it: a second
+    // NVIDIA_VISIBLE_DEVICES beside the plugin's would leave the runtime to
+    // pick one, and for an instance whose UUID Tessera does not know (GPU
+    // Feature Discovery's labels) it would be empty. Only a pod that asks by
+    // annotation alone gets Tessera's hand-off (no share limits: the
+    // instance is isolated in hardware).
+    if (hw->any_mig()) return ops;
     const json env = HandOffEnv(**request, GpuEnforcement::kNone, options.vendors);
-    for (size_t i : targets) AddEnv(ops, (*containers)[i], i, env);
+    AddEnv(ops, (*containers)[0], 0, env);
     return ops;
   }
   // The GPU containers: those that asked by hand, else the first.

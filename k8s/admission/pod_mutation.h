@@ -10,7 +10,8 @@
 //  * a MIG instance: tessera.io/mig-profile, or the nvidia.com/mig-<profile>
 //    resource users write for the NVIDIA device plugin, from which the
 //    annotation is derived (one instance per pod). No milli-GPU resources
-//    are added for it.
+//    are added for it, and a container holding nvidia.com/mig-<profile> gets
+//    no NVIDIA_VISIBLE_DEVICES: the device plugin hands it its instance.
 // Both given: they must agree, else the pod is refused saying how. The
 // annotations stay the request Tessera places by; the resources are what
 // kube-scheduler, ResourceQuota and preemption count (a necessary condition).

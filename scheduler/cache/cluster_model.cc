@@ -463,6 +463,8 @@ std::shared_ptr<const NodeState> ClusterModel::Build(const std::string& name, co
   if (e.allocatable.has_value()) s->host = HostOf(*e.allocatable, e.host_used, e.reserved);
   // A topology that could not be used leaves the node without one; say why.
   if (!s->inventory.topology_error.ok()) s->problems.emplace_back(s->inventory.topology_error.message());
+  // MIG instances counted but not laid out: the GPUs take no pod; say why.
+  if (!s->inventory.mig_error.ok()) s->problems.emplace_back(s->inventory.mig_error.message());
   const std::vector<const PodHolding*> holders = HoldersOf(e.pods, e.reserved);
   AddHoldings(holders, e.known, *s);
   s->bindings = BindingsOf(holders);

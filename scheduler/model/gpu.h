@@ -64,6 +64,10 @@ struct NodeInventory {
   /// Why the node's topology annotation was not used (the node then has no
   /// topology); OK when it was used or there is none.
   absl::Status topology_error{};
+  /// Why GPUs in MIG mode have their instances unlisted though the inventory
+  /// counts them (GPU Feature Discovery's labels on a model or profile
+  /// Tessera has no MIG table for); OK otherwise. The node keeps its GPUs.
+  absl::Status mig_error{};
 
   bool operator==(const NodeInventory&) const = default;
 };

@@ -4,7 +4,9 @@
 // with the body.
 #include "k8s/extender_args.h"
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -166,6 +168,48 @@ TEST(DecodePodRecordTest, TheWatchsRecordCarriesTheTaskTypeForBind) {
   absl::StatusOr<PodRecord> record = DecodePodRecord(pod);
   ASSERT_TRUE(record.ok()) << record.status();
   EXPECT_EQ(record->task_type, "inference");
+}
+
+// GPU Feature Discovery's MIG labels reach the inventory from a request's
+// Node objects and from the watch's alike, and outlive the parse of the next
+// node and a move of the args.
+TEST(DecodeExtenderArgsTest, EveryMigCountLabelOfANodeIsReadInBothForms) {
+  json request = json::parse(RecordedWithNodes(1));
+  json& labels = request["Nodes"]["items"][0]["metadata"]["labels"];
+  labels["nvidia.com/mig.strategy"] = "mixed";
+  labels["nvidia.com/mig-1g.10gb.count"] = "3";
+  labels["nvidia.com/mig-1g.10gb.memory"] = "9728";
+  labels["nvidia.com/mig-3g.40gb.count"] = "1";
+  const std::string body = request.dump();
+  simdjson::dom::parser parser;
+  absl::StatusOr<ExtenderArgs> decoded = DecodeExtenderArgs(body, parser);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ExtenderArgs args = *std::move(decoded);
+  ASSERT_TRUE(parser.parse(std::string(R"({"overwrite":"everything the parser held"})")).error() == simdjson::SUCCESS);
+  const auto as_pairs = [](absl::Span<const GfdMigCount> counts) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const GfdMigCount& c : counts) out.emplace_back(c.profile, c.count);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const std::vector<std::pair<std::string, std::string>> want = {{"1g.10gb", "3"}, {"3g.40gb", "1"}};
+  const WireNode& node = (*args.nodes)[0];
+  EXPECT_EQ(node.inventory.gfd_mig_strategy, "mixed");
+  EXPECT_EQ(as_pairs(node.inventory.gfd_mig_counts), want);
+  EXPECT_TRUE((*args.nodes)[1].inventory.gfd_mig_counts.empty());
+
+  simdjson::dom::parser whole;
+  simdjson::dom::element item = whole.parse(body).value()["Nodes"]["items"].at(0).value();
+  absl::StatusOr<WireNode> watched = DecodeNodeObject(item, "Node");
+  ASSERT_TRUE(watched.ok()) << watched.status();
+  const WireNode moved = *std::move(watched);
+  EXPECT_EQ(as_pairs(moved.inventory.gfd_mig_counts), want) << "the view follows the node when it moves";
+
+  labels["nvidia.com/mig-2g.20gb.count"] = 2;
+  absl::StatusOr<ExtenderArgs> refused = DecodeExtenderArgs(request.dump(), parser);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr(R"(Nodes.items[0].metadata.labels["nvidia.com/mig-2g.20gb.count"] must be a string)"));
 }
 
 TEST(DecodeExtenderArgsTest, RefusalsNameTheFieldOrWhereTheJsonBreaks) {

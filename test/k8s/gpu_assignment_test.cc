@@ -202,15 +202,15 @@ TEST(GpuAssignmentRoundTrip, ParseOfFormatIsTheIdentity) {
   }
 }
 
-TEST(FormatVisibleDevices, NamesEachGpuOrMigInstanceByUuidOrAllByIndex) {
+TEST(FormatVisibleDevices, NamesEachGpuOrMigInstanceByUuidOrAllByIndexAndAnUnnamedMigInstanceNotAtAll) {
   const std::vector<std::tuple<std::string, GpuAssignment, std::string>> cases = {
       {"GPUs with uuids", Assignment("n", {Share(0, 1000).Uuid("GPU-a"), Share(3, 1000).Uuid("GPU-b")}), "GPU-a,GPU-b"},
       {"a GPU without a uuid makes every GPU an index",
        Assignment("n", {Share(0, 1000).Uuid("GPU-a"), Share(3, 1000)}), "0,3"},
       {"a MIG instance is named by its own uuid, not its GPU's",
        Assignment("n", {Share(2, 428).Uuid("GPU-a").Mig("3g.40gb", 4, "MIG-x")}), "MIG-x"},
-      {"a MIG instance without a uuid falls back to its GPU's index",
-       Assignment("n", {Share(2, 428).Uuid("GPU-a").Mig("3g.40gb", 4)}), "2"},
+      {"a MIG instance without a uuid is named by nothing: its GPU's index would hand over the whole GPU",
+       Assignment("n", {Share(2, 428).Uuid("GPU-a").Mig("3g.40gb", 4)}), ""},
   };
   for (const auto& [name, assignment, want] : cases) {
     SCOPED_TRACE(name);

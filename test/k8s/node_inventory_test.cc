@@ -65,16 +65,60 @@ struct OwnedFields {
   std::optional<std::string> gfd_product{};
   std::optional<std::string> gfd_memory{};
   std::optional<std::string> allocatable_gpus{};
+  std::optional<std::string> gfd_mig_strategy{};
+  /// Other labels of the node, as key and value: those GFD writes per MIG
+  /// profile are collected as the decoders collect them.
+  std::vector<std::pair<std::string, std::string>> labels{};
 
   [[nodiscard]] NodeInventoryFields View() const {
     auto view = [](const std::optional<std::string>& s) -> std::optional<std::string_view> {
       if (!s) return std::nullopt;
       return std::string_view(*s);
     };
-    return {view(inventory_annotation), view(gfd_count), view(gfd_product), view(gfd_memory),
-            view(allocatable_gpus)};
+    collected.clear();
+    for (const auto& [key, value] : labels) AddGfdMigCountLabel(key, value, collected);
+    return {view(inventory_annotation), view(gfd_count),        view(gfd_product),
+            view(gfd_memory),           view(allocatable_gpus), std::nullopt,
+            view(gfd_mig_strategy),     collected};
   }
+
+  /// What View() collected of `labels`, which its answer views.
+  mutable std::vector<GfdMigCount> collected{};
 };
+
+// GPU Feature Discovery's count label of a MIG profile.
+std::pair<std::string, std::string> MigCount(const std::string& profile, const std::string& count) {
+  return {"nvidia.com/mig-" + profile + ".count", count};
+}
+
+// A GPU in MIG mode with instances laid out from labels (no uuid).
+GpuDevice MigGpu(int32_t index, std::string model, int64_t memory,
+                 std::vector<std::pair<std::string, int32_t>> instances) {
+  GpuDevice g = Gpu(index, std::move(model), memory);
+  g.mig_mode = true;
+  for (auto& [profile, start] : instances) g.mig.push_back(MigInstance{std::move(profile), start, ""});
+  return g;
+}
+
+GpuDevice MigUnlisted(GpuDevice g) {
+  g.mig_mode = true;
+  g.mig_unlisted = true;
+  return g;
+}
+
+// `n` GPUs like `gpu`, numbered 0..n-1.
+std::vector<GpuDevice> Copies(int32_t n, const GpuDevice& gpu) {
+  std::vector<GpuDevice> gpus(static_cast<size_t>(n), gpu);
+  for (int32_t i = 0; i < n; ++i) gpus[static_cast<size_t>(i)].index = i;
+  return gpus;
+}
+
+// Seven 1g instances at slices 0..6.
+std::vector<std::pair<std::string, int32_t>> Sevenths(const std::string& profile) {
+  std::vector<std::pair<std::string, int32_t>> out;
+  for (int32_t s = 0; s < 7; ++s) out.emplace_back(profile, s);
+  return out;
+}
 
 struct Accepted {
   std::string name;
@@ -202,7 +246,10 @@ std::string Item(const std::string& fields) { return absl::StrCat("[{", fields, 
 
 TEST(ParseNodeInventory, RefusesAMalformedSourceWithoutFallingThrough) {
   const std::string kAnn = "annotation tessera.io/gpu-inventory: ";
-  const std::string huge = absl::StrCat("[", std::string(256 * 1024, ' '), "]");  // not "[" + ...: GCC 12 -O2 -Wrestrict false positive
+  // Built in place: gcc 12's -Wrestrict misfires on "[" + std::string(...).
+  std::string huge(256 * 1024 + 2, ' ');
+  huge.front() = '[';
+  huge.back() = ']';
   const std::vector<Refused> cases = {
       {"a malformed annotation is an error even when labels and allocatable are valid",
        {.inventory_annotation = "[{", .gfd_count = "8", .allocatable_gpus = "8"},
@@ -330,6 +377,167 @@ TEST(ParseNodeInventory, RefusesAMalformedSourceWithoutFallingThrough) {
     EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
     for (const std::string& m : c.messages) EXPECT_THAT(std::string(got.status().message()), HasSubstr(m));
   }
+}
+
+struct FromMigLabels {
+  std::string name;
+  OwnedFields fields;
+  std::vector<GpuDevice> want;
+  std::string mig_error = "";  // a substring; empty: OK
+};
+
+TEST(ParseNodeInventory, LaysOutTheMigInstancesGpuFeatureDiscoveryCounts) {
+  const std::string a100 = "NVIDIA-A100-SXM4-80GB", a100_40 = "NVIDIA-A100-SXM4-40GB";
+  const std::vector<FromMigLabels> cases = {
+      {"mixed: an A100-80GB split into seven 1g.10gb",
+       {.gfd_count = "1", .gfd_product = a100, .gfd_memory = "81920", .gfd_mig_strategy = "mixed",
+        .labels = {MigCount("1g.10gb", "7"), {"nvidia.com/mig-1g.10gb.memory", "9728"},
+                   {"nvidia.com/mig-1g.10gb.product", a100 + "-MIG-1g.10gb"}, {"nvidia.com/mig.capable", "true"}}},
+       {MigGpu(0, a100, 81920, Sevenths("1g.10gb"))}},
+      {"mixed: two GPUs of 3g.40gb + 4g.40gb come out alike, the 4g at slice 0",
+       {.gfd_count = "2", .gfd_product = a100, .gfd_memory = "81920", .gfd_mig_strategy = "mixed",
+        .labels = {MigCount("3g.40gb", "2"), MigCount("4g.40gb", "2")}},
+       {MigGpu(0, a100, 81920, {{"4g.40gb", 0}, {"3g.40gb", 4}}),
+        MigGpu(1, a100, 81920, {{"4g.40gb", 0}, {"3g.40gb", 4}})}},
+      {"mixed: eight A100-40GB all-balanced, each 3g.20gb + 2g.10gb + two 1g.5gb",
+       {.gfd_count = "8", .gfd_product = a100_40, .gfd_memory = "40960", .gfd_mig_strategy = "mixed",
+        .labels = {MigCount("1g.5gb", "16"), MigCount("2g.10gb", "8"), MigCount("3g.20gb", "8")}},
+       Copies(8, MigGpu(0, a100_40, 40960, {{"1g.5gb", 0}, {"1g.5gb", 1}, {"2g.10gb", 2}, {"3g.20gb", 4}}))},
+      {"mixed: without allocatable the instances take the fewest GPUs, the others take shares",
+       {.gfd_count = "3", .gfd_product = a100, .gfd_memory = "81920", .gfd_mig_strategy = "mixed",
+        .labels = {MigCount("1g.10gb", "7")}},
+       {MigGpu(0, a100, 81920, Sevenths("1g.10gb")), Gpu(1, a100, 81920), Gpu(2, a100, 81920)}},
+      {"mixed: allocatable nvidia.com/gpu counts the GPUs not in MIG mode",
+       {.gfd_count = "3", .gfd_product = a100, .gfd_memory = "81920", .allocatable_gpus = "1",
+        .gfd_mig_strategy = "mixed", .labels = {MigCount("3g.40gb", "2")}},
+       {MigGpu(0, a100, 81920, {{"3g.40gb", 4}}), MigGpu(1, a100, 81920, {{"3g.40gb", 4}}), Gpu(2, a100, 81920)}},
+      {"mixed: allocatable that leaves too few GPUs for the instances is overruled by the counts",
+       {.gfd_count = "2", .gfd_product = a100, .gfd_memory = "81920", .allocatable_gpus = "2",
+        .gfd_mig_strategy = "mixed", .labels = {MigCount("7g.80gb", "1")}},
+       {MigGpu(0, a100, 81920, {{"7g.80gb", 0}}), Gpu(1, a100, 81920)}},
+      {"mixed: an H100 with one 7g.80gb",
+       {.gfd_count = "1", .gfd_product = "NVIDIA-H100-80GB-HBM3", .gfd_memory = "81559", .gfd_mig_strategy = "mixed",
+        .labels = {MigCount("7g.80gb", "1")}},
+       {MigGpu(0, "NVIDIA-H100-80GB-HBM3", 81559, {{"7g.80gb", 0}})}},
+      {"mixed: no MIG count label, no GPU in MIG mode",
+       {.gfd_count = "2", .gfd_product = a100, .gfd_memory = "81920", .gfd_mig_strategy = "mixed"},
+       Gpus(2, a100, 81920)},
+      {"mixed: count labels of zero, no GPU in MIG mode",
+       {.gfd_count = "1", .gfd_product = a100, .gfd_mig_strategy = "mixed", .labels = {MigCount("1g.10gb", "0")}},
+       {Gpu(0, a100)}},
+      {"single: the product names the profile and the count counts instances, on the fewest GPUs",
+       {.gfd_count = "14", .gfd_product = a100_40 + "-MIG-1g.5gb", .gfd_memory = "4864", .gfd_mig_strategy = "single",
+        .labels = {{"nvidia.com/gpu.slices.gi", "1"}}},
+       Copies(2, MigGpu(0, a100_40, 0, Sevenths("1g.5gb")))},
+      {"single: three 3g.40gb take two GPUs, spread",
+       {.gfd_count = "3", .gfd_product = a100 + "-MIG-3g.40gb", .gfd_memory = "40192", .gfd_mig_strategy = "single"},
+       {MigGpu(0, a100, 0, {{"3g.40gb", 0}, {"3g.40gb", 4}}), MigGpu(1, a100, 0, {{"3g.40gb", 4}})}},
+      {"single: sixteen GPUs of seven 1g.10gb are 112 instances, more than a node's GPUs",
+       {.gfd_count = "112", .gfd_product = a100 + "-MIG-1g.10gb", .gfd_mig_strategy = "single"},
+       Copies(16, MigGpu(0, a100, 0, Sevenths("1g.10gb")))},
+      {"single without a GPU in MIG mode: plain GPUs (GFD's labels then are the usual ones)",
+       {.gfd_count = "8", .gfd_product = a100, .gfd_memory = "81920", .gfd_mig_strategy = "single"},
+       Gpus(8, a100, 81920)},
+      {"none: count labels are not read",
+       {.gfd_count = "1", .gfd_product = a100, .gfd_mig_strategy = "none", .labels = {MigCount("1g.10gb", "7")}},
+       {Gpu(0, a100)}},
+      {"no strategy label: count labels are not read",
+       {.gfd_count = "1", .gfd_product = a100, .labels = {MigCount("1g.10gb", "7")}}, {Gpu(0, a100)}},
+      {"the inventory annotation beats the labels, MIG ones too",
+       {.inventory_annotation = R"([{"index":0,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920}])",
+        .gfd_count = "1", .gfd_product = a100, .gfd_mig_strategy = "mixed", .labels = {MigCount("1g.10gb", "7")}},
+       {Gpu(0, a100, 81920)}},
+      {"mixed on a model without a MIG table: its GPUs in MIG mode, instances unlisted, and why",
+       {.gfd_count = "2", .gfd_product = "NVIDIA-A30", .gfd_memory = "24576", .gfd_mig_strategy = "mixed",
+        .labels = {MigCount("1g.6gb", "4")}},
+       Copies(2, MigUnlisted(Gpu(0, "NVIDIA-A30", 24576))),
+       R"(label nvidia.com/mig-1g.6gb.count="4": NVIDIA-A30 is a model Tessera has no MIG table for; )"
+       "GPUs 0..1 are in MIG mode with their instances unlisted"},
+      {"mixed on a model without a table: allocatable still says which GPUs are not in MIG mode",
+       {.gfd_count = "2", .gfd_product = "NVIDIA-A30", .allocatable_gpus = "1", .gfd_mig_strategy = "mixed",
+        .labels = {MigCount("1g.6gb", "4")}},
+       {MigUnlisted(Gpu(0, "NVIDIA-A30")), Gpu(1, "NVIDIA-A30")}, "GPU 0 is in MIG mode"},
+      {"mixed with a profile the table lacks: unlisted too",
+       {.gfd_count = "1", .gfd_product = a100, .gfd_mig_strategy = "mixed",
+        .labels = {MigCount("1g.10gb.me", "1"), MigCount("1g.10gb", "6")}},
+       {MigUnlisted(Gpu(0, a100))},
+       R"(label nvidia.com/mig-1g.10gb.me.count="1": the A100-80GB has no such profile in Tessera's MIG table; )"
+       "GPU 0 is in MIG mode with its instances unlisted"},
+      {"single on a model without a MIG table",
+       {.gfd_count = "4", .gfd_product = "NVIDIA-A30-MIG-1g.6gb", .gfd_mig_strategy = "single"},
+       {MigUnlisted(Gpu(0, "NVIDIA-A30"))},
+       R"(label nvidia.com/gpu.product="NVIDIA-A30-MIG-1g.6gb": NVIDIA-A30 is a model Tessera has no MIG table for)"},
+  };
+  for (const FromMigLabels& c : cases) {
+    SCOPED_TRACE(c.name);
+    absl::StatusOr<NodeInventory> got = ParseNodeInventory(c.fields.View());
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->gpus, c.want);
+    if (c.mig_error.empty()) {
+      EXPECT_TRUE(got->mig_error.ok()) << got->mig_error;
+    } else {
+      EXPECT_THAT(std::string(got->mig_error.message()), HasSubstr(c.mig_error));
+    }
+  }
+}
+
+TEST(ParseNodeInventory, RefusesMigLabelsThatCannotBeLaidOut) {
+  const std::string a100 = "NVIDIA-A100-SXM4-80GB";
+  std::vector<std::pair<std::string, std::string>> seventeen;
+  for (int i = 1; i <= 17; ++i) seventeen.push_back(MigCount(absl::StrCat(i, "g.", i, "gb"), "1"));
+  const std::vector<Refused> cases = {
+      {"counts that do not fit on the node's GPUs name the labels",
+       {.gfd_count = "1", .gfd_product = a100, .gfd_memory = "81920", .gfd_mig_strategy = "mixed",
+        .labels = {MigCount("3g.40gb", "2"), MigCount("1g.10gb", "1")}},
+       {R"(labels nvidia.com/mig-3g.40gb.count="2", nvidia.com/mig-1g.10gb.count="1": 3 MIG instances do not fit )"
+        "on the node's 1 NVIDIA-A100-SXM4-80GB GPUs (label nvidia.com/gpu.count)"}},
+      {"instances and no GPU", {.gfd_count = "0", .gfd_product = a100, .gfd_mig_strategy = "mixed",
+                                .labels = {MigCount("1g.10gb", "1")}},
+       {R"(label nvidia.com/mig-1g.10gb.count="1": 1 MIG instance does not fit on the node's 0 GPUs)"}},
+      {"a count label that is not a number",
+       {.gfd_count = "1", .gfd_product = a100, .gfd_mig_strategy = "mixed", .labels = {MigCount("1g.10gb", "seven")}},
+       {R"(label nvidia.com/mig-1g.10gb.count="seven": must be a count of MIG instances, 0..448)"}},
+      {"more count labels than a node has profiles", {.gfd_count = "1", .gfd_product = a100,
+                                                      .gfd_mig_strategy = "mixed", .labels = seventeen},
+       {"more than 16 labels nvidia.com/mig-<profile>.count"}},
+      {"a strategy GFD does not write", {.gfd_count = "1", .gfd_mig_strategy = "Mixed"},
+       {R"(label nvidia.com/mig.strategy="Mixed": must be none, single or mixed)"}},
+      {"single, where GFD found the set-up invalid",
+       {.gfd_count = "0", .gfd_product = a100 + "-MIG-INVALID", .gfd_memory = "0", .gfd_mig_strategy = "single"},
+       {R"(label nvidia.com/gpu.product="NVIDIA-A100-SXM4-80GB-MIG-INVALID": GPU Feature Discovery found the )"
+        "node's MIG set-up invalid"}},
+      {"single, more instances than 64 GPUs hold",
+       {.gfd_count = "65", .gfd_product = a100 + "-MIG-7g.80gb", .gfd_mig_strategy = "single"},
+       {R"(label nvidia.com/gpu.count="65" of nvidia.com/gpu.product="NVIDIA-A100-SXM4-80GB-MIG-7g.80gb": )"
+        "65 GPUs would hold them, more than 64 per node"}},
+      {"single, an instance count that is not a number",
+       {.gfd_count = "x", .gfd_product = a100 + "-MIG-7g.80gb", .gfd_mig_strategy = "single"},
+       {R"(label nvidia.com/gpu.count="x": )"}},
+      {"a MIG count label without the count label",
+       {.gfd_mig_strategy = "mixed", .labels = {MigCount("1g.10gb", "7")}},
+       {R"(label nvidia.com/mig-1g.10gb.count="7" is set but label nvidia.com/gpu.count is missing)"}},
+  };
+  for (const Refused& c : cases) {
+    SCOPED_TRACE(c.name);
+    absl::StatusOr<NodeInventory> got = ParseNodeInventory(c.fields.View());
+    ASSERT_FALSE(got.ok()) << "parsed " << got->gpus.size() << " GPUs";
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+    for (const std::string& m : c.messages) EXPECT_THAT(std::string(got.status().message()), HasSubstr(m));
+  }
+}
+
+TEST(AddGfdMigCountLabel, TakesOnlyCountLabelsAndKeepsOneMoreThanTheCap) {
+  std::vector<GfdMigCount> counts;
+  EXPECT_FALSE(AddGfdMigCountLabel("nvidia.com/mig.strategy", "mixed", counts));
+  EXPECT_FALSE(AddGfdMigCountLabel("nvidia.com/mig-1g.10gb.memory", "9728", counts));
+  EXPECT_FALSE(AddGfdMigCountLabel("nvidia.com/mig-.count", "1", counts)) << "no profile named";
+  EXPECT_FALSE(AddGfdMigCountLabel("nvidia.com/gpu.count", "8", counts));
+  EXPECT_TRUE(AddGfdMigCountLabel("nvidia.com/mig-1g.10gb.count", "7", counts));
+  ASSERT_EQ(counts.size(), 1u);
+  EXPECT_EQ(counts[0].profile, "1g.10gb");
+  EXPECT_EQ(counts[0].count, "7");
+  for (int i = 0; i < 40; ++i) EXPECT_TRUE(AddGfdMigCountLabel("nvidia.com/mig-2g.20gb.count", "1", counts));
+  EXPECT_EQ(counts.size(), kMaxGfdMigProfiles + 1) << "bounded, and still refused by the parse";
 }
 
 // Every prefix of a valid annotation, and every single-byte corruption of

@@ -15,6 +15,7 @@
 #include "config/policy_loader.h"
 #include "k8s/annotations.h"
 #include "k8s/gpu_assignment.h"
+#include "k8s/node_inventory.h"
 #include "policies/builtin_registry.h"
 #include "scheduler/model/absl_compat.h"
 #include "test/testing/builders.h"
@@ -100,6 +101,42 @@ TEST_F(BinderTest, WritesTheAssignmentThenTheBindingAndCountsTheGpusAtOnce) {
   // Counted before any watch event confirms it.
   EXPECT_EQ(Held("n1", 0), 250);
   EXPECT_EQ(model_.reservation_count(), 1u);
+}
+
+// An instance laid out from GPU Feature Discovery's labels has no UUID: the
+// assignment records it, and no tessera.io/visible-devices names a device
+// (the device plugin hands over the one it allocates for the pod's resource).
+TEST_F(BinderTest, AMigInstanceFromFeatureDiscoveryLabelsIsBoundWithoutVisibleDevices) {
+  absl::StatusOr<std::shared_ptr<const Profile>> mig = LoadPolicyText(
+      "apiVersion: tessera.io/v1alpha1\nkind: SchedulingPolicy\nplugins:\n  - name: gpu-share\n"
+      "  - name: mig-partition\n",
+      "mig.yaml", registry_);
+  ASSERT_TRUE(mig.ok()) << mig.status();
+  profile_ = *mig;
+  const std::vector<k8s::GfdMigCount> counts = {{.profile = "3g.40gb", .count = "2"}};
+  absl::StatusOr<NodeInventory> labelled = k8s::ParseNodeInventory(
+      {.gfd_count = "1", .gfd_product = "NVIDIA-A100-SXM4-80GB", .gfd_memory = "81920",
+       .gfd_mig_strategy = "mixed", .gfd_mig_counts = counts});
+  ASSERT_TRUE(labelled.ok()) << labelled.status();
+  model_.UpsertNode("gfd", *labelled, absl::OkStatus());
+  model_.Publish();
+  PodRecord pod;
+  pod.uid = "uid-mig";
+  pod.namespace_name = "ml";
+  pod.name = "mig";
+  pod.phase = "Pending";
+  pod.annotations[std::string(k8s::kMigProfile)] = "3g.40gb";
+  Known(pod);
+  ASSERT_TRUE(binder_->Bind(Args(pod, "gfd")).ok());
+  const PodRecord after = *api_.Pod("ml/mig");
+  absl::StatusOr<GpuAssignment> written = k8s::ParseGpuAssignment(after.annotations.at(std::string(k8s::kGpuAssignment)));
+  ASSERT_TRUE(written.ok()) << written.status();
+  ASSERT_EQ(written->gpus.size(), 1u);
+  ASSERT_TRUE(written->gpus[0].mig.has_value());
+  EXPECT_EQ(written->gpus[0].mig->profile, "3g.40gb");
+  EXPECT_TRUE(written->gpus[0].mig->uuid.empty());
+  EXPECT_FALSE(after.annotations.contains(std::string(k8s::kVisibleDevices)))
+      << "a GPU index would hand over the whole GPU in MIG mode";
 }
 
 TEST_F(BinderTest, APolicyWhoseChoiceIgnoresWhatPodsHoldCannotOverCommitAGpu) {

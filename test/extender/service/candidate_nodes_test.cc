@@ -38,9 +38,12 @@ TEST(CandidateNodesTest, EveryFormJoinsTheGpusItReadsWithWhatTheSnapshotSaysPods
   k8s::ExtenderArgs names;
   names.node_names = std::vector<std::string_view>{"n1", "unknown"};
   k8s::ExtenderArgs objects;
-  objects.nodes = std::vector<k8s::WireNode>{
-      k8s::WireNode{.name = "n1", .inventory = {.inventory_annotation = kTwoGpus}, .json = {}},
-      k8s::WireNode{.name = "unknown", .inventory = {.inventory_annotation = kTwoGpus}, .json = {}}};
+  objects.nodes.emplace();
+  for (std::string_view name : {"n1", "unknown"}) {
+    k8s::WireNode& node = objects.nodes->emplace_back();  // move-only
+    node.name = name;
+    node.inventory.inventory_annotation = kTwoGpus;
+  }
   const std::vector<Case> cases = {
       {"names: the snapshot's own views, nothing for a node it does not know", &names, {{idle, held}, {}}},
       {"Node objects: their inventory, with the snapshot's usage where it knows the node",
