@@ -5,6 +5,7 @@
 #   benchmarks/placement.sh                      # the default trace
 #   benchmarks/placement.sh --all-traces         # and every variant in the traces folder
 #   benchmarks/placement.sh --traces DIR ...     # the traces folder (or TESSERA_TRACES=DIR)
+#   benchmarks/placement.sh --stress             # fgd against tessera, each stress variant too
 #   benchmarks/placement.sh --seeds 42           # any further flag goes to tessera-sim
 #
 # The traces folder holds openb_node_list_gpu_node.csv and openb_pod_list_*.csv
@@ -23,9 +24,11 @@ build="${TESSERA_BUILD_DIR:-build}"
 out="${TESSERA_SIM_OUT:-$build/placement}"
 data="${TESSERA_TRACES:-}"
 all=0
+stress=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --all-traces) all=1; shift;;
+    --stress) stress=1; shift;;
     --traces) [ $# -ge 2 ] || { echo "placement.sh: --traces needs a folder" >&2; exit 2; }; data="$2"; shift 2;;
     --traces=*) data="${1#--traces=}"; shift;;
     *) break;;
@@ -53,5 +56,19 @@ policies+=",tessera=config/examples/default-policy.yaml"
 
 cmake -S . -B "$build" >/dev/null
 cmake --build "$build" --target tessera-sim -j"$(nproc)" >/dev/null
+if [ "$stress" = 1 ]; then
+  # FGD told each trace's mix against Tessera learning it, on the traces as
+  # they are and on the stress variants (sim/stress.h); the summaries give
+  # 10-seed means and the seeds Tessera won.
+  for variant in "as-is::--node_cpu_percent=100" "cpu-x0.5::--node_cpu_percent=50" \
+                 "cpu-x0.75::--node_cpu_percent=75" "gpu-memory-heavy::--pod_gpu_memory_percent=100"; do
+    name="${variant%%::*}"
+    echo "== $name" >&2
+    "$build/tessera-sim" --nodes "$data/openb_node_list_gpu_node.csv" --pods "$traces" \
+      --policies "$placement/fgd-policy.yaml,tessera=config/examples/default-policy.yaml" \
+      --seeds 42-51 --out "$out/$name" --progress=false "${variant##*::}" "$@"
+  done
+  exit 0
+fi
 time "$build/tessera-sim" --nodes "$data/openb_node_list_gpu_node.csv" --pods "$traces" --policies "$policies" \
   --seeds 42-51 --out "$out" --progress=false "$@"

@@ -29,6 +29,31 @@ std::string SeedRange(const std::vector<RunSummary>& runs, const std::string& tr
   return absl::StrCat(seeds.size(), " seeds, ", seeds.front(), "–", seeds.back());
 }
 
+// The last policy against `other` on `trace`, seed by seed at Alloc %(100):
+// the mean of (last − other), and on how many seeds the last allocated more.
+struct SeedComparison {
+  double mean_difference = 0;
+  int wins = 0;
+  int seeds = 0;
+};
+SeedComparison CompareBySeed(const std::vector<RunSummary>& runs, const std::string& trace, const std::string& other,
+                             const std::string& last) {
+  SeedComparison c;
+  double sum = 0;
+  for (const RunSummary& a : runs) {
+    if (a.trace != trace || a.policy != last || !AllocAt(a, 100).has_value()) continue;
+    for (const RunSummary& b : runs) {
+      if (b.trace != trace || b.policy != other || b.seed != a.seed || !AllocAt(b, 100).has_value()) continue;
+      const double d = *AllocAt(a, 100) - *AllocAt(b, 100);
+      sum += d;
+      c.wins += d > 0 ? 1 : 0;
+      ++c.seeds;
+    }
+  }
+  if (c.seeds > 0) c.mean_difference = sum / c.seeds;
+  return c;
+}
+
 }  // namespace
 
 std::vector<std::string> TracesOf(const std::vector<RunSummary>& runs) {
@@ -83,6 +108,24 @@ std::string MarkdownSummary(const std::vector<RunSummary>& runs) {
       absl::StrAppend(&md, " ", MeanSd(StatsOver(runs, t, p, [](const RunSummary& r) { return AllocAt(r, 100); })), " |");
     }
     absl::StrAppend(&md, "\n");
+  }
+
+  if (policies.size() >= 2) {
+    const std::string& last = policies.back();
+    absl::StrAppend(&md, "\n## ", last, " against each policy, seed by seed: mean of (", last,
+                    " − policy) at Alloc %(100), and the seeds ", last, " won\n\n| trace |");
+    for (size_t i = 0; i + 1 < policies.size(); ++i) absl::StrAppend(&md, " vs ", policies[i], " |");
+    absl::StrAppend(&md, "\n|---|");
+    for (size_t i = 0; i + 1 < policies.size(); ++i) absl::StrAppend(&md, "---|");
+    absl::StrAppend(&md, "\n");
+    for (const std::string& t : traces) {
+      absl::StrAppend(&md, "| ", t, " |");
+      for (size_t i = 0; i + 1 < policies.size(); ++i) {
+        const SeedComparison c = CompareBySeed(runs, t, policies[i], last);
+        absl::StrAppend(&md, " ", absl::StrFormat("%+.2f (%d/%d)", c.mean_difference, c.wins, c.seeds), " |");
+      }
+      absl::StrAppend(&md, "\n");
+    }
   }
 
   for (const std::string& t : traces) {

@@ -141,6 +141,15 @@ TEST(ReportTest, TheSummaryTabulatesMeanAndSdPerTraceAndPolicy) {
   EXPECT_THAT(md, HasSubstr("| fgd | 95.20 ± 0.28 | 95.20 | 298 | 5.00 ± 0.00 | 95.20 ± 0.28 | 0 / 10 / 20 / 1 |"));
 }
 
+TEST(ReportTest, TheLastPolicyIsComparedWithEachOtherSeedBySeed) {
+  const std::vector<RunSummary> runs = {Summary("fgd", 42, 95.0),     Summary("fgd", 43, 95.4),
+                                        Summary("tessera", 42, 95.6), Summary("tessera", 43, 95.2),
+                                        Summary("tessera", 44, 99.0)};  // seed 44 has no fgd run: not compared
+  const std::string md = MarkdownSummary(runs);
+  // (0.6 − 0.2) / 2 = +0.20, won on seed 42 only.
+  EXPECT_THAT(md, HasSubstr("| trace | vs fgd |\n|---|---|\n| default | +0.20 (1/2) |\n"));
+}
+
 TEST(ReportTest, TheCsvHasARowPerRunAndArrivedPercent) {
   std::ostringstream csv;
   WriteCurvesCsv({Summary("fgd", 42, 95.0)}, csv);
