@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "config/policy_loader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -169,7 +170,7 @@ TEST(ReplayTest, LearningPutsMixesInForceOnScheduleAndTheMemoFollowsThem) {
   std::vector<TracePod> pods;
   for (int i = 0; i < 40; ++i) {
     const int64_t milli = i % 3 == 0 ? 250 : i % 3 == 1 ? 500 : 1000;
-    pods.push_back(GpuPod("p" + std::to_string(i), 1, milli, 1000 + 500 * (i % 4)));
+    pods.push_back(GpuPod(absl::StrCat("p", i), 1, milli, 1000 + 500 * (i % 4)));
   }
   const WorkloadLearning learning{.window_pods = 100, .warmup_pods = 10, .publish_every_pods = 5};
   const ReplayResult memoised = RunInOrder(*profile, nodes, pods, {0, 1, 2}, MemoMode::kAuto, &learning);
