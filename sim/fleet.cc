@@ -53,7 +53,7 @@ void ApplyFleet(Fleet fleet, std::vector<TraceNode>& nodes) {
 void ApplyFleet(Fleet fleet, std::vector<TracePod>& pods) {
   if (fleet != Fleet::kMixed) return;
   for (TracePod& p : pods) {
-    if (p.gpus == 0) continue;
+    if (p.gpus == 0 || !p.models.empty()) continue;  // a pod naming models has chosen its GPUs already
     const uint64_t h = StableHash(kFleetHashSeed, p.name);
     const std::string profile = p.gpus == 1 && p.gpu_milli < 1000 ? MigProfileCovering(p.gpu_milli) : std::string();
     if (!profile.empty()) {

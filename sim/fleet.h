@@ -18,7 +18,8 @@
 //     during a run.
 //   - the rest stay as the trace has them (NVIDIA).
 //
-//  Pods asking for GPUs, by h = StableHash(kFleetHashSeed, name):
+//  Pods asking for GPUs and naming no model (gpu_spec empty), by
+//  h = StableHash(kFleetHashSeed, name):
 //   - a share pod (one GPU, gpu_milli < 1000) whose share an instance of
 //     the layout covers (≤ 428 milli, 3g's sevenths; 701 of the default
 //     trace's 3078 share pods) becomes a MIG pod: it asks for the smallest
@@ -32,8 +33,8 @@
 //     holds 142 + 142 + 285 + 428 = 997).
 //   - any other GPU pod with h % 8 == 0 selects vendors = {amd}, with
 //     h % 8 == 1 vendors = {nvidia} (an eighth each); the rest accept any.
-//   CPU-only pods and gpu_spec are left as they are (a pod naming a trace
-//   model fits only nodes that kept it).
+//   CPU-only pods and pods naming models (the gpuspec traces) are left as
+//   they are: a pod naming a trace model fits only the nodes that kept it.
 #pragma once
 
 #include <cstdint>

@@ -115,31 +115,34 @@ TEST(FleetTest, SmallSharesBecomeMigPodsAndOthersSelectVendorsByTheirNameHash) {
       {Pod("small", 1, 100), "1g.10gb", 142},  {Pod("quarter", 1, 250), "2g.20gb", 285},
       {Pod("third", 1, 320), "3g.40gb", 428},  {Pod("half", 1, 500), "", 500},
       {Pod("whole", 1, 1000), "", 1000},       {Pod("pair", 2, 1000), "", 1000},
-      {Pod("cpu-only", 0, 0), "", 0},
+      {Pod("cpu-only", 0, 0), "", 0},          {Pod("names-a-model", 1, 100), "", 100},
   };
   std::vector<TracePod> pods;
   for (const Case& c : cases) pods.push_back(c.pod);
+  pods.back().models = {"G2"};
   ApplyFleet(Fleet::kMixed, pods);
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].pod.name);
     EXPECT_EQ(pods[i].mig_profile, cases[i].mig_profile);
     EXPECT_EQ(pods[i].gpu_milli, cases[i].milli_after);
     EXPECT_EQ(pods[i].gpus, cases[i].pod.gpus);
-    if (!cases[i].mig_profile.empty() || cases[i].pod.gpus == 0) {
-      EXPECT_TRUE(pods[i].vendors.empty()) << "MIG and CPU-only pods select no vendor";
+    if (!cases[i].mig_profile.empty() || cases[i].pod.gpus == 0 || !pods[i].models.empty()) {
+      EXPECT_TRUE(pods[i].vendors.empty()) << "MIG, CPU-only and model-naming pods select no vendor";
     }
   }
 
   // Vendors: an eighth each, by the name's hash alone (the same pod in any list, any order).
   std::vector<TracePod> many;
   for (int i = 0; i < 8000; ++i) many.push_back(Pod(absl::StrCat("openb-pod-", i), 1, 1000));
+  many[0].models = many[1].models = {"G2"};  // never select a vendor, whatever their hash
   std::vector<TracePod> reversed(many.rbegin(), many.rend());
   ApplyFleet(Fleet::kMixed, many);
   ApplyFleet(Fleet::kMixed, reversed);
   int amd = 0, nvidia = 0;
   for (size_t i = 0; i < many.size(); ++i) {
     const uint64_t h = StableHash(kFleetHashSeed, many[i].name);
-    const std::vector<GpuVendor> want = h % 8 == 0   ? std::vector<GpuVendor>{GpuVendor::kAmd}
+    const std::vector<GpuVendor> want = !many[i].models.empty() ? std::vector<GpuVendor>{}
+                                        : h % 8 == 0   ? std::vector<GpuVendor>{GpuVendor::kAmd}
                                         : h % 8 == 1 ? std::vector<GpuVendor>{GpuVendor::kNvidia}
                                                      : std::vector<GpuVendor>{};
     ASSERT_EQ(many[i].vendors, want) << many[i].name;
