@@ -8,6 +8,11 @@
 //                                    to 130% of GPU capacity (10 seeds = the
 //                                    README's table row; target: the winning
 //                                    policy's 10 seeds in <= 60 s on 2 cores)
+//   BM_ReplayMixedFleet/<policy>     the same on the mixed fleet (tessera-sim
+//                                    --fleet=mixed; sim/fleet.h): the trace's
+//                                    1213 nodes with AMD and MIG nodes, vendor-
+//                                    selecting and MIG pods; fgd's file has
+//                                    no MIG chooser, so its MIG pods fail
 //   BM_Prioritize/<policy>/<nodes>   Profile::Score of a 0.47-GPU, 8-CPU pod
 //                                    over 1000 or 5000 nodes with host CPU
 //                                    known, as the extender computes a node
@@ -29,6 +34,7 @@
 #include "policies/builtin_registry.h"
 #include "scheduler/framework/profile.h"
 #include "sim/experiment.h"
+#include "sim/fleet.h"
 #include "sim/replay.h"
 #include "sim/workload.h"
 
@@ -57,23 +63,32 @@ T OrExit(absl::StatusOr<T> loaded) {
   return *std::move(loaded);
 }
 
+const Trace* LoadTrace(Fleet fleet) {
+  auto t = new Trace;
+  t->nodes = OrExit(LoadNodeList(TESSERA_DATA_DIR "/openb/openb_node_list_gpu_node.csv"));
+  t->pods = OrExit(LoadPodList(TESSERA_DATA_DIR "/openb/openb_pod_list_default.csv"));
+  ApplyFleet(fleet, t->nodes);
+  ApplyFleet(fleet, t->pods);
+  t->classes = ClassifyPods(t->pods);
+  t->typical = TypicalPods(t->pods, 95);
+  t->empty = std::make_unique<Cluster>(t->nodes);
+  return t;
+}
+
 const Trace& DefaultTrace() {
-  static const Trace* trace = [] {
-    auto t = new Trace;
-    t->nodes = OrExit(LoadNodeList(TESSERA_DATA_DIR "/openb/openb_node_list_gpu_node.csv"));
-    t->pods = OrExit(LoadPodList(TESSERA_DATA_DIR "/openb/openb_pod_list_default.csv"));
-    t->classes = ClassifyPods(t->pods);
-    t->typical = TypicalPods(t->pods, 95);
-    t->empty = std::make_unique<Cluster>(t->nodes);
-    return t;
-  }();
+  static const Trace* trace = LoadTrace(Fleet::kTrace);
   return *trace;
 }
 
-std::shared_ptr<const Profile> Policy(int64_t which) {
+const Trace& MixedFleetTrace() {
+  static const Trace* trace = LoadTrace(Fleet::kMixed);
+  return *trace;
+}
+
+std::shared_ptr<const Profile> Policy(int64_t which, const Trace& trace = DefaultTrace()) {
   const PluginRegistry registry = NewBuiltinRegistry();
   absl::StatusOr<std::shared_ptr<const Profile>> profile =
-      LoadPolicyForTrace(kPolicies[which], registry, &DefaultTrace().typical);
+      LoadPolicyForTrace(kPolicies[which], registry, &trace.typical);
   if (!profile.ok()) {
     std::fprintf(stderr, "%s\n", std::string(profile.status().message()).c_str());
     std::abort();
@@ -81,18 +96,25 @@ std::shared_ptr<const Profile> Policy(int64_t which) {
   return *profile;
 }
 
-void BM_ReplayDefaultTrace(benchmark::State& state) {
-  const Trace& t = DefaultTrace();
-  const std::shared_ptr<const Profile> profile = Policy(state.range(0));
+// One seed (42) of `t` replayed with policy `which`, every pod to 130% of capacity.
+void ReplayOneSeed(benchmark::State& state, const Trace& t, int64_t which) {
+  const std::shared_ptr<const Profile> profile = Policy(which, t);
   const RunWorkload workload = MakeRunWorkload(t.pods, t.empty->size(), t.empty->capacity_milli(), 130, 42);
+  int64_t violations = 0;
   for (auto _ : state) {
     ReplayResult r = Replay(ReplayInput{.profile = profile.get(), .empty_cluster = t.empty.get(), .pods = &t.pods,
                                         .classes = &t.classes, .workload = &workload, .typical = nullptr,
                                         .seed = 42, .memo = MemoMode::kAuto, .keep_cluster = false});
     benchmark::DoNotOptimize(r.placed_pods);
+    violations += r.violations.count;
   }
+  if (violations > 0) state.SkipWithError("a placement broke sim/placement_check.h's rules");
   state.counters["pods"] = static_cast<double>(workload.pods.size());
 }
+
+void BM_ReplayDefaultTrace(benchmark::State& state) { ReplayOneSeed(state, DefaultTrace(), state.range(0)); }
+
+void BM_ReplayMixedFleet(benchmark::State& state) { ReplayOneSeed(state, MixedFleetTrace(), state.range(0)); }
 
 void BM_Prioritize(benchmark::State& state) {
   const Trace& t = DefaultTrace();
@@ -117,6 +139,7 @@ void BM_Prioritize(benchmark::State& state) {
 }
 
 BENCHMARK(BM_ReplayDefaultTrace)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReplayMixedFleet)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Prioritize)->ArgsProduct({{0, 1, 2}, {1000, 5000}})->Unit(benchmark::kMicrosecond);
 
 }  // namespace

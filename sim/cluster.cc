@@ -3,6 +3,19 @@
 namespace tessera::sim {
 namespace {
 
+// GpuUsage::Add's inverse: one pod holding `s` fewer (and its MIG instance,
+// if it held one, free again: a pod holds one instance, instances never overlap).
+void Subtract(const GpuShare& s, GpuUsage& u) {
+  u.guaranteed -= s.guaranteed;
+  u.limit -= s.limit;
+  u.memory -= s.memory;
+  u.memory_limit -= s.memory_limit;
+  --u.pods;
+  if (s.mig.has_value() && s.mig->start >= 0 && s.mig->start < kMigSlices) {
+    u.mig_held_starts = static_cast<uint8_t>(u.mig_held_starts & ~(1u << s.mig->start));
+  }
+}
+
 // CountPodShape's inverse: one pod holding `shares` fewer.
 void UncountPodShape(const std::vector<GpuShare>& shares, std::vector<GpuPodShape>& shapes) {
   if (shares.empty()) return;
@@ -22,7 +35,11 @@ Cluster::Cluster(const std::vector<TraceNode>& nodes) {
   for (const TraceNode& t : nodes) {
     Node n;
     n.name = t.name;
-    for (int32_t i = 0; i < t.gpus; ++i) n.gpus.push_back(GpuDevice{.index = i, .uuid = {}, .model = t.model, .memory = MemoryMiB(t.gpu_memory_mib), .numa = -1});
+    for (int32_t i = 0; i < t.gpus; ++i) {
+      n.gpus.push_back(GpuDevice{.index = i, .uuid = {}, .model = t.model, .memory = MemoryMiB(t.gpu_memory_mib),
+                                 .numa = -1, .healthy = true, .mig_mode = !t.mig.empty(), .mig = t.mig,
+                                 .mig_unlisted = false, .vendor = t.vendor});
+    }
     n.usage.resize(n.gpus.size());
     n.host = HostResources{.cpu_capacity = MilliCpu(t.cpu_milli), .cpu_used = MilliCpu(0),
                            .memory_capacity = MemoryMiB(t.memory_mib), .memory_used = MemoryMiB(0)};
@@ -67,12 +84,7 @@ void Cluster::Remove(size_t i, const PodGpuRequest& request, const std::vector<G
   Node& n = nodes_[i];
   for (const GpuShare& s : shares) {
     if (s.index < 0 || static_cast<size_t>(s.index) >= n.usage.size()) continue;
-    GpuUsage& u = n.usage[static_cast<size_t>(s.index)];
-    u.guaranteed -= s.guaranteed;
-    u.limit -= s.limit;
-    u.memory -= s.memory;
-    u.memory_limit -= s.memory_limit;
-    --u.pods;
+    Subtract(s, n.usage[static_cast<size_t>(s.index)]);
     used_milli_ -= s.guaranteed.value();
   }
   n.host.cpu_used -= request.host.cpu;

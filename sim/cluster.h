@@ -22,7 +22,8 @@ namespace tessera::sim {
 class Cluster {
  public:
   /// Nodes in the order given (the trace's name order); GPUs are indexed
-  /// 0..n-1 and carry the node's model; host resources are the node's.
+  /// 0..n-1 and carry the node's model and vendor (and, when the node lists
+  /// MIG instances, are in MIG mode with them); host resources are the node's.
   explicit Cluster(const std::vector<TraceNode>& nodes);
   Cluster(const Cluster& other);
   Cluster& operator=(const Cluster&) = delete;
@@ -32,14 +33,17 @@ class Cluster {
   [[nodiscard]] absl::Span<const NodeView> views() const { return views_; }
   /// Changes every time the node does; starts at 1.
   [[nodiscard]] uint32_t version(size_t node) const { return nodes_[node].version; }
-  /// Σ GPUs × 1000.
+  /// Σ GPUs × 1000 (a GPU in MIG mode counts 1000 too).
   [[nodiscard]] int64_t capacity_milli() const { return capacity_milli_; }
-  /// Σ guaranteed milli-GPU held, over all GPUs.
+  /// Σ guaranteed milli-GPU held, over all GPUs (a MIG instance: its
+  /// compute sevenths, GpuShare::guaranteed).
   [[nodiscard]] int64_t used_milli() const { return used_milli_; }
 
-  /// Records that a pod asking `request` now holds `shares` on `node`.
+  /// Records that a pod asking `request` now holds `shares` on `node` (a
+  /// share's MIG instance is marked held: GpuUsage::mig_held_starts).
   void Place(size_t node, const PodGpuRequest& request, const std::vector<GpuShare>& shares);
-  /// Undoes a Place with the same arguments: the pod left or was evicted.
+  /// Undoes a Place with the same arguments: the pod left or was evicted
+  /// (its MIG instance is free again).
   void Remove(size_t node, const PodGpuRequest& request, const std::vector<GpuShare>& shares);
 
  private:

@@ -74,6 +74,8 @@ void RunPaperReplay(const LoadedTrace& trace, const ReplayPolicy& policy, const 
                                                  .keep_cluster = false,
                                                  .learning = policy.learning.has_value() ? &*policy.learning : nullptr});
   s.learned_mixes = result.learned_mixes;
+  s.violations = result.violations;
+  for (uint32_t pod : workload.pods) s.mig_pods += trace.classes.kinds[trace.classes.class_of[pod]] == PodKind::kMig;
   s.curve = CurveOf(result.events, empty_cluster.capacity_milli());
   s.failed_pods = result.failed_pods;
   s.failed_milli = result.failed_milli;
@@ -100,6 +102,8 @@ void RunTenantReplay(const LoadedTrace& trace, const Profile& profile, const Clu
   s.placed_pods = result.placed_pods;
   s.memoised = result.memoised;
   s.tenants = tenants;
+  s.violations = result.violations;
+  for (uint32_t cls : trace.classes.class_of) s.mig_pods += trace.classes.kinds[cls] == PodKind::kMig;
   s.tenancy = std::move(result);
 }
 
@@ -174,6 +178,7 @@ absl::StatusOr<std::vector<RunSummary>> RunExperiment(const ExperimentOptions& o
     for (size_t i = 0; i < nodes->size(); i += options.node_sample) sample.push_back((*nodes)[i]);
     *nodes = std::move(sample);
   }
+  ApplyFleet(options.fleet, *nodes);
   ApplyStress(options.stress, *nodes);
   const Cluster empty_cluster(*nodes);
   if (empty_cluster.capacity_milli() == 0) {
@@ -192,6 +197,7 @@ absl::StatusOr<std::vector<RunSummary>> RunExperiment(const ExperimentOptions& o
   for (const NamedPath& spec : options.traces) {
     absl::StatusOr<std::vector<TracePod>> pods = LoadPodList(spec.path);
     if (!pods.ok()) return pods.status();
+    ApplyFleet(options.fleet, *pods);
     ApplyStress(options.stress, *pods);
     LoadedTrace t{.spec = spec, .pods = *std::move(pods), .classes = {}, .typical_pods = {}, .typical = std::nullopt, .tenancy = {}};
     t.classes = ClassifyPods(t.pods);
@@ -248,6 +254,7 @@ absl::StatusOr<std::vector<RunSummary>> RunExperiment(const ExperimentOptions& o
       s.policy = options.policies[job.policy].name;
       s.seed = seed;
       s.capacity_milli = empty_cluster.capacity_milli();
+      s.fleet = options.fleet;
       s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (progress) {
         std::lock_guard<std::mutex> lock(progress_mu);
@@ -260,6 +267,12 @@ absl::StatusOr<std::vector<RunSummary>> RunExperiment(const ExperimentOptions& o
   for (int i = 1; i < threads; ++i) pool.emplace_back(worker);
   worker();
   for (std::thread& t : pool) t.join();
+  for (const RunSummary& s : summaries) {
+    if (s.violations.count == 0) continue;
+    return absl::InternalError(absl::StrCat(s.trace, " ", s.policy, " seed ", s.seed, ": ", s.violations.count,
+                                            " placements broke what every placement must keep; the first: ",
+                                            s.violations.first));
+  }
   return summaries;
 }
 

@@ -15,6 +15,7 @@
 #include "scheduler/framework/profile.h"
 #include "scheduler/framework/registry.h"
 #include "scheduler/tenancy/tenant_set.h"
+#include "sim/fleet.h"
 #include "sim/metrics.h"
 #include "sim/pod_tenancy.h"
 #include "sim/replay.h"
@@ -60,6 +61,9 @@ struct ExperimentOptions {
   int64_t typical_coverage_percent = 95;
   /// Keep every Nth node of the name-sorted node list (1: all of them).
   size_t node_sample = 1;
+  /// The trace's nodes and pods, or a mixed fleet made from them
+  /// (sim/fleet.h); applied after node_sample, before stress.
+  Fleet fleet = Fleet::kTrace;
   /// CPU-scarce nodes, GPU memory-heavy pods (sim/stress.h).
   StressOptions stress;
   /// Set: every run is the tenant replay instead of the paper's.
@@ -78,6 +82,12 @@ struct RunSummary {
   int64_t placed_pods = 0;
   int64_t capacity_milli = 0;
   bool memoised = false;
+  Fleet fleet = Fleet::kTrace;
+  /// Pods submitted that ask for a MIG instance (only a mixed fleet has them).
+  int64_t mig_pods = 0;
+  /// Placements that broke sim/placement_check.h's rules; RunExperiment
+  /// fails when any run has one.
+  PlacementViolations violations;
   /// Learned mixes put in force during the run (0: it did not learn).
   int64_t learned_mixes = 0;
   double seconds = 0;
@@ -108,6 +118,8 @@ absl::StatusOr<ReplayPolicy> LoadReplayPolicy(const std::string& path, const Plu
 
 /// Loads everything (every error names its file), then runs. `progress`, if
 /// set, is called after each run (from the running thread, serialised).
+/// \return Internal, naming the run and the first one, when a placement
+///   broke sim/placement_check.h's rules (a policy or simulator bug).
 absl::StatusOr<std::vector<RunSummary>> RunExperiment(const ExperimentOptions& options,
                                                       const std::function<void(const RunSummary&)>& progress = {});
 

@@ -45,6 +45,10 @@ ABSL_FLAG(bool, workload_from_trace, true,
 ABSL_FLAG(bool, learn_workload, true,
           "Policies whose file leaves workloadLearning on learn the workload from the run's arrivals, starting "
           "from their file's list, as the server does (false: they get the trace's, as above).");
+ABSL_FLAG(std::string, fleet, "trace",
+          "trace: the trace's nodes and pods as they are; mixed: a quarter of the GPU nodes AMD, an eighth of the "
+          "8-GPU nodes A100s split into MIG instances, some pods selecting a vendor and some small share pods "
+          "asking for a MIG instance instead (sim/fleet.h says exactly which).");
 ABSL_FLAG(int64_t, node_cpu_percent, 100, "Stress: every node's CPU scaled to this % (1..1000; sim/stress.h).");
 ABSL_FLAG(int64_t, pod_gpu_memory_percent, 0,
           "Stress: GPUs get their model's memory and pods sharing a GPU ask this % of 24 GiB per GPU of share "
@@ -168,6 +172,9 @@ int main(int argc, char** argv) {
   options.memo = memo == "off" ? tessera::sim::MemoMode::kOff : tessera::sim::MemoMode::kAuto;
   options.workload_from_trace = absl::GetFlag(FLAGS_workload_from_trace);
   options.learn_workload = absl::GetFlag(FLAGS_learn_workload);
+  absl::StatusOr<tessera::sim::Fleet> fleet = tessera::sim::ParseFleet(absl::GetFlag(FLAGS_fleet));
+  if (!fleet.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat("--fleet: ", fleet.status().message())));
+  options.fleet = *fleet;
   options.stress.node_cpu_percent = absl::GetFlag(FLAGS_node_cpu_percent);
   options.stress.pod_gpu_memory_percent = absl::GetFlag(FLAGS_pod_gpu_memory_percent);
   if (options.stress.node_cpu_percent < 1 || options.stress.node_cpu_percent > 1000) {

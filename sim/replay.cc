@@ -12,6 +12,7 @@ namespace {
 
 PodKind KindOf(const TracePod& p) {
   if (p.gpus == 0) return PodKind::kCpuOnly;
+  if (!p.mig_profile.empty()) return PodKind::kMig;
   if (p.gpus == 1) return p.gpu_milli < kOneGpu.value() ? PodKind::kShare : PodKind::kOneGpu;
   return PodKind::kMultiGpu;
 }
@@ -55,6 +56,7 @@ const char* PodKindName(PodKind kind) {
     case PodKind::kShare: return "gpu-share";
     case PodKind::kOneGpu: return "1-gpu";
     case PodKind::kMultiGpu: return "multi-gpu";
+    case PodKind::kMig: return "mig";
   }
   return "?";
 }
@@ -67,17 +69,27 @@ PodGpuRequest RequestOf(const TracePod& p) {
   if (r.whole_gpu) r.guaranteed = r.limit = kOneGpu;
   if (!r.whole_gpu) r.memory = r.memory_limit = MemoryMiB(p.gpu_memory_mib);
   r.models = p.models;
+  r.vendors = p.vendors;
   r.host = HostRequest{.cpu = MilliCpu(p.cpu_milli), .memory = MemoryMiB(p.memory_mib)};
+  if (!p.mig_profile.empty()) {  // as k8s/pod_gpu_request.cc reads tessera.io/mig-profile
+    r.mig_profile = p.mig_profile;
+    r.count = 1;
+    r.whole_gpu = true;
+    r.guaranteed = r.limit = MigComputeOfName(p.mig_profile);
+    r.memory = r.memory_limit = MigMemoryOfName(p.mig_profile);
+  }
   return r;
 }
 
 PodClasses ClassifyPods(const std::vector<TracePod>& pods) {
   PodClasses c;
-  std::map<std::tuple<int64_t, int64_t, int32_t, int64_t, int64_t, std::string>, uint32_t> index;
+  using Key = std::tuple<int64_t, int64_t, int32_t, int64_t, int64_t, std::string, std::vector<GpuVendor>, std::string>;
+  std::map<Key, uint32_t> index;
   c.class_of.reserve(pods.size());
   for (const TracePod& p : pods) {
-    auto [it, inserted] = index.try_emplace({p.cpu_milli, p.memory_mib, p.gpus, p.gpu_milli, p.gpu_memory_mib, p.gpu_spec},
-                                            static_cast<uint32_t>(c.requests.size()));
+    auto [it, inserted] = index.try_emplace(
+        Key{p.cpu_milli, p.memory_mib, p.gpus, p.gpu_milli, p.gpu_memory_mib, p.gpu_spec, p.vendors, p.mig_profile},
+        static_cast<uint32_t>(c.requests.size()));
     if (inserted) {
       c.requests.push_back(RequestOf(p));
       c.kinds.push_back(KindOf(p));
@@ -162,6 +174,9 @@ ReplayResult Replay(const ReplayInput& in) {
     } else {
       const size_t node = BestNode(profile, feasible, scores, rank, totals);
       const std::vector<GpuShare> shares = profile.SharesFor(cycle, cluster.View(node), verdict[node].choice);
+      if (std::optional<std::string> why = PlacementViolation(cycle.request(), cluster.View(node), shares)) {
+        result.violations.Record(position, cluster.View(node), *std::move(why));
+      }
       cluster.Place(node, cycle.request(), shares);
       fragmentation.Update(cluster, node);
       ++result.placed_pods;

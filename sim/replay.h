@@ -8,7 +8,10 @@
 //     else: every score plugin scores the feasible nodes, normalises, and
 //           the weighted sum at plugin resolution (0..100 × Σ weights, not
 //           the wire's 0..10) picks the node; ties go to the lowest rank;
-//           the pod takes the shares the chooser names (Profile::SharesFor)
+//           the pod takes the shares the chooser names (Profile::SharesFor),
+//           checked first against what any placement must keep
+//           (sim/placement_check.h: MIG pods on free instances only, other
+//           pods never on MIG GPUs, vendors as selected)
 //     record (arrived milli-GPU, used milli-GPU, fragmentation) after it
 //
 // Memo: plugins are pure functions of (request, node), so a node that has
@@ -33,14 +36,16 @@
 #include "scheduler/framework/profile.h"
 #include "scheduler/model/gpu_request.h"
 #include "sim/cluster.h"
+#include "sim/placement_check.h"
 #include "sim/trace.h"
 #include "sim/workload.h"
 
 namespace tessera::sim {
 
-/// Pods by what they ask of GPUs, for failure statistics.
-enum class PodKind { kCpuOnly, kShare, kOneGpu, kMultiGpu };
-inline constexpr size_t kPodKinds = 4;
+/// Pods by what they ask of GPUs, for failure statistics (kMig: a MIG
+/// instance, which only a mixed fleet's pods ask; sim/fleet.h).
+enum class PodKind { kCpuOnly, kShare, kOneGpu, kMultiGpu, kMig };
+inline constexpr size_t kPodKinds = 5;
 const char* PodKindName(PodKind kind);
 
 /// The distinct requests of a trace: pods that ask for the same thing share
@@ -53,7 +58,10 @@ struct PodClasses {
 PodClasses ClassifyPods(const std::vector<TracePod>& pods);
 
 /// The request a trace pod makes: count = num_gpu (0 for CPU only), a share
-/// when gpu_milli < 1000, models = gpu_spec, host CPU and memory.
+/// when gpu_milli < 1000, models = gpu_spec, vendors, host CPU and memory;
+/// a pod with a mig_profile asks for one instance of it, as the extender
+/// reads tessera.io/mig-profile (count 1, whole, the profile's compute and
+/// memory for accounting).
 PodGpuRequest RequestOf(const TracePod& pod);
 
 enum class MemoMode { kAuto, kOff };
@@ -72,6 +80,8 @@ struct ReplayResult {
   int64_t placed_pods = 0;
   bool memoised = false;
   int64_t learned_mixes = 0;  ///< Learned mixes put in force.
+  /// Placements that broke PlacementViolation's rules (each still made).
+  PlacementViolations violations;
   /// The cluster after the last pod, when ReplayInput::keep_cluster.
   std::shared_ptr<const Cluster> cluster;
 };

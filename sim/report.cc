@@ -129,10 +129,13 @@ std::string MarkdownSummary(const std::vector<RunSummary>& runs) {
   }
 
   for (const std::string& t : traces) {
-    absl::StrAppend(&md, "\n### ", t, " (", SeedRange(runs, t), ")\n\n",
+    // A mixed fleet's runs (sim/fleet.h) have MIG pods: their failures get a column of their own.
+    const bool mig = std::any_of(runs.begin(), runs.end(),
+                                 [&](const RunSummary& r) { return r.trace == t && r.fleet == Fleet::kMixed; });
+    absl::StrAppend(&md, "\n### ", t, " (", SeedRange(runs, t), mig ? ", mixed fleet" : "", ")\n\n",
                     "| policy | Alloc %(100) | median | unallocated GPUs | frag %(100) | Alloc %(130) |"
-                    " failed pods per run: cpu-only / gpu-share / 1-gpu / multi-gpu | s per run |\n",
-                    "|---|---|---|---|---|---|---|---|\n");
+                    " failed pods per run: cpu-only / gpu-share / 1-gpu / multi-gpu", mig ? " / mig" : "",
+                    " | s per run |\n", "|---|---|---|---|---|---|---|---|\n");
     for (const std::string& p : policies) {
       const Stats alloc = StatsOver(runs, t, p, [](const RunSummary& r) { return AllocAt(r, 100); });
       const Stats frag = StatsOver(runs, t, p, [](const RunSummary& r) { return FragAt(r, 100); });
@@ -151,7 +154,8 @@ std::string MarkdownSummary(const std::vector<RunSummary>& runs) {
       absl::StrAppend(&md, "| ", p, " | ", MeanSd(alloc), " | ", absl::StrFormat("%.2f", alloc.median), " | ",
                       absl::StrFormat("%.0f", (100 - alloc.mean) * gpus / 100), " | ", MeanSd(frag), " | ",
                       MeanSd(alloc130), " | ",
-                      absl::StrFormat("%.0f / %.0f / %.0f / %.0f", failed[0], failed[1], failed[2], failed[3]), " | ",
+                      absl::StrFormat("%.0f / %.0f / %.0f / %.0f", failed[0], failed[1], failed[2], failed[3]),
+                      mig ? absl::StrFormat(" / %.0f", failed[4]) : "", " | ",
                       absl::StrFormat("%.1f", seconds.mean), " |\n");
     }
   }

@@ -10,6 +10,8 @@ int64_t AssumedGpuMemoryMib(std::string_view model) {
   static constexpr Size kSizes[] = {
       {"V100M16", 16384}, {"V100M32", 32768}, {"P100", 16384}, {"T4", 16384},
       {"A10", 24576},     {"G1", 24576},      {"G2", 24576},   {"G3", 32768},
+      // The mixed fleet's models (sim/fleet.h).
+      {"AMD-Instinct-MI300X", 196608}, {"NVIDIA-A100-SXM4-80GB", 81920},
   };
   for (const Size& s : kSizes) {
     if (s.model == model) return s.mib;

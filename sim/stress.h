@@ -27,7 +27,8 @@ struct StressOptions {
 
 /// The GPU memory assumed for an openb model (MiB): the public cards' sizes,
 /// and 24 GiB for G1/G2, 32 GiB for G3 (undisclosed models; Alibaba's
-/// A10/V100-class fleets). Unknown models: 16 GiB.
+/// A10/V100-class fleets); the mixed fleet's MI300X 192 GiB and A100 80 GiB
+/// (sim/fleet.h). Unknown models: 16 GiB.
 int64_t AssumedGpuMemoryMib(std::string_view model);
 
 /// GPU memory a pod sharing a GPU asks at `percent` (see above), in MiB, rounded up.

@@ -241,6 +241,9 @@ class TenantRun {
   void Place(uint32_t p, size_t node, const CycleState& cycle, const GpuChoice& choice, int64_t now) {
     PodRun& run = runs_[p];
     run.shares = profile_.SharesFor(cycle, cluster_.View(node), choice);
+    if (std::optional<std::string> why = PlacementViolation(cycle.request(), cluster_.View(node), run.shares)) {
+      result_.violations.Record(p, cluster_.View(node), *std::move(why));
+    }
     run.node = node;
     run.state = PodState::kRunning;
     ++run.placement;

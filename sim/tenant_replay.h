@@ -45,6 +45,7 @@
 #include "scheduler/framework/profile.h"
 #include "scheduler/tenancy/tenant_set.h"
 #include "sim/cluster.h"
+#include "sim/placement_check.h"
 #include "sim/pod_tenancy.h"
 #include "sim/replay.h"
 #include "sim/trace.h"
@@ -76,6 +77,8 @@ struct TenantReplayResult {
   /// Preemptions whose node, victims gone, did not take the pod after all
   /// (ChooseVictims and the profile disagreeing); 0 unless something is wrong.
   int64_t preemption_misses = 0;
+  /// Placements that broke PlacementViolation's rules (sim/placement_check.h; each still made).
+  PlacementViolations violations;
 };
 
 struct TenantReplayInput {

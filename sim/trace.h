@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "scheduler/model/gpu_vendor.h"
+#include "scheduler/model/mig_geometry.h"
 
 namespace tessera::sim {
 
@@ -20,6 +22,11 @@ struct TraceNode {
   int32_t gpus = 0;
   std::string model;  ///< Empty for a node without GPUs.
   int64_t gpu_memory_mib = 0;  ///< Per GPU; 0: unknown (the trace has none; sim/stress.h may set it).
+  /// The GPUs' vendor (the trace's are all NVIDIA-style; sim/fleet.h may set another).
+  GpuVendor vendor = GpuVendor::kNvidia;
+  /// Not empty: every GPU of the node is in MIG mode, split into these
+  /// instances (the trace has none; sim/fleet.h).
+  std::vector<MigInstance> mig = {};
   bool operator==(const TraceNode&) const = default;
 };
 
@@ -38,6 +45,11 @@ struct TracePod {
   std::vector<std::string> models;  ///< gpu_spec split on '|', empty parts dropped.
   std::string qos;                  ///< The trace's QoS class (LS, BE, Burstable, Guaranteed); empty: none.
   std::string tenant;               ///< A `tenant` column's value; empty: none (the openb lists have none).
+  /// Accepted GPU vendors; empty: any (the trace has none; sim/fleet.h).
+  std::vector<GpuVendor> vendors = {};
+  /// Not empty: the pod asks for one MIG instance of this profile (gpus 1,
+  /// gpu_milli the instance's compute); the trace has none (sim/fleet.h).
+  std::string mig_profile = {};
   /// Seconds from the trace's start; nullopt when the list has no such columns.
   std::optional<int64_t> creation_time;
   std::optional<int64_t> deletion_time;  ///< At least creation_time.

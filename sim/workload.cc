@@ -51,6 +51,7 @@ std::vector<WorkloadPod> TypicalPods(const std::vector<TracePod>& pods, int64_t 
   std::map<Key, int64_t> counts;
   std::map<Key, const TracePod*> example;
   for (const TracePod& p : pods) {
+    if (!p.mig_profile.empty()) continue;  // never on a shared GPU: the learner skips them too (WorkloadKindOf)
     const Key key{p.cpu_milli, p.gpu_milli, p.gpus, p.gpu_spec};
     ++counts[key];
     example.emplace(key, &p);
@@ -61,7 +62,8 @@ std::vector<WorkloadPod> TypicalPods(const std::vector<TracePod>& pods, int64_t 
   });
   std::vector<WorkloadPod> typical;
   int64_t covered = 0;
-  const int64_t total = static_cast<int64_t>(pods.size());
+  int64_t total = 0;
+  for (const auto& [key, count] : counts) total += count;
   for (const auto& [key, count] : groups) {
     if (covered * 100 >= coverage_percent * total) break;
     const TracePod& p = *example.at(key);

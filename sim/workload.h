@@ -51,7 +51,8 @@ RunWorkload MakeRunWorkload(const std::vector<TracePod>& pods, size_t node_count
 /// (the paper's "typical pods"): pods are grouped by (cpu, per-GPU milli,
 /// GPU count, gpu_spec), groups sorted by count, larger first, ties by the
 /// key, larger first; groups are taken until they cover the share. Weights
-/// are the pod counts.
+/// are the pod counts. Pods asking for a MIG instance are left out (they
+/// never take a share of a GPU; the server's learner leaves them out too).
 std::vector<WorkloadPod> TypicalPods(const std::vector<TracePod>& pods, int64_t coverage_percent);
 
 }  // namespace tessera::sim

@@ -53,5 +53,38 @@ TEST(ClusterTest, RemovingAPodUndoesItsPlacementAndMovesTheVersion) {
   EXPECT_EQ(cluster.View(0).host->cpu_used, MilliCpu(0));
 }
 
+TEST(ClusterTest, AMigInstanceIsHeldWhilePlacedAndFreeOnceRemoved) {
+  TraceNode node{"n", 32000, 65536, 2, "NVIDIA-A100-SXM4-80GB"};
+  node.vendor = GpuVendor::kNvidia;
+  node.mig = {MigInstance{.profile = "3g.40gb", .start = 0, .uuid = {}},
+              MigInstance{.profile = "3g.40gb", .start = 4, .uuid = {}}};
+  Cluster cluster({node});
+  ASSERT_TRUE(cluster.View(0).gpus[1].mig_mode);
+  EXPECT_EQ(cluster.View(0).gpu_states[1].mig_free_slots(), 0b1000) << "3g.40gb is the A100-80GB's fourth profile";
+
+  PodGpuRequest request;
+  request.mig_profile = "3g.40gb";
+  request.guaranteed = request.limit = MilliGpu(428);
+  std::vector<GpuShare> at_four = {Share(1, 428)};
+  at_four[0].mig = MigInstance{.profile = "3g.40gb", .start = 4, .uuid = {}};
+  std::vector<GpuShare> at_zero = at_four;
+  at_zero[0].mig->start = 0;
+
+  cluster.Place(0, request, at_four);
+  EXPECT_EQ(cluster.View(0).UsageOf(1).mig_held_starts, 0b1'0000);
+  EXPECT_EQ(cluster.View(0).gpu_states[1].mig_free_slots(), 0b1000) << "the instance at 0 is still free";
+  cluster.Place(0, request, at_zero);
+  EXPECT_EQ(cluster.View(0).UsageOf(1).mig_held_starts, 0b1'0001);
+  EXPECT_EQ(cluster.View(0).gpu_states[1].mig_free_slots(), 0) << "both held: none to give";
+  EXPECT_EQ(cluster.used_milli(), 856);
+
+  cluster.Remove(0, request, at_four);
+  EXPECT_EQ(cluster.View(0).UsageOf(1).mig_held_starts, 0b0'0001) << "only the one removed is free again";
+  EXPECT_EQ(cluster.View(0).gpu_states[1].mig_free_slots(), 0b1000);
+  cluster.Remove(0, request, at_zero);
+  EXPECT_EQ(cluster.View(0).UsageOf(1), GpuUsage{});
+  EXPECT_EQ(cluster.used_milli(), 0);
+}
+
 }  // namespace
 }  // namespace tessera::sim
