@@ -15,7 +15,6 @@ absl::StatusOr<std::unique_ptr<PolicyStore>> PolicyStore::Open(std::string path,
   absl::StatusOr<LoadedPolicy> policy = store->LoadLocked();
   if (!policy.ok()) return policy.status();
   absl::MutexLock current_lock(&store->current_mu_);
-  store->file_profile_ = store->current_ = std::move(policy->profile);
   store->telemetry_ = std::move(policy->telemetry);
   store->tenants_ = std::move(policy->tenants);
   store->file_profiles_ = store->profiles_ = std::move(policy->profiles);
@@ -37,20 +36,20 @@ void PolicyStore::PublishLearnedWorkload(std::shared_ptr<const TargetWorkload> w
 
 std::shared_ptr<const TargetWorkload> PolicyStore::LearnedWorkload() const {
   absl::ReaderMutexLock lock(&current_mu_);
-  return current_ == file_profile_ ? nullptr : learned_;
+  return profiles_ == file_profiles_ ? nullptr : learned_;
 }
 
 void PolicyStore::PutInForceLocked() {
-  std::shared_ptr<const Profile> learned = learned_ != nullptr ? file_profile_->WithWorkload(learned_) : nullptr;
-  current_ = learned != nullptr ? std::move(learned) : file_profile_;
+  std::shared_ptr<const Profile> learned =
+      learned_ != nullptr ? file_profiles_->default_profile()->WithWorkload(learned_) : nullptr;
   // The pools keep the file's profiles: the mix is learned over every
   // arrival, not per pool, and a pool's own list describes its pods better.
-  profiles_ = current_ == file_profiles_->default_profile() ? file_profiles_ : file_profiles_->WithDefault(current_);
+  profiles_ = learned != nullptr ? file_profiles_->WithDefault(std::move(learned)) : file_profiles_;
 }
 
 std::shared_ptr<const Profile> PolicyStore::Current() const {
   absl::ReaderMutexLock lock(&current_mu_);
-  return current_;
+  return profiles_->default_profile();
 }
 
 std::optional<TelemetrySettings> PolicyStore::CurrentTelemetry() const {
@@ -87,7 +86,6 @@ absl::Status PolicyStore::ReloadLocked() {
   absl::Status status = policy.status();
   if (policy.ok()) {
     absl::MutexLock lock(&current_mu_);
-    file_profile_ = std::move(policy->profile);
     telemetry_ = std::move(policy->telemetry);
     tenants_ = std::move(policy->tenants);
     file_profiles_ = std::move(policy->profiles);

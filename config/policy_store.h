@@ -120,17 +120,17 @@ class PolicyStore {
   // Wall-clock time (Unix ns) just before the file was last read.
   int64_t read_at_ns_ ABSL_GUARDED_BY(reload_mu_) = 0;
 
-  // current_ from file_profile_ and learned_.
+  // profiles_ from file_profiles_ and learned_.
   void PutInForceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(current_mu_);
 
   mutable absl::Mutex current_mu_;
-  std::shared_ptr<const Profile> current_ ABSL_GUARDED_BY(current_mu_);       // in force
-  std::shared_ptr<const Profile> file_profile_ ABSL_GUARDED_BY(current_mu_);  // as the file says
   std::shared_ptr<const TargetWorkload> learned_ ABSL_GUARDED_BY(current_mu_);
   WorkloadLearning learning_ ABSL_GUARDED_BY(current_mu_);
   std::optional<TelemetrySettings> telemetry_ ABSL_GUARDED_BY(current_mu_);
   std::shared_ptr<const TenantSet> tenants_ ABSL_GUARDED_BY(current_mu_);
-  std::shared_ptr<const ProfileSet> profiles_ ABSL_GUARDED_BY(current_mu_);       // in force: current_ and the pools'
+  // In force: the default profile measuring against learned_ (when set),
+  // the pools' as the file says them.
+  std::shared_ptr<const ProfileSet> profiles_ ABSL_GUARDED_BY(current_mu_);
   std::shared_ptr<const ProfileSet> file_profiles_ ABSL_GUARDED_BY(current_mu_);  // as the file says
 };
 

@@ -73,7 +73,6 @@ void RunPaperReplay(const LoadedTrace& trace, const ReplayPolicy& policy, const 
                                                  .memo = options.memo,
                                                  .keep_cluster = false,
                                                  .learning = policy.learning.has_value() ? &*policy.learning : nullptr});
-  s.learned_mixes = result.learned_mixes;
   s.violations = result.violations;
   for (uint32_t pod : workload.pods) s.mig_pods += trace.classes.kinds[trace.classes.class_of[pod]] == PodKind::kMig;
   s.curve = CurveOf(result.events, empty_cluster.capacity_milli());

@@ -88,8 +88,6 @@ struct RunSummary {
   /// Placements that broke sim/placement_check.h's rules; RunExperiment
   /// fails when any run has one.
   PlacementViolations violations;
-  /// Learned mixes put in force during the run (0: it did not learn).
-  int64_t learned_mixes = 0;
   double seconds = 0;
   /// The tenant replay's: the tenants and what each got (empty curve then).
   std::shared_ptr<const TenantSet> tenants;

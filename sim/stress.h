@@ -21,8 +21,6 @@ namespace tessera::sim {
 struct StressOptions {
   int64_t node_cpu_percent = 100;     ///< 1..1000.
   int64_t pod_gpu_memory_percent = 0;  ///< 0: GPU memory unknown, as in the trace.
-
-  [[nodiscard]] bool any() const { return node_cpu_percent != 100 || pod_gpu_memory_percent != 0; }
 };
 
 /// The GPU memory assumed for an openb model (MiB): the public cards' sizes,
