@@ -134,7 +134,13 @@ class Loader {
     const YamlMap::Field* tenants = top.Read("tenants");
     const YamlMap::Field* pools = top.Read("pools");
     const YamlMap::Field* learning = top.Read("workloadLearning");
+    const YamlMap::Field* shortlist = top.Read("shortlist");
     top.ReportUnread(*errors_);
+    if (shortlist != nullptr) {
+      if (std::optional<SectionReader> section = SectionReader::Open(*shortlist, root, "shortlist", *errors_)) {
+        section->Integer("maxNodes", 0, Shortlist::kMostNodes, shortlist_.max_nodes);
+      }
+    }
     if (learning != nullptr) {
       if (std::optional<SectionReader> section = SectionReader::Open(*learning, root, "workloadLearning", *errors_)) {
         learning_ = ReadWorkloadLearning(*section);
@@ -211,6 +217,8 @@ class Loader {
   [[nodiscard]] const std::shared_ptr<const TenantSet>& tenants() const { return tenants_; }
   // The pools section, once Load() has run (empty when absent).
   [[nodiscard]] std::vector<PoolPolicy> TakePools() { return std::move(pools_); }
+  // The shortlist section, once Load() has run (defaults when absent).
+  [[nodiscard]] const Shortlist& shortlist() const { return shortlist_; }
 
  private:
   // Validates one entry of `plugins` and runs its factory; nullopt when the
@@ -288,6 +296,7 @@ class Loader {
   std::optional<TelemetrySettings> telemetry_;
   std::shared_ptr<const TenantSet> tenants_ = std::make_shared<const TenantSet>();
   WorkloadLearning learning_;
+  Shortlist shortlist_;
 };
 
 }  // namespace
@@ -308,6 +317,7 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
   std::shared_ptr<const TenantSet> tenants;
   std::vector<PoolPolicy> pools;
   WorkloadLearning learning;
+  Shortlist shortlist;
   // Bounded: the file may be anything an operator or a ConfigMap put there,
   // and a reload must not hang the control loop (scheduler/common/yaml_load.h).
   yaml_internal::YamlDocuments parsed = yaml_internal::LoadYamlDocuments(yaml, kPolicyYamlLimits);
@@ -331,6 +341,7 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
       tenants = loader.tenants();
       pools = loader.TakePools();
       learning = loader.learning();
+      shortlist = loader.shortlist();
     }
   } catch (const YAML::Exception& e) {
     errors->Add(e.mark, "", absl::StrFormat("invalid YAML: %s", e.msg));
@@ -343,7 +354,7 @@ absl::StatusOr<LoadedPolicy> LoadPolicyDocument(std::string_view yaml, std::stri
     return status;
   }
   // The loader checked every pool with its position; Create checks again.
-  absl::StatusOr<std::shared_ptr<const ProfileSet>> profiles = ProfileSet::Create(profile, std::move(pools));
+  absl::StatusOr<std::shared_ptr<const ProfileSet>> profiles = ProfileSet::Create(profile, std::move(pools), shortlist);
   if (!profiles.ok()) return absl::InternalError(absl::StrFormat("%s: %s", file_name, profiles.status().message()));
   return LoadedPolicy{std::move(profile), std::move(telemetry), std::move(tenants), learning,
                       *std::move(profiles)};

@@ -21,6 +21,10 @@
 //     coveragePercent: 95             #   the most common kinds covering this share of the window...
 //     maxKinds: 64                    #   ...and at most this many
 //
+//   shortlist:                        # optional: how many nodes filter passes on for a GPU pod
+//     maxNodes: 4                     #   0..100: at most this many of the best-ranked (the top score);
+//                                     #   0 = every node that fits (scheduler/framework/profile_set.h)
+//
 //   tenants:                          # optional: teams, their guaranteed and maximum GPUs, run-time
 //     - name: research                #   limits and priority lifetime; config/tenants_section.h
 //       ...

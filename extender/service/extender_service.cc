@@ -1,6 +1,7 @@
 #include "extender/service/extender_service.h"
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "k8s/extender_args.h"
@@ -12,6 +13,7 @@
 #include "scheduler/tenancy/tenant_ledger.h"
 #include "scheduler/tenancy/victim_choice.h"
 #include "extender/service/candidate_nodes.h"
+#include "extender/service/filter_shortlist.h"
 #include "extender/service/preempt_verb.h"
 #include "extender/service/profile_request.h"
 
@@ -130,6 +132,25 @@ std::vector<int64_t> ScoreInPool(const ScoreMemo& memo, const PoolRoute& route, 
   return scores;
 }
 
+// Keeps, of the nodes that fit a GPU pod, the best-ranked few
+// (filter_shortlist.h), scored through the memo prioritize uses (most nodes'
+// answers are still there from the last pod of the same shape). Returns how
+// many nodes it left out.
+size_t KeepShortlist(const ScoreMemo& memo, const Shortlist& shortlist, const CycleState& cycle,
+                     const CandidateNodes& candidates, const k8s::WirePod& pod, std::vector<uint32_t>& passed) {
+  const auto max_nodes = static_cast<size_t>(shortlist.max_nodes);
+  if (max_nodes == 0 || passed.size() <= 1) return 0;
+  std::vector<const NodeView*> views;
+  views.reserve(passed.size());
+  for (const uint32_t i : passed) views.push_back(&candidates.view(i));
+  const std::vector<int64_t> scores = memo.Score(cycle, views, nullptr);
+  // Per pod, not per request: a pod retried on the same cluster asks the same nodes.
+  const uint64_t salt = absl::Hash<std::string_view>{}(pod.uid.empty() ? pod.name : pod.uid);
+  const size_t before = passed.size();
+  passed = ShortlistBest(passed, scores, max_nodes, salt);
+  return before - passed.size();
+}
+
 // Nodes filter refused for one reason code, and the first of them with its
 // message: what the GPU map page says of a pod that fits nowhere. The
 // message is copied once per reason code, not per node.
@@ -212,6 +233,9 @@ ExtenderService::ExtenderService(ExtenderSources sources, MetricsRegistry& metri
       memo_bypassed_(metrics.Counter(kMemoBypassed, kMemoBypassedHelp)),
       preempt_nodes_kept_(metrics.Counter(kPreemptNodes, kPreemptNodesHelp, {{"answer", "kept"}})),
       preempt_nodes_dropped_(metrics.Counter(kPreemptNodes, kPreemptNodesHelp, {{"answer", "dropped"}})),
+      shortlist_dropped_(metrics.Counter(
+          "tessera_filter_shortlist_dropped_nodes_total",
+          "Nodes that fit but filter left out: not among the best-ranked few the policy's shortlist passes on.")),
       preempt_victims_(metrics.Counter("tessera_preempt_victims_total",
                                        "Pods the preempt verb named as victims, over all nodes it kept.")),
       score_memo_(sources_.score_pool) {}
@@ -304,6 +328,11 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
           break;
       }
       rejections[verdict.reason_code].Count(view.name, verdict.message);
+    }
+    if (wants_gpus && result.error.empty()) {
+      const size_t dropped = KeepShortlist(*score_memo_.For(*policy, route.profile()), policy->shortlist(), cycle,
+                                           candidates, args->pod, result.passed);
+      if (dropped > 0) shortlist_dropped_.Inc(static_cast<double>(dropped));
     }
     const bool preemption_may_help = result.passed.empty() && !result.failed.empty() && result.error.empty() &&
                                      wants_gpus && !args->pod.never_preempts && !args->pod.uid.empty();

@@ -121,6 +121,7 @@ class ExtenderService {
   Counter& memo_bypassed_;
   Counter& preempt_nodes_kept_;
   Counter& preempt_nodes_dropped_;
+  Counter& shortlist_dropped_;  // filter's nodes that fit but were not among the best few
   Counter& preempt_victims_;
   // Prioritize's per-node answers of the profile in force, kept between
   // requests; a cache, so the verbs stay logically const.

@@ -9,8 +9,13 @@
 namespace tessera {
 
 absl::StatusOr<std::shared_ptr<const ProfileSet>> ProfileSet::Create(std::shared_ptr<const Profile> default_profile,
-                                                                     std::vector<PoolPolicy> pools) {
+                                                                     std::vector<PoolPolicy> pools,
+                                                                     Shortlist shortlist) {
   if (default_profile == nullptr) return absl::InvalidArgumentError("a policy needs a default profile");
+  if (shortlist.max_nodes < 0 || shortlist.max_nodes > Shortlist::kMostNodes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shortlist.maxNodes must be in 0..", Shortlist::kMostNodes, "; got ", shortlist.max_nodes));
+  }
   for (size_t i = 0; i < pools.size(); ++i) {
     const PoolPolicy& pool = pools[i];
     if (pool.name.empty()) return absl::InvalidArgumentError(absl::StrCat("pool ", i, " has no name"));
@@ -35,19 +40,20 @@ absl::StatusOr<std::shared_ptr<const ProfileSet>> ProfileSet::Create(std::shared
       if (t.empty()) return absl::InvalidArgumentError(absl::StrCat("pool \"", pool.name, "\" lists an empty task type"));
     }
   }
-  return std::shared_ptr<const ProfileSet>(new ProfileSet(std::move(default_profile), std::move(pools)));
+  return std::shared_ptr<const ProfileSet>(new ProfileSet(std::move(default_profile), std::move(pools), shortlist));
 }
 
 std::shared_ptr<const ProfileSet> ProfileSet::Single(std::shared_ptr<const Profile> profile) {
-  return std::shared_ptr<const ProfileSet>(new ProfileSet(std::move(profile), {}));
+  return std::shared_ptr<const ProfileSet>(new ProfileSet(std::move(profile), {}, Shortlist{}));
 }
 
 std::shared_ptr<const ProfileSet> ProfileSet::WithDefault(std::shared_ptr<const Profile> default_profile) const {
-  return std::shared_ptr<const ProfileSet>(new ProfileSet(std::move(default_profile), pools_));
+  return std::shared_ptr<const ProfileSet>(new ProfileSet(std::move(default_profile), pools_, shortlist_));
 }
 
-ProfileSet::ProfileSet(std::shared_ptr<const Profile> default_profile, std::vector<PoolPolicy> pools)
-    : default_(std::move(default_profile)), pools_(std::move(pools)) {
+ProfileSet::ProfileSet(std::shared_ptr<const Profile> default_profile, std::vector<PoolPolicy> pools,
+                       Shortlist shortlist)
+    : default_(std::move(default_profile)), pools_(std::move(pools)), shortlist_(shortlist) {
   has_exclusive_ = std::any_of(pools_.begin(), pools_.end(), [](const PoolPolicy& p) { return p.exclusive; });
 }
 

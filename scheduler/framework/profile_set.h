@@ -12,6 +12,7 @@
 // not move a node into another pool.
 #pragma once
 
+#include <cstdint>
 #include <list>
 #include <memory>
 #include <string>
@@ -38,17 +39,34 @@ struct PoolPolicy {
   std::shared_ptr<const Profile> profile;
 };
 
+/// How many nodes filter passes on for a pod that asks for GPUs (the policy
+/// file's `shortlist:`, README "The shortlist"): at most `max_nodes` of those
+/// the pod's profile ranks best (every node at the highest score), so that
+/// kube-scheduler's own score plugins and the prioritize call weigh a
+/// handful of nodes, not thousands, and only choose among equally good ones.
+/// 0: every node that fits is passed on, and kube-scheduler's scores may
+/// overrule Tessera's ranking.
+struct Shortlist {
+  static constexpr int64_t kDefaultMaxNodes = 4;
+  static constexpr int64_t kMostNodes = 100;
+  int64_t max_nodes = kDefaultMaxNodes;  ///< 0..kMostNodes.
+
+  friend bool operator==(const Shortlist&, const Shortlist&) = default;
+};
+
 /// Immutable once built; shared by requests through a shared_ptr.
 class ProfileSet {
  public:
   /// Checks: a default profile and every pool's, pool names non-empty and
-  /// unique, each pool with a task type, no task type in two pools.
+  /// unique, each pool with a task type, no task type in two pools, the
+  /// shortlist in range.
   static absl::StatusOr<std::shared_ptr<const ProfileSet>> Create(std::shared_ptr<const Profile> default_profile,
-                                                                  std::vector<PoolPolicy> pools);
-  /// A set of one profile and no pools: every pod, every node.
+                                                                  std::vector<PoolPolicy> pools,
+                                                                  Shortlist shortlist = {});
+  /// A set of one profile and no pools: every pod, every node; the default shortlist.
   static std::shared_ptr<const ProfileSet> Single(std::shared_ptr<const Profile> profile);
   /// This set with `default_profile` (never null) in place of its default;
-  /// the pools are shared.
+  /// the pools and the shortlist are shared.
   [[nodiscard]] std::shared_ptr<const ProfileSet> WithDefault(std::shared_ptr<const Profile> default_profile) const;
 
   /// What places pods no pool takes.
@@ -61,13 +79,16 @@ class ProfileSet {
   [[nodiscard]] bool Contains(const Profile* profile) const;
   /// Whether some pool keeps other pods off its nodes.
   [[nodiscard]] bool has_exclusive_pools() const { return has_exclusive_; }
+  /// How many of the best nodes filter passes on (every profile alike).
+  [[nodiscard]] const Shortlist& shortlist() const { return shortlist_; }
 
  private:
-  ProfileSet(std::shared_ptr<const Profile> default_profile, std::vector<PoolPolicy> pools);
+  ProfileSet(std::shared_ptr<const Profile> default_profile, std::vector<PoolPolicy> pools, Shortlist shortlist);
 
   std::shared_ptr<const Profile> default_;
   std::vector<PoolPolicy> pools_;
   bool has_exclusive_ = false;
+  Shortlist shortlist_;
 };
 
 /// Where one pod may go and which profile places it: decided once per

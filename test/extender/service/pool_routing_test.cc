@@ -53,8 +53,11 @@ std::string ClusterYaml() {
 }
 
 // The default places unrouted pods by spread, so that every answer shows whose policy decided it.
+// Filter passes every node a pod's route admits (no shortlist), so that its
+// answers show routing alone; filter_shortlist_test.cc has a routed shortlist.
 constexpr std::string_view kPolicy = R"(apiVersion: tessera.io/v1alpha1
 kind: SchedulingPolicy
+shortlist: {maxNodes: 0}
 plugins:
   - name: gpu-share
     args: {nodeStrategy: spread, gpuStrategy: spread}

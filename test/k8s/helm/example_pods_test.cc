@@ -111,7 +111,8 @@ TEST_P(ExamplePodTest, AnnotationsParseToTheRequestDescribed) {
 }
 
 TEST_P(ExamplePodTest, FiltersToTheNodesWhereItFits) {
-  testing::ServiceFixture fixture(kCluster);
+  // Every node that fits, not only the best-ranked (no shortlist).
+  testing::ServiceFixture fixture(kCluster, std::string(testing::kBinpackPolicy) + "shortlist: {maxNodes: 0}\n");
   const nlohmann::json args = {{"Pod", YamlToJson(Pod())}, {"Nodes", nullptr}, {"NodeNames", {"a100-sxm", "a100-pcie", "t4"}}};
   const absl::StatusOr<std::string> answer = fixture.service().Filter(args.dump());
   ASSERT_TRUE(answer.ok()) << answer.status();
