@@ -56,7 +56,7 @@ ABSL_FLAG(absl::Duration, leader_elect_renew_deadline, absl::Seconds(10),
           "How long the holder keeps writing without a successful renewal (shorter than the lease duration).");
 ABSL_FLAG(absl::Duration, leader_elect_retry_period, absl::Seconds(2),
           "How often every replica tries to take or renew the Lease.");
-ABSL_FLAG(int, bind_threads, 16,
+ABSL_FLAG(int, bind_threads, 64,
           "Threads that run binds (1..256). Each waits on the API server for its Binding, so this many binds are in "
           "flight at once; the HTTP threads never wait for one.");
 ABSL_FLAG(absl::Duration, bind_timeout, absl::Seconds(4),

@@ -65,7 +65,7 @@ struct ProgramOptions {
   /// API-server mode: Tessera's own preemption (extender/service/preemption_loop.h).
   bool preemption = true;
   /// Threads that run binds, each waiting on the API server.
-  int bind_threads = 16;
+  int bind_threads = 64;
   /// Time a bind may take from its arrival: below kube-scheduler's extender
   /// httpTimeout.
   absl::Duration bind_timeout;

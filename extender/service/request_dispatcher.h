@@ -30,7 +30,7 @@ namespace tessera {
 
 struct DispatcherOptions {
   /// Threads that run binds; each waits on the API server. At least 1.
-  int bind_threads = 16;
+  int bind_threads = 64;
   /// Binds that may wait for a bind thread; one more is refused.
   size_t bind_queue = 256;
   /// Time a bind may take from its arrival, the wait for a thread included.

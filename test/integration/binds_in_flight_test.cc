@@ -75,7 +75,7 @@ class BindsInFlight : public ::testing::Test {
 };
 
 TEST_F(BindsInFlight, SixteenBindsWaitingOnTheApiServerAreInFlightTogetherWhileProbesAndFilterAnswer) {
-  Tessera tessera(api_);  // 2 io threads, 16 bind threads: the program's defaults
+  Tessera tessera(api_);  // 2 io threads, 64 bind threads: the program's defaults
   ASSERT_TRUE(tessera.WaitForSync());
   const std::vector<nlohmann::json> pods = AddPods(16, "0.25");  // 16 quarters = the node's 4 GPUs
   ASSERT_TRUE(WaitFor([&] { return tessera.KnownPods() == 16; }));
