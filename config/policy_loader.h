@@ -22,7 +22,7 @@
 //     maxKinds: 64                    #   ...and at most this many
 //
 //   shortlist:                        # optional: how many nodes filter passes on for a GPU pod
-//     maxNodes: 4                     #   0..100: at most this many of the best-ranked (the top score);
+//     maxNodes: 1                     #   0..100: at most this many of the best-ranked (the top score);
 //                                     #   0 = every node that fits (scheduler/framework/profile_set.h)
 //
 //   tenants:                          # optional: teams, their guaranteed and maximum GPUs, run-time

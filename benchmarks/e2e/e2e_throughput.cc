@@ -56,6 +56,8 @@ ABSL_FLAG(int, settle_s, 11,
 ABSL_FLAG(int, timeout_s, 600, "Most seconds a run may take to bind every pod.");
 ABSL_FLAG(double, min_ratio, 0, "Exit 1 when tessera's pods/s over alone's is below this (0: report only).");
 ABSL_FLAG(bool, print_metrics, false, "Print Tessera's whole /metrics after its run.");
+ABSL_FLAG(std::string, policy_file, "",
+          "Tessera's policy file (default: config/examples/default-policy.yaml, the shipped default).");
 ABSL_FLAG(std::string, extender_flags, "", "More tessera-extender flags, space-separated (e.g. --threads=4).");
 
 namespace tessera::bench {
@@ -278,7 +280,9 @@ int Main() {
   ControlPlane::Options options;
   options.kube_dir = *kube_dir;
   options.extender_binary = TESSERA_EXTENDER_BINARY;
-  options.policy_file = std::string(TESSERA_SOURCE_DIR) + "/config/examples/default-policy.yaml";
+  options.policy_file = absl::GetFlag(FLAGS_policy_file).empty()
+                            ? std::string(TESSERA_SOURCE_DIR) + "/config/examples/default-policy.yaml"
+                            : absl::GetFlag(FLAGS_policy_file);
   options.extender_flags = absl::StrSplit(absl::GetFlag(FLAGS_extender_flags), ' ', absl::SkipEmpty());
   const int rounds = absl::GetFlag(FLAGS_rounds);
   if (rounds < 1 || rounds > 20) {

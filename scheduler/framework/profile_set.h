@@ -47,7 +47,7 @@ struct PoolPolicy {
 /// 0: every node that fits is passed on, and kube-scheduler's scores may
 /// overrule Tessera's ranking.
 struct Shortlist {
-  static constexpr int64_t kDefaultMaxNodes = 4;
+  static constexpr int64_t kDefaultMaxNodes = 1;
   static constexpr int64_t kMostNodes = 100;
   int64_t max_nodes = kDefaultMaxNodes;  ///< 0..kMostNodes.
 

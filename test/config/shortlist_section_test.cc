@@ -25,10 +25,10 @@ absl::StatusOr<LoadedPolicy> Load(std::string_view text) {
   return LoadPolicyDocument(text, "p.yaml", registry);
 }
 
-TEST(ShortlistSectionTest, PassesTheFourBestNodesWhenAbsent) {
+TEST(ShortlistSectionTest, PassesTheOneBestNodeWhenAbsent) {
   absl::StatusOr<LoadedPolicy> p = Load(kGpuShare);
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(p->profiles->shortlist().max_nodes, 4);
+  EXPECT_EQ(p->profiles->shortlist().max_nodes, 1);
 }
 
 TEST(ShortlistSectionTest, ReadsMaxNodesAndZeroTurnsItOff) {

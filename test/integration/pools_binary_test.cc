@@ -44,7 +44,10 @@ class PoolsBinaryTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("tessera-pools-binary-test-" + std::to_string(getpid()));
     fs::create_directories(dir_);
     std::ofstream(dir_ / "cluster.yaml") << kCluster;
-    std::ofstream(dir_ / "policy.yaml") << testing::ReadFile(std::string(TESSERA_SOURCE_DIR) + "/config/examples/pools-policy.yaml");
+    // Filter passes every node the route admits (no shortlist), so that its answers show routing alone.
+    std::ofstream(dir_ / "policy.yaml")
+        << testing::ReadFile(std::string(TESSERA_SOURCE_DIR) + "/config/examples/pools-policy.yaml")
+        << "shortlist: {maxNodes: 0}\n";
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -74,7 +77,7 @@ TEST_F(PoolsBinaryTest, FilterRoutesByTaskTypeDebugShowsTheRoutesAndAReloadWitho
   EXPECT_EQ(debug["pools"]["routes"][0]["gpuMilli"]["capacity"], 4000);
 
   std::ofstream(dir_ / "policy.yaml", std::ios::trunc)
-      << "apiVersion: tessera.io/v1alpha1\nkind: SchedulingPolicy\nplugins:\n  - name: gpu-share\n";
+      << "apiVersion: tessera.io/v1alpha1\nkind: SchedulingPolicy\nshortlist: {maxNodes: 0}\nplugins:\n  - name: gpu-share\n";
   ASSERT_FALSE(e.WaitFor(std::regex("policy reloaded")).empty()) << e.AllOutput();
   const json after = json::parse(client.Post("/filter", FilterBody("training")).body);
   EXPECT_THAT(after["NodeNames"], UnorderedElementsAre("train-1", "train-2", "infer-1", "spare-1")) << after.dump();
