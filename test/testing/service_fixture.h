@@ -5,6 +5,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "config/cluster_file.h"
 #include "scheduler/framework/plugin_args.h"
@@ -23,6 +24,28 @@ plugins:
   - name: gpu-share
     args: {nodeStrategy: binpack, gpuStrategy: binpack, maxLimitPercent: 200}
 )";
+
+/// Four A100 80 GB, the JSON of a tessera.io/gpu-inventory annotation.
+inline constexpr std::string_view kFourA100Inventory =
+    R"([{"index":0,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920},)"
+    R"({"index":1,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920},)"
+    R"({"index":2,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920},)"
+    R"({"index":3,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920}])";
+
+/// The same quoted for a cluster file's flow map: `{tessera.io/gpu-inventory: <this>}`.
+inline std::string QuotedFourA100Inventory() { return "'" + std::string(kFourA100Inventory) + "'"; }
+
+/// The pod of the recorded v1.26 filter request (nodeCacheCapable), with
+/// `uid` when not empty, asking for `fraction` of a GPU (nothing when empty),
+/// labelled tessera.io/task-type=`task_type` when not empty.
+inline nlohmann::json RecordedFilterPod(const std::string& uid, const std::string& fraction,
+                                        const std::string& task_type = "") {
+  nlohmann::json pod = nlohmann::json::parse(ReadFile(FixturePath("filter-request-nodecache.json")))["Pod"];
+  if (!uid.empty()) pod["metadata"]["uid"] = uid;
+  if (!fraction.empty()) pod["metadata"]["annotations"]["tessera.io/gpu-fraction"] = fraction;
+  if (!task_type.empty()) pod["metadata"]["labels"]["tessera.io/task-type"] = task_type;
+  return pod;
+}
 
 /// A service over `cluster_yaml` (the cluster-file format) and `policy_yaml`.
 class ServiceFixture {

@@ -62,20 +62,13 @@ TEST(ShortlistBestTest, EveryTieGetsItsTurnAsTheSaltVaries) {
   EXPECT_THAT(seen, SizeIs(passed.size()));
 }
 
-// Four A100 80 GB a node.
-const std::string kInventory =
-    R"('[{"index":0,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920},)"
-    R"({"index":1,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920},)"
-    R"({"index":2,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920},)"
-    R"({"index":3,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920}]')";
-
 // Nodes n1..n6; `held` gives, per node, the milli-GPU pods hold on GPU 0
 // (4000 fills its four GPUs).
 std::string ClusterYaml(const std::map<std::string, int>& held, const std::map<std::string, std::string>& pools = {}) {
   std::string out = "nodes:\n";
   for (int i = 1; i <= 6; ++i) {
     const std::string name = absl::StrCat("n", i);
-    absl::StrAppend(&out, "  - name: ", name, "\n    annotations: {tessera.io/gpu-inventory: ", kInventory, "}\n");
+    absl::StrAppend(&out, "  - name: ", name, "\n    annotations: {tessera.io/gpu-inventory: ", testing::QuotedFourA100Inventory(), "}\n");
     if (pools.count(name) > 0) absl::StrAppend(&out, "    labels: {tessera.io/node-pool: ", pools.at(name), "}\n");
   }
   out += "pods:\n";
@@ -98,16 +91,6 @@ std::string BinpackPolicy(const std::string& shortlist) {
 
 const std::vector<std::string> kSixNodes = {"n1", "n2", "n3", "n4", "n5", "n6"};
 
-// The recorded request's pod with its own uid, asking for `fraction` of a
-// GPU (none when empty), labelled with `task_type` when set.
-json RecordedPod(const std::string& uid, const std::string& fraction, const std::string& task_type = "") {
-  json pod = json::parse(testing::ReadFile(testing::FixturePath("filter-request-nodecache.json")))["Pod"];
-  pod["metadata"]["uid"] = uid;
-  if (!fraction.empty()) pod["metadata"]["annotations"]["tessera.io/gpu-fraction"] = fraction;
-  if (!task_type.empty()) pod["metadata"]["labels"]["tessera.io/task-type"] = task_type;
-  return pod;
-}
-
 json Filter(const testing::ServiceFixture& fixture, const json& pod, const std::vector<std::string>& nodes = kSixNodes) {
   absl::StatusOr<std::string> answer = fixture.service().Filter(json{{"Pod", pod}, {"NodeNames", nodes}}.dump());
   EXPECT_TRUE(answer.ok()) << answer.status();
@@ -123,7 +106,7 @@ double Dropped(testing::ServiceFixture& fixture) {
 
 TEST(FilterShortlistTest, APodIsPassedOnOnlyToTheNodeThePolicyRanksBest) {
   testing::ServiceFixture fixture(ClusterYaml({{"n2", 500}}), BinpackPolicy(""));
-  const json answer = Filter(fixture, RecordedPod("uid-1", "0.25"));
+  const json answer = Filter(fixture, testing::RecordedFilterPod("uid-1", "0.25"));
   EXPECT_THAT(answer["NodeNames"], ElementsAre("n2")) << answer.dump();
   EXPECT_TRUE(answer["FailedNodes"].is_null() || answer["FailedNodes"].empty())
       << "the nodes left out fit: they are no failures, and preemption must not think so" << answer.dump();
@@ -132,7 +115,7 @@ TEST(FilterShortlistTest, APodIsPassedOnOnlyToTheNodeThePolicyRanksBest) {
 
 TEST(FilterShortlistTest, NodesThatDoNotFitAreStillNamedWithTheirReason) {
   testing::ServiceFixture fixture(ClusterYaml({{"n2", 500}, {"n6", 4000}}), BinpackPolicy(""));
-  const json answer = Filter(fixture, RecordedPod("uid-1", "0.25"));
+  const json answer = Filter(fixture, testing::RecordedFilterPod("uid-1", "0.25"));
   EXPECT_THAT(answer["NodeNames"], ElementsAre("n2")) << answer.dump();
   ASSERT_TRUE(answer["FailedNodes"].contains("n6")) << answer.dump();
   EXPECT_EQ(answer["FailedNodes"].size(), 1u) << answer.dump();
@@ -142,7 +125,7 @@ TEST(FilterShortlistTest, EquallyGoodNodesArePassedOnAtMostMaxNodesAtATimeAndEac
   testing::ServiceFixture fixture(ClusterYaml({}), BinpackPolicy("shortlist: {maxNodes: 2}\n"));
   std::set<std::string> seen;
   for (int pod = 0; pod < 40; ++pod) {
-    const json answer = Filter(fixture, RecordedPod(absl::StrCat("uid-", pod), "0.25"));
+    const json answer = Filter(fixture, testing::RecordedFilterPod(absl::StrCat("uid-", pod), "0.25"));
     ASSERT_THAT(answer["NodeNames"], SizeIs(2)) << answer.dump();
     const std::vector<std::string> names = answer["NodeNames"];
     EXPECT_NE(names[0], names[1]);
@@ -151,13 +134,13 @@ TEST(FilterShortlistTest, EquallyGoodNodesArePassedOnAtMostMaxNodesAtATimeAndEac
   }
   EXPECT_THAT(seen, SizeIs(6)) << "pods spread over idle nodes, as kube-scheduler's random pick among its best would";
   // The same pod asks the same nodes again while the cluster is unchanged.
-  EXPECT_EQ(Filter(fixture, RecordedPod("uid-7", "0.25"))["NodeNames"],
-            Filter(fixture, RecordedPod("uid-7", "0.25"))["NodeNames"]);
+  EXPECT_EQ(Filter(fixture, testing::RecordedFilterPod("uid-7", "0.25"))["NodeNames"],
+            Filter(fixture, testing::RecordedFilterPod("uid-7", "0.25"))["NodeNames"]);
 }
 
 TEST(FilterShortlistTest, MaxNodesZeroPassesEveryNodeThatFits) {
   testing::ServiceFixture fixture(ClusterYaml({{"n2", 500}, {"n6", 4000}}), BinpackPolicy("shortlist: {maxNodes: 0}\n"));
-  const json answer = Filter(fixture, RecordedPod("uid-1", "0.25"));
+  const json answer = Filter(fixture, testing::RecordedFilterPod("uid-1", "0.25"));
   EXPECT_THAT(answer["NodeNames"], ElementsAre("n1", "n2", "n3", "n4", "n5")) << answer.dump();
   EXPECT_EQ(Dropped(fixture), 0);
 }
@@ -166,7 +149,7 @@ TEST(FilterShortlistTest, APodWithoutAGpuRequestGetsEveryNodeThatFits) {
   // Tessera's preference among nodes for it is mild; kube-scheduler's own
   // score plugins weigh in on all of them.
   testing::ServiceFixture fixture(ClusterYaml({{"n2", 500}}), BinpackPolicy(""));
-  const json answer = Filter(fixture, RecordedPod("uid-1", ""));
+  const json answer = Filter(fixture, testing::RecordedFilterPod("uid-1", ""));
   EXPECT_THAT(answer["NodeNames"], ElementsAreArray(kSixNodes)) << answer.dump();
 }
 
@@ -183,22 +166,22 @@ TEST(FilterShortlistTest, ARoutedPodsShortlistIsRankedByItsPoolsPolicy) {
   testing::ServiceFixture fixture(
       ClusterYaml({{"n1", 500}, {"n3", 500}}, {{"n1", "train"}, {"n2", "train"}, {"n3", "infer"}, {"n4", "infer"}}),
       policy);
-  EXPECT_THAT(Filter(fixture, RecordedPod("uid-t", "0.25", "training"))["NodeNames"], ElementsAre("n1"));
-  EXPECT_THAT(Filter(fixture, RecordedPod("uid-i", "0.25", "inference"))["NodeNames"], ElementsAre("n4"));
+  EXPECT_THAT(Filter(fixture, testing::RecordedFilterPod("uid-t", "0.25", "training"))["NodeNames"], ElementsAre("n1"));
+  EXPECT_THAT(Filter(fixture, testing::RecordedFilterPod("uid-i", "0.25", "inference"))["NodeNames"], ElementsAre("n4"));
 }
 
 TEST(FilterShortlistTest, FullNodeObjectsAreShortlistedTooAndAnsweredAsNodes) {
   // nodeCacheCapable=false: the recorded request's three Node objects, each
   // with an inventory; the snapshot holds half a GPU on gpu-node-2.
   testing::ServiceFixture fixture(
-      "nodes:\n  - name: gpu-node-2\n    annotations: {tessera.io/gpu-inventory: " + kInventory +
+      "nodes:\n  - name: gpu-node-2\n    annotations: {tessera.io/gpu-inventory: " + testing::QuotedFourA100Inventory() +
           "}\npods:\n  - name: held\n    annotations: {tessera.io/gpu-assignment: "
           "'{\"node\":\"gpu-node-2\",\"gpus\":[{\"index\":0,\"milli\":500}]}'}\n",
       BinpackPolicy(""));
   json request = json::parse(testing::ReadFile(testing::FixturePath("filter-request-fullnodes.json")));
-  request["Pod"] = RecordedPod("uid-1", "0.25");
+  request["Pod"] = testing::RecordedFilterPod("uid-1", "0.25");
   for (json& node : request["Nodes"]["items"]) {
-    node["metadata"]["annotations"]["tessera.io/gpu-inventory"] = kInventory.substr(1, kInventory.size() - 2);
+    node["metadata"]["annotations"]["tessera.io/gpu-inventory"] = std::string(testing::kFourA100Inventory);
   }
   absl::StatusOr<std::string> body = fixture.service().Filter(request.dump());
   ASSERT_TRUE(body.ok()) << body.status();

@@ -22,15 +22,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
 
-// Four GPUs a node, 80 GiB each.
-const std::string kInventory =
-    R"('[{"index":0,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920},)"
-    R"({"index":1,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920},)"
-    R"({"index":2,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920},)"
-    R"({"index":3,"model":"NVIDIA-A100-SXM4-80GB","memoryMiB":81920}]')";
-
 std::string NodeYaml(const std::string& name, const std::string& pool) {
-  std::string out = absl::StrCat("  - name: ", name, "\n    annotations: {tessera.io/gpu-inventory: ", kInventory, "}\n");
+  std::string out = absl::StrCat("  - name: ", name, "\n    annotations: {tessera.io/gpu-inventory: ", testing::QuotedFourA100Inventory(), "}\n");
   if (!pool.empty()) absl::StrAppend(&out, "    labels: {tessera.io/node-pool: ", pool, "}\n");
   return out;
 }
@@ -81,12 +74,7 @@ class PoolRoutingTest : public ::testing::Test {
  protected:
   // The recorded filter request's pod (kube-scheduler v1.26), asking for a
   // quarter GPU, with `task_type` as its label (none when empty).
-  static json RecordedPod(const std::string& task_type) {
-    json pod = json::parse(testing::ReadFile(testing::FixturePath("filter-request-nodecache.json")))["Pod"];
-    pod["metadata"]["annotations"]["tessera.io/gpu-fraction"] = "0.25";
-    if (!task_type.empty()) pod["metadata"]["labels"]["tessera.io/task-type"] = task_type;
-    return pod;
-  }
+  static json RecordedPod(const std::string& task_type) { return testing::RecordedFilterPod("", "0.25", task_type); }
   json Filter(const std::string& task_type, const std::vector<std::string>& nodes = kAllNodes) {
     absl::StatusOr<std::string> answer =
         fixture_.service().Filter(json{{"Pod", RecordedPod(task_type)}, {"NodeNames", nodes}}.dump());
@@ -190,7 +178,7 @@ TEST_F(PoolRoutingTest, FullNodeObjectsAreRoutedByTheirOwnPoolLabels) {
   const std::vector<std::string> pools = {"gpu-training", "gpu-inference", ""};
   for (size_t i = 0; i < request["Nodes"]["items"].size(); ++i) {
     json& node = request["Nodes"]["items"][i];
-    node["metadata"]["annotations"]["tessera.io/gpu-inventory"] = std::string(kInventory.substr(1, kInventory.size() - 2));
+    node["metadata"]["annotations"]["tessera.io/gpu-inventory"] = std::string(testing::kFourA100Inventory);
     if (!pools[i].empty()) node["metadata"]["labels"]["tessera.io/node-pool"] = pools[i];
   }
   absl::StatusOr<std::string> body = fixture_.service().Filter(request.dump());
