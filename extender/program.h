@@ -25,6 +25,7 @@
 #include "extender/service/router.h"
 #include "extender/service/tenant_accounting.h"
 #include "k8s/client/api_client.h"
+#include "k8s/client/connection_warmer.h"
 #include "k8s/client/pod_api.h"
 #include "k8s/sync/capacity_publisher.h"
 #include "k8s/sync/cluster_watch.h"
@@ -102,6 +103,7 @@ class Program {
   std::string source_;  // "cluster file x" or the API server's description, for logs and /debug
   RecentRefusals refusals_;  // filter writes, the GPU map page reads
   std::unique_ptr<k8s::ApiClient> api_client_;
+  std::unique_ptr<k8s::ConnectionWarmer> warmer_;  // keeps api_client_'s bind connections open
   std::unique_ptr<k8s::ClusterWatch> watch_;
   std::unique_ptr<k8s::KubePodApi> pod_api_;
   std::unique_ptr<Binder> binder_;

@@ -82,6 +82,7 @@ struct ApiClient::Connection {
   asio::io_context io;  // first: the stream below uses it
   beast::ssl_stream<beast::tcp_stream> stream;
   beast::flat_buffer buffer;
+  absl::Time idle_since;  // when it last went back to the idle list
 };
 
 absl::StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(ApiServerConfig config, ApiClientOptions options) {
@@ -150,16 +151,55 @@ absl::StatusOr<std::unique_ptr<ApiClient::Connection>> ApiClient::Connect(absl::
 }
 
 std::unique_ptr<ApiClient::Connection> ApiClient::TakeIdle() {
-  absl::MutexLock lock(&idle_mu_);
-  if (idle_.empty()) return nullptr;
-  std::unique_ptr<Connection> c = std::move(idle_.back());
-  idle_.pop_back();
+  std::unique_ptr<Connection> c;
+  {
+    absl::MutexLock lock(&idle_mu_);
+    // The list is oldest first: the last is the most recently used, and when
+    // it is too old, so are all the others.
+    if (idle_.empty()) return nullptr;
+    if (absl::Now() - idle_.back()->idle_since > options_.max_idle_age) {
+      idle_.clear();
+      return nullptr;
+    }
+    c = std::move(idle_.back());
+    idle_.pop_back();
+  }
   return c;
 }
 
 void ApiClient::ReturnIdle(std::unique_ptr<Connection> c) {
+  c->idle_since = absl::Now();
   absl::MutexLock lock(&idle_mu_);
   if (idle_.size() < options_.max_idle_connections) idle_.push_back(std::move(c));
+}
+
+size_t ApiClient::idle_connections() {
+  absl::MutexLock lock(&idle_mu_);
+  return idle_.size();
+}
+
+absl::StatusOr<size_t> ApiClient::KeepWarm(size_t connections, absl::Time deadline, const std::atomic<bool>* stop) {
+  size_t missing = 0;
+  {
+    absl::MutexLock lock(&idle_mu_);
+    const absl::Time stale = absl::Now() - options_.max_idle_age;
+    const auto fresh = std::find_if(idle_.begin(), idle_.end(),
+                                    [&](const std::unique_ptr<Connection>& c) { return c->idle_since >= stale; });
+    idle_.erase(idle_.begin(), fresh);  // each a close(2), no TLS goodbye: cheap under the lock
+    connections = std::min(connections, options_.max_idle_connections);
+    missing = connections > idle_.size() ? connections - idle_.size() : 0;
+  }
+  size_t opened = 0;
+  for (; opened < missing; ++opened) {
+    if (absl::Now() >= deadline || (stop != nullptr && stop->load())) break;
+    absl::StatusOr<std::unique_ptr<Connection>> c = Connect(std::min(deadline, absl::Now() + options_.connect_timeout));
+    if (!c.ok()) {
+      if (opened == 0) return c.status();
+      break;
+    }
+    ReturnIdle(*std::move(c));
+  }
+  return opened;
 }
 
 absl::StatusOr<std::string> ApiClient::AuthorizationHeader() {

@@ -29,6 +29,10 @@ struct ApiClientOptions {
   absl::Duration connect_timeout = absl::Seconds(5);  ///< TCP connect plus TLS handshake.
   absl::Duration request_timeout = absl::Seconds(30); ///< Whole request, connect included.
   size_t max_idle_connections = 8;
+  /// A connection idle longer than this is closed, not reused: kube-apiserver
+  /// closes keep-alive connections idle for 90 s (its IdleTimeout), and a
+  /// request sent on one it just closed pays a lost round trip and a retry.
+  absl::Duration max_idle_age = absl::Seconds(60);
   uint64_t max_response_bytes = uint64_t{1} << 30;    ///< A list page of big objects can be large.
   std::string user_agent = "tessera-extender";
 };
@@ -72,6 +76,17 @@ class ApiClient {
   absl::StatusOr<StreamEnd> Stream(std::string_view target, absl::Duration idle_timeout,
                                    const std::atomic<bool>& stop, absl::FunctionRef<bool(std::string_view)> on_line,
                                    absl::FunctionRef<void()> on_batch_end);
+
+  /// Opens connections (one at a time, each with the connect timeout, at
+  /// most until `deadline`) until `connections` are idle, after closing those
+  /// idle past max_idle_age: a burst of requests then finds them open rather
+  /// than paying a TLS handshake each, all at once, on the API server.
+  /// Stops early when `stop` (if given) becomes true.
+  /// \return how many it opened; an error only when it could open none it needed.
+  absl::StatusOr<size_t> KeepWarm(size_t connections, absl::Time deadline,
+                                  const std::atomic<bool>* stop = nullptr);
+  /// Keep-alive connections waiting for a request.
+  [[nodiscard]] size_t idle_connections();
 
   [[nodiscard]] const ApiServerConfig& config() const { return config_; }
 

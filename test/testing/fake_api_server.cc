@@ -456,6 +456,7 @@ struct FakeApiServer::Impl {
       tcp::socket socket = co_await acceptor->async_accept(net::redirect_error(net::use_awaitable, ec));
       if (!acceptor->is_open()) co_return;
       if (ec) continue;
+      ++accepted_connections;
       // Watch events are small writes that must leave at once, not after Nagle's delay.
       socket.set_option(tcp::no_delay(true), ec);
       auto connection = std::make_shared<Connection>(std::move(socket), tls);
@@ -1249,6 +1250,7 @@ struct FakeApiServer::Impl {
   std::atomic<int> held_count{0};
 
   std::array<std::atomic<int>, kResourceCount> watch_connections{};
+  std::atomic<int> accepted_connections{0};
   std::array<std::atomic<int>, kResourceCount> open_watches{};
 
   // The store, the log and the fault rules (guarded by mu).
@@ -1452,6 +1454,8 @@ void FakeApiServer::ClearRequests() {
 int FakeApiServer::WatchConnections(FakeResource resource) const {
   return impl_->watch_connections[Index(resource)].load();
 }
+int FakeApiServer::AcceptedConnections() const { return impl_->accepted_connections.load(); }
+
 int FakeApiServer::OpenWatchStreams(FakeResource resource) const { return impl_->open_watches[Index(resource)].load(); }
 
 void FakeApiServer::FailNext(const RequestMatch& match, int http_status, int count) {

@@ -262,6 +262,8 @@ class FakeApiServer {
   void ClearRequests();
   /// Watch streams ever opened (HTTP 200 sent) for `resource`.
   [[nodiscard]] int WatchConnections(FakeResource resource) const;
+  /// TCP connections accepted so far (each a TLS handshake, or an attempt at one).
+  [[nodiscard]] int AcceptedConnections() const;
   /// Watch streams open now for `resource`.
   [[nodiscard]] int OpenWatchStreams(FakeResource resource) const;
 

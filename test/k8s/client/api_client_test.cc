@@ -5,6 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "k8s/client/connection_warmer.h"
 #include "k8s/client/pod_api.h"
 #include "test/testing/fake_api_server.h"
 
@@ -106,6 +111,87 @@ TEST(ApiClient, AKeepAliveConnectionClosedByAServerRestartIsReplacedTransparentl
   absl::StatusOr<ApiResponse> again = client->Get("/api/v1/nodes");
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->status, 200);
+}
+
+absl::StatusOr<std::unique_ptr<ApiClient>> ClientWith(FakeApiServer& server, ApiClientOptions options) {
+  absl::StatusOr<std::string> path = server.WriteKubeconfig({});
+  if (!path.ok()) return path.status();
+  absl::StatusOr<ApiServerConfig> config = LoadKubeconfig(*path);
+  if (!config.ok()) return config.status();
+  return ApiClient::Create(*config, options);
+}
+
+TEST(ApiClient, ABurstOfRequestsUsesTheConnectionsKeptWarmAndOpensNoneOfItsOwn) {
+  FakeApiServer server(WithToken());
+  ASSERT_TRUE(server.Start().ok());
+  auto client = *ClientWith(server, {});
+  absl::StatusOr<size_t> opened = client->KeepWarm(4, absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ(*opened, 4u);
+  EXPECT_EQ(client->idle_connections(), 4u);
+  EXPECT_EQ(server.AcceptedConnections(), 4);
+
+  // Four requests in flight at once, as four binds are.
+  testing::RequestMatch nodes;
+  nodes.path_prefix = "/api/v1/nodes";
+  server.HoldNext(nodes, 4);
+  std::vector<std::thread> burst;
+  std::atomic<int> answered{0};
+  for (int i = 0; i < 4; ++i) {
+    burst.emplace_back([&] {
+      absl::StatusOr<ApiResponse> r = client->Get("/api/v1/nodes");
+      if (r.ok() && r->status == 200) ++answered;
+    });
+  }
+  for (absl::Time until = absl::Now() + absl::Seconds(10); server.HeldRequests() < 4 && absl::Now() < until;) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(server.HeldRequests(), 4);
+  server.ReleaseHeld();
+  for (std::thread& t : burst) t.join();
+  EXPECT_EQ(answered.load(), 4);
+  EXPECT_EQ(server.AcceptedConnections(), 4) << "the burst opened connections of its own";
+  EXPECT_EQ(*client->KeepWarm(4, absl::Now() + absl::Seconds(10)), 0u) << "all four came back to the pool";
+}
+
+TEST(ApiClient, AConnectionIdlePastItsAgeIsReplacedNotReused) {
+  FakeApiServer server(WithToken());
+  ASSERT_TRUE(server.Start().ok());
+  ApiClientOptions options;
+  options.max_idle_age = absl::Milliseconds(200);
+  auto client = *ClientWith(server, options);
+  ASSERT_EQ(*client->KeepWarm(2, absl::Now() + absl::Seconds(10)), 2u);
+  absl::SleepFor(absl::Milliseconds(300));
+  ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);
+  EXPECT_EQ(server.AcceptedConnections(), 3) << "the request went out on a connection the server may have closed";
+  EXPECT_EQ(client->idle_connections(), 1u) << "the two stale ones are closed, the request's one kept";
+  EXPECT_EQ(*client->KeepWarm(2, absl::Now() + absl::Seconds(10)), 1u);
+  EXPECT_EQ(server.AcceptedConnections(), 4);
+}
+
+TEST(ApiClient, KeepingConnectionsWarmWithTheServerDownIsAnErrorThatOpensNothing) {
+  FakeApiServer server(WithToken());
+  ASSERT_TRUE(server.Start().ok());
+  auto client = *ClientWith(server, {});
+  server.Stop();
+  absl::StatusOr<size_t> opened = client->KeepWarm(3, absl::Now() + absl::Seconds(5));
+  EXPECT_FALSE(opened.ok());
+  EXPECT_EQ(client->idle_connections(), 0u);
+}
+
+TEST(ConnectionWarmer, OpensItsConnectionsOnItsOwnAndStopsPromptly) {
+  FakeApiServer server(WithToken());
+  ASSERT_TRUE(server.Start().ok());
+  auto client = *ClientWith(server, {});
+  auto warmer = std::make_unique<ConnectionWarmer>(*client, 3, absl::Seconds(30));
+  for (absl::Time until = absl::Now() + absl::Seconds(10); client->idle_connections() < 3 && absl::Now() < until;) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(client->idle_connections(), 3u);
+  EXPECT_EQ(server.AcceptedConnections(), 3);
+  const absl::Time stopping = absl::Now();
+  warmer.reset();
+  EXPECT_LT(absl::Now() - stopping, absl::Seconds(5)) << "stopping slept out the 30 s period";
 }
 
 TEST(ApiClient, ASlowAnswerHitsTheRequestDeadline) {

@@ -1,0 +1,27 @@
+#include "k8s/client/connection_warmer.h"
+
+namespace tessera::k8s {
+
+ConnectionWarmer::ConnectionWarmer(ApiClient& client, size_t connections, absl::Duration every)
+    : client_(client), connections_(connections), every_(every), thread_([this] { Run(); }) {}
+
+ConnectionWarmer::~ConnectionWarmer() {
+  {
+    absl::MutexLock lock(&mu_);  // so that the sleep sees it at once
+    stop_.store(true);
+  }
+  thread_.join();
+}
+
+void ConnectionWarmer::Run() {
+  while (true) {
+    // A round never outlasts the period; an unreachable API server only
+    // means the next round tries again (the watch reports the outage).
+    (void)client_.KeepWarm(connections_, absl::Now() + every_, &stop_);
+    absl::MutexLock lock(&mu_);
+    auto stopped = [this] { return stop_.load(); };
+    if (mu_.AwaitWithTimeout(absl::Condition(&stopped), every_)) return;
+  }
+}
+
+}  // namespace tessera::k8s
