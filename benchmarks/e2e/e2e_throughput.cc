@@ -36,7 +36,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "benchmarks/e2e/bind_clock.h"
 #include "k8s/annotations.h"
+#include "k8s/client/api_client.h"
 #include "test/testing/assignment_audit.h"
 #include "test/testing/control_plane.h"
 #include "test/testing/metrics_text.h"
@@ -80,6 +82,8 @@ struct RunResult {
   absl::Duration all;           ///< Nodes labelled .. every pod bound.
   testing::AssignmentAudit audit;
   std::string tessera_metrics;  ///< Tessera's /metrics after the run ("" alone).
+  std::string scheduler_metrics_before;  ///< kube-scheduler's /metrics at the labelling.
+  std::string scheduler_metrics;         ///< ... and after the run.
 
   [[nodiscard]] double pods_per_second() const {
     const absl::Duration middle = nine_tenths - first_tenth;
@@ -152,35 +156,32 @@ absl::Status WaitUntilParked(ControlPlane& plane, int pods) {
   return absl::DeadlineExceededError("kube-scheduler did not try every pod within 120 s");
 }
 
-// Labels every node, then polls the pods not bound yet until there are none:
-// when 10%, 90% and all of them were bound, counted from the labelling.
+// Labels every node, then waits until every pod is bound: when 10%, 90% and
+// all of them were bound, counted from the labelling, by a pod watch
+// (bind_clock.h) started before it.
 absl::Status LabelAndWaitUntilAllBound(ControlPlane& plane, int nodes, RunResult& result) {
+  absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = plane.AdminClient();
+  if (!client.ok()) return client.status();
+  BindClock clock(**client, kNamespace);
+  if (absl::Status st = clock.WaitUntilWatching(result.pods, absl::Seconds(30)); !st.ok()) return st;
+  result.scheduler_metrics_before = plane.SchedulerMetrics().value_or("");
   const absl::Time start = absl::Now();
   absl::Status labelled = ParallelFor(nodes, absl::GetFlag(FLAGS_creators),
                                       [&](int i) { return plane.LabelNode(NodeName(i), kReadyLabel, "ready"); });
   if (!labelled.ok()) return labelled;
-  const absl::Time deadline = start + absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
-  std::optional<absl::Duration> tenth;
-  std::optional<absl::Duration> nine;
-  while (true) {
+  if (absl::Status st = clock.WaitUntilBound(result.pods, start + absl::Seconds(absl::GetFlag(FLAGS_timeout_s)));
+      !st.ok()) {
     absl::StatusOr<std::vector<json>> unbound = plane.ListPods(kNamespace, "spec.nodeName=");
-    if (!unbound.ok()) return unbound.status();
-    const absl::Duration since = absl::Now() - start;
-    const int bound = result.pods - static_cast<int>(unbound->size());
-    if (!tenth && bound >= result.pods / 10) tenth = since;
-    if (!nine && bound >= result.pods * 9 / 10) nine = since;
-    if (unbound->empty()) {
-      result.first_tenth = *tenth;
-      result.nine_tenths = *nine;
-      result.all = since;
-      return absl::OkStatus();
-    }
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(unbound->size(), " pods still unbound at the deadline; one: ",
-                                                      testing::UnschedulableMessage(unbound->front())));
-    }
-    absl::SleepFor(absl::Milliseconds(20));
+    if (!unbound.ok() || unbound->empty()) return st;
+    return absl::Status(st.code(), absl::StrCat(st.message(), "; one: ", testing::UnschedulableMessage(unbound->front())));
   }
+  const std::vector<absl::Time> bound = clock.BoundTimes();
+  // The n-th bind, counted from 1, as the polling did: "n pods bound".
+  auto at = [&](int n) { return bound[static_cast<size_t>(std::max(n, 1) - 1)] - start; };
+  result.first_tenth = at(result.pods / 10);
+  result.nine_tenths = at(result.pods * 9 / 10);
+  result.all = at(result.pods);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<RunResult> SchedulePods(ControlPlane& plane, const std::string& mode, int nodes, int pods) {
@@ -226,6 +227,8 @@ absl::StatusOr<RunResult> Run(const std::string& mode, ControlPlane::Options opt
   absl::StatusOr<RunResult> result = SchedulePods(**plane, mode, nodes, absl::GetFlag(FLAGS_pods));
   if (!result.ok()) return absl::Status(result.status().code(), absl::StrCat(result.status().message(), "\n",
                                                                               (*plane)->LogTails(20)));
+  // Where kube-scheduler's time went; a run goes on without it.
+  result->scheduler_metrics = (*plane)->SchedulerMetrics().value_or("");
   if (mode != "tessera") return result;  // kube-scheduler alone writes no assignment to audit
   absl::StatusOr<std::vector<json>> all = (*plane)->ListPods(kNamespace);
   if (!all.ok()) return all.status();
@@ -265,6 +268,31 @@ void PrintTesseraLatency(const std::string& metrics) {
         testing::ReadHistogram(metrics, "tessera_http_request_duration_seconds", absl::StrCat("verb=\"", verb, "\""));
     std::printf("%-11s %7llu %10.3f %10.3f %10.3f\n", verb, static_cast<unsigned long long>(h.count), h.mean() * 1e3,
                 h.QuantileUpperBound(0.5) * 1e3, h.QuantileUpperBound(0.99) * 1e3);
+  }
+}
+
+// kube-scheduler's own view of the batch (its /metrics after the labelling
+// less before it), last run of each mode. Its scheduling cycle ("algorithm":
+// filter and score, the extender's filter included) is serial; "attempt"
+// runs from a pod's cycle to its bind, which runs beside the next cycles.
+void PrintSchedulerLatency(const std::map<std::string, std::vector<RunResult>>& results) {
+  std::printf("\nkube-scheduler per pod of the batch (its /metrics, last run of each mode):\n");
+  std::printf("%-8s %9s %14s %14s %12s\n", "mode", "attempts", "algorithm ms", "attempt ms", "failed");
+  // Count and mean of the samples added between the two readings.
+  auto delta = [](const RunResult& r, std::string_view name, std::string_view label) {
+    const testing::HistogramReading a = testing::ReadHistogram(r.scheduler_metrics_before, name, label);
+    const testing::HistogramReading b = testing::ReadHistogram(r.scheduler_metrics, name, label);
+    const uint64_t n = b.count - std::min(a.count, b.count);
+    return std::make_pair(n, n == 0 ? 0.0 : (b.sum - a.sum) / static_cast<double>(n) * 1e3);
+  };
+  for (const auto& [mode, runs] : results) {
+    const RunResult& r = runs.back();
+    if (r.scheduler_metrics.empty() || r.scheduler_metrics_before.empty()) continue;
+    const auto [scheduled, attempt_ms] = delta(r, "scheduler_scheduling_attempt_duration_seconds", "result=\"scheduled\"");
+    const auto [failed, failed_ms] = delta(r, "scheduler_scheduling_attempt_duration_seconds", "result=\"unschedulable\"");
+    const auto [cycles, algorithm_ms] = delta(r, "scheduler_scheduling_algorithm_duration_seconds", "");
+    std::printf("%-8s %9llu %14.3f %14.3f %12llu\n", mode.c_str(), static_cast<unsigned long long>(scheduled + failed),
+                algorithm_ms, attempt_ms, static_cast<unsigned long long>(failed));
   }
 }
 
@@ -315,6 +343,7 @@ int Main() {
     for (const RunResult& r : runs) ok = ok && r.audit.clean();
   }
   if (results.contains("tessera")) PrintTesseraLatency(results["tessera"].back().tessera_metrics);
+  PrintSchedulerLatency(results);
   if (results.contains("tessera") && absl::GetFlag(FLAGS_print_metrics)) {
     std::printf("\n%s", results["tessera"].back().tessera_metrics.c_str());
   }

@@ -46,6 +46,7 @@ std::string ReadWhole(const fs::path& path) {
 }
 
 std::string Tail(const std::string& text, int lines) {
+  if (text.empty()) return text;  // a log never written (no Tessera in a run of kube-scheduler alone)
   size_t pos = text.size();
   for (int n = 0; n <= lines && pos > 0;) {
     pos = text.rfind('\n', pos - 1);
@@ -315,7 +316,7 @@ absl::Status ControlPlane::Up() {
   absl::StatusOr<std::vector<uint16_t>> ports = FreePorts(5);
   if (!ports.ok()) return ports.status();
   api_port_ = (*ports)[0];
-  replicas_ = {Replica{.scheduler_name = "kube-scheduler", .extender_port = (*ports)[4]}};
+  replicas_ = {Replica{.scheduler_name = "kube-scheduler", .extender_port = (*ports)[4], .scheduler_port = (*ports)[3]}};
   std::map<std::string, std::string> env = {
       {"KUBE_RUN", run_dir_},
       {"KUBE_BIN", kube_bin_},
@@ -438,7 +439,9 @@ absl::StatusOr<int> ControlPlane::AddScheduler() {
   absl::StatusOr<std::vector<uint16_t>> ports = FreePorts(2);
   if (!ports.ok()) return ports.status();
   const int replica = static_cast<int>(replicas_.size());
-  Replica r{.scheduler_name = absl::StrCat("kube-scheduler-", replica + 1), .extender_port = (*ports)[1]};
+  Replica r{.scheduler_name = absl::StrCat("kube-scheduler-", replica + 1),
+            .extender_port = (*ports)[1],
+            .scheduler_port = (*ports)[0]};
   std::map<std::string, std::string> env = {
       {"KUBE_RUN", run_dir_},          {"KUBE_BIN", kube_bin_},
       {"NAME", r.scheduler_name},      {"SCHED_PORT", std::to_string((*ports)[0])},
@@ -486,6 +489,20 @@ absl::StatusOr<std::unique_ptr<k8s::ApiClient>> ControlPlane::AdminClient() cons
   absl::StatusOr<k8s::ApiServerConfig> config = k8s::LoadKubeconfig(run_dir_ + "/admin.kubeconfig");
   if (!config.ok()) return config.status();
   return k8s::ApiClient::Create(*std::move(config));
+}
+
+absl::StatusOr<std::string> ControlPlane::SchedulerMetrics(int replica) const {
+  if (replica < 0 || replica >= static_cast<int>(replicas_.size())) return absl::NotFoundError("no such replica");
+  absl::StatusOr<k8s::ApiServerConfig> config = k8s::LoadKubeconfig(run_dir_ + "/admin.kubeconfig");
+  if (!config.ok()) return config.status();
+  config->port = std::to_string(replicas_[static_cast<size_t>(replica)].scheduler_port);
+  config->insecure_skip_tls_verify = true;  // kube-scheduler serves a certificate it made itself
+  absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = k8s::ApiClient::Create(*std::move(config));
+  if (!client.ok()) return client.status();
+  absl::StatusOr<k8s::ApiResponse> r = (*client)->Get("/metrics");
+  if (!r.ok()) return r.status();
+  if (r->status != 200) return absl::UnavailableError(absl::StrCat("kube-scheduler /metrics: HTTP ", r->status));
+  return std::move(r->body);
 }
 
 absl::Status ControlPlane::CreateNamespace(const std::string& name) {

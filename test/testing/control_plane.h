@@ -185,6 +185,8 @@ class ControlPlane {
   /// A client of its own as admin, for tests that hand one to Tessera's own
   /// components (the lease, the capacity publisher) or call from threads.
   absl::StatusOr<std::unique_ptr<k8s::ApiClient>> AdminClient() const;
+  /// kube-scheduler's /metrics (replica's), read as admin.
+  absl::StatusOr<std::string> SchedulerMetrics(int replica = 0) const;
   absl::StatusOr<k8s::ApiResponse> Send(std::string_view method, const std::string& target,
                                         const std::string& body = "", std::string_view content_type = "") {
     return Call(method, target, body, content_type);
@@ -216,6 +218,7 @@ class ControlPlane {
   struct Replica {
     std::string scheduler_name;  ///< Its pid file under pids/ and its log under logs/.
     uint16_t extender_port = 0;
+    uint16_t scheduler_port = 0;  ///< kube-scheduler's secure port (/metrics).
     pid_t tessera_pid = -1;
   };
   std::vector<Replica> replicas_;
