@@ -326,6 +326,8 @@ void Program::RefreshGauges() {
         .Set(double(capacity_->pending()));
   }
   if (watch_ == nullptr) return;
+  metrics_.Gauge("tessera_api_connections_idle", "Keep-alive connections to the API server ready for binds.")
+      .Set(double(api_client_->idle_connections()));
   metrics_.Gauge("tessera_watch_synced", "1 once both initial lists (nodes, pods) are applied.")
       .Set(watch_->synced() ? 1.0 : 0.0);
   metrics_.Gauge("tessera_pod_assignment_problems", "Pods whose assignment annotation is inconsistent now.")

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -16,6 +17,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "test/integration/extender_process.h"
 #include "test/testing/fake_api_server.h"
 #include "test/testing/http_client.h"
@@ -169,6 +173,71 @@ TEST_F(ExtenderBinaryTest, AnInvalidReloadKeepsThePolicyInForceAndSigtermExitsZe
   e.Signal(SIGTERM);
   EXPECT_EQ(e.Wait(), 0);
   EXPECT_THAT(e.AllOutput(), HasSubstr("stopped"));
+}
+
+TEST_F(ExtenderBinaryTest, ABurstOfBindsFindsItsApiServerConnectionsOpenedBeforeIt) {
+  testing::FakeApiServerOptions api_options;
+  api_options.bearer_token = "binary-test-token";
+  testing::FakeApiServer api(api_options);
+  ASSERT_TRUE(api.Start().ok());
+  nlohmann::json node = testing::FakeApiServer::MinimalNode("n1");
+  node["metadata"]["labels"] = {{"nvidia.com/gpu.count", "2"}, {"nvidia.com/gpu.product", "NVIDIA-L4"}};
+  ASSERT_TRUE(api.AddNode(node).ok());
+  std::vector<nlohmann::json> pods;
+  for (int i = 0; i < 8; ++i) {
+    nlohmann::json pod = testing::FakeApiServer::MinimalPod("ml", absl::StrCat("p", i));
+    pod["metadata"]["annotations"]["tessera.io/gpu-fraction"] = "0.25";  // eight quarters: both GPUs
+    pods.push_back(*api.AddPod(pod));
+  }
+  absl::StatusOr<std::string> kubeconfig = api.WriteKubeconfig();
+  ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
+  Extender e({"--port=0", "--kubeconfig=" + *kubeconfig, "--policy-file=" + Path("policy.yaml"), "--bind-threads=8"});
+  const uint16_t port = Port(e);
+  ASSERT_NE(port, 0) << e.AllOutput();
+  testing::HttpClient client(port);
+  ASSERT_TRUE(testing::WaitFor([&] { return client.Get("/readyz").status == 200; })) << e.AllOutput();
+  // One connection per bind thread, opened and kept by the program itself
+  // (the initial lists' connections may be idle beside them).
+  const auto idle = [&] {
+    const std::string metrics = client.Get("/metrics").body;
+    const std::string name = "\ntessera_api_connections_idle ";
+    const size_t at = metrics.find(name);
+    return at == std::string::npos ? -1 : std::atoi(metrics.c_str() + at + name.size());
+  };
+  ASSERT_TRUE(testing::WaitFor([&] { return idle() >= 8; })) << "idle connections: " << idle();
+  // The program's other clients (the nudge, the capacity publisher) open
+  // theirs right after the first sync; let them.
+  int accepted_before = api.AcceptedConnections();
+  for (absl::Time quiet_since = absl::Now(); absl::Now() - quiet_since < absl::Seconds(2);) {
+    absl::SleepFor(absl::Milliseconds(50));
+    if (api.AcceptedConnections() != accepted_before) {
+      accepted_before = api.AcceptedConnections();
+      quiet_since = absl::Now();
+    }
+  }
+
+  testing::RequestMatch bindings;
+  bindings.method = "POST";
+  bindings.path_prefix = "/api/v1/namespaces/ml/pods/";
+  api.HoldNext(bindings, 8);
+  std::vector<std::string> answers(pods.size());
+  std::vector<std::thread> binds;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    binds.emplace_back([&, i] {
+      const std::string bind = nlohmann::json{{"PodName", pods[i]["metadata"]["name"]}, {"PodNamespace", "ml"},
+                                              {"PodUID", pods[i]["metadata"]["uid"]}, {"Node", "n1"}}.dump();
+      answers[i] = testing::HttpClient(port).Post("/bind", bind).body;
+    });
+  }
+  EXPECT_TRUE(testing::WaitFor([&] { return api.HeldRequests() == 8; })) << api.HeldRequests() << " in flight";
+  api.ReleaseHeld();
+  for (std::thread& t : binds) t.join();
+  for (const std::string& a : answers) EXPECT_EQ(a, R"({"Error":""})");
+  EXPECT_EQ(api.AcceptedConnections(), accepted_before)
+      << "eight Bindings in flight together opened connections of their own (a TLS handshake each)";
+
+  e.Signal(SIGTERM);
+  EXPECT_EQ(e.Wait(), 0);
 }
 
 TEST_F(ExtenderBinaryTest, AgainstAnApiServerItIsReadyOnlyOnceSyncedAndBindsPods) {
