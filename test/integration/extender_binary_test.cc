@@ -175,19 +175,37 @@ TEST_F(ExtenderBinaryTest, AnInvalidReloadKeepsThePolicyInForceAndSigtermExitsZe
   EXPECT_THAT(e.AllOutput(), HasSubstr("stopped"));
 }
 
-TEST_F(ExtenderBinaryTest, ABurstOfBindsFindsItsApiServerConnectionsOpenedBeforeIt) {
-  testing::FakeApiServerOptions api_options;
-  api_options.bearer_token = "binary-test-token";
-  testing::FakeApiServer api(api_options);
-  ASSERT_TRUE(api.Start().ok());
-  nlohmann::json node = testing::FakeApiServer::MinimalNode("n1");
+// The fake API server of the tests below, its node and pods, and bind's arguments.
+testing::FakeApiServerOptions ApiOptions() {
+  testing::FakeApiServerOptions o;
+  o.bearer_token = "binary-test-token";
+  return o;
+}
+nlohmann::json TwoL4Node(const std::string& name) {
+  nlohmann::json node = testing::FakeApiServer::MinimalNode(name);
   node["metadata"]["labels"] = {{"nvidia.com/gpu.count", "2"}, {"nvidia.com/gpu.product", "NVIDIA-L4"}};
-  ASSERT_TRUE(api.AddNode(node).ok());
+  return node;
+}
+nlohmann::json GpuPod(const std::string& name, const std::string& fraction) {
+  nlohmann::json pod = testing::FakeApiServer::MinimalPod("ml", name);
+  pod["metadata"]["annotations"]["tessera.io/gpu-fraction"] = fraction;
+  return pod;
+}
+std::string BindTo(const nlohmann::json& pod, const std::string& node) {
+  return nlohmann::json{{"PodName", pod["metadata"]["name"]},
+                        {"PodNamespace", pod["metadata"]["namespace"]},
+                        {"PodUID", pod["metadata"]["uid"]},
+                        {"Node", node}}
+      .dump();
+}
+
+TEST_F(ExtenderBinaryTest, ABurstOfBindsFindsItsApiServerConnectionsOpenedBeforeIt) {
+  testing::FakeApiServer api(ApiOptions());
+  ASSERT_TRUE(api.Start().ok());
+  ASSERT_TRUE(api.AddNode(TwoL4Node("n1")).ok());
   std::vector<nlohmann::json> pods;
   for (int i = 0; i < 8; ++i) {
-    nlohmann::json pod = testing::FakeApiServer::MinimalPod("ml", absl::StrCat("p", i));
-    pod["metadata"]["annotations"]["tessera.io/gpu-fraction"] = "0.25";  // eight quarters: both GPUs
-    pods.push_back(*api.AddPod(pod));
+    pods.push_back(*api.AddPod(GpuPod(absl::StrCat("p", i), "0.25")));  // eight quarters: both GPUs
   }
   absl::StatusOr<std::string> kubeconfig = api.WriteKubeconfig();
   ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
@@ -224,9 +242,7 @@ TEST_F(ExtenderBinaryTest, ABurstOfBindsFindsItsApiServerConnectionsOpenedBefore
   std::vector<std::thread> binds;
   for (size_t i = 0; i < pods.size(); ++i) {
     binds.emplace_back([&, i] {
-      const std::string bind = nlohmann::json{{"PodName", pods[i]["metadata"]["name"]}, {"PodNamespace", "ml"},
-                                              {"PodUID", pods[i]["metadata"]["uid"]}, {"Node", "n1"}}.dump();
-      answers[i] = testing::HttpClient(port).Post("/bind", bind).body;
+      answers[i] = testing::HttpClient(port).Post("/bind", BindTo(pods[i], "n1")).body;
     });
   }
   EXPECT_TRUE(testing::WaitFor([&] { return api.HeldRequests() == 8; })) << api.HeldRequests() << " in flight";
@@ -241,16 +257,10 @@ TEST_F(ExtenderBinaryTest, ABurstOfBindsFindsItsApiServerConnectionsOpenedBefore
 }
 
 TEST_F(ExtenderBinaryTest, AgainstAnApiServerItIsReadyOnlyOnceSyncedAndBindsPods) {
-  testing::FakeApiServerOptions api_options;
-  api_options.bearer_token = "binary-test-token";
-  testing::FakeApiServer api(api_options);
+  testing::FakeApiServer api(ApiOptions());
   ASSERT_TRUE(api.Start().ok());
-  nlohmann::json node = testing::FakeApiServer::MinimalNode("n1");
-  node["metadata"]["labels"] = {{"nvidia.com/gpu.count", "2"}, {"nvidia.com/gpu.product", "NVIDIA-L4"}};
-  ASSERT_TRUE(api.AddNode(node).ok());
-  nlohmann::json pod = testing::FakeApiServer::MinimalPod("ml", "p");
-  pod["metadata"]["annotations"]["tessera.io/gpu-fraction"] = "0.5";
-  pod = *api.AddPod(pod);
+  ASSERT_TRUE(api.AddNode(TwoL4Node("n1")).ok());
+  const nlohmann::json pod = *api.AddPod(GpuPod("p", "0.5"));
   absl::StatusOr<std::string> kubeconfig = api.WriteKubeconfig();
   ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
   // The pod list answers late, so the extender is seen not ready first.
@@ -270,9 +280,7 @@ TEST_F(ExtenderBinaryTest, AgainstAnApiServerItIsReadyOnlyOnceSyncedAndBindsPods
   const std::string args = nlohmann::json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"n1"}}}.dump();
   const testing::HttpAnswer filter = client.Post("/filter", args);
   EXPECT_EQ(nlohmann::json::parse(filter.body)["NodeNames"], nlohmann::json({"n1"})) << filter.body;
-  const std::string bind = nlohmann::json{{"PodName", "p"}, {"PodNamespace", "ml"},
-                                          {"PodUID", pod["metadata"]["uid"]}, {"Node", "n1"}}.dump();
-  EXPECT_EQ(client.Post("/bind", bind).body, R"({"Error":""})");
+  EXPECT_EQ(client.Post("/bind", BindTo(pod, "n1")).body, R"({"Error":""})");
   const nlohmann::json bound = *api.Pod("ml", "p");
   EXPECT_EQ(bound["spec"]["nodeName"], "n1");
   EXPECT_EQ(bound["metadata"]["annotations"]["tessera.io/visible-devices"], "0");
