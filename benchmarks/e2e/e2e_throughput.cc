@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -41,6 +42,9 @@
 #include "k8s/client/api_client.h"
 #include "test/testing/assignment_audit.h"
 #include "test/testing/control_plane.h"
+#include "test/testing/https_client.h"
+#include "test/testing/tls_scheduler_config.h"
+#include "test/testing/tls_test_certs.h"
 #include "test/testing/metrics_text.h"
 
 ABSL_FLAG(int, nodes, 50, "GPU nodes to create.");
@@ -61,12 +65,24 @@ ABSL_FLAG(bool, print_metrics, false, "Print Tessera's whole /metrics after its 
 ABSL_FLAG(std::string, policy_file, "",
           "Tessera's policy file (default: config/examples/default-policy.yaml, the shipped default).");
 ABSL_FLAG(std::string, extender_flags, "", "More tessera-extender flags, space-separated (e.g. --threads=4).");
+ABSL_FLAG(bool, tls, false,
+          "kube-scheduler calls Tessera over HTTPS (enableHTTPS, a test CA, a client certificate; Tessera "
+          "--tls-client-auth=verbs), as the chart's tessera.tls.enabled does.");
 
 namespace tessera::bench {
 namespace {
 
 using nlohmann::json;
 using testing::ControlPlane;
+
+// Set by Main with --tls: how to reach Tessera's HTTPS listener.
+std::optional<testing::HttpsClientConfig> tessera_https;
+
+// GET from Tessera's verbs listener, over HTTPS with --tls.
+std::string TesseraGet(const ControlPlane& plane, const std::string& path) {
+  if (!tessera_https) return plane.TesseraGet(path).body;
+  return testing::HttpsExchange(plane.TesseraPort(), *tessera_https, boost::beast::http::verb::get, path).body;
+}
 
 constexpr char kNamespace[] = "e2e";
 constexpr int64_t kGpuMemoryMiB = 81920;
@@ -132,7 +148,7 @@ absl::Status WaitForTesseraToSeeNodes(ControlPlane& plane, int nodes) {
   const std::string published = "\ntessera_capacity_nodes_pending 0\n";
   const absl::Time deadline = absl::Now() + absl::Seconds(300);
   while (absl::Now() < deadline) {
-    const std::string metrics = plane.TesseraGet("/metrics").body;
+    const std::string metrics = TesseraGet(plane, "/metrics");
     if (metrics.find(seen) != std::string::npos && metrics.find(published) != std::string::npos) {
       return absl::OkStatus();
     }
@@ -235,7 +251,7 @@ absl::StatusOr<RunResult> Run(const std::string& mode, ControlPlane::Options opt
   std::map<std::string, testing::AuditedNode> offered;
   for (int i = 0; i < nodes; ++i) offered[NodeName(i)] = {.gpus = gpus, .memory = MemoryMiB(kGpuMemoryMiB)};
   result->audit = testing::AuditAssignments(*all, offered);
-  result->tessera_metrics = (*plane)->TesseraGet("/metrics").body;
+  result->tessera_metrics = TesseraGet(**plane, "/metrics");
   return result;
 }
 
@@ -320,6 +336,30 @@ int Main() {
                             ? std::string(TESSERA_SOURCE_DIR) + "/config/examples/default-policy.yaml"
                             : absl::GetFlag(FLAGS_policy_file);
   options.extender_flags = absl::StrSplit(absl::GetFlag(FLAGS_extender_flags), ' ', absl::SkipEmpty());
+  std::optional<testing::TlsTestCertFiles> tls_files;  // kept until the end: the planes read them
+  if (absl::GetFlag(FLAGS_tls)) {
+    absl::StatusOr<testing::TlsTestCerts> certs = testing::TlsTestCerts::Generate();
+    absl::StatusOr<testing::TlsTestCertFiles> files =
+        certs.ok() ? testing::TlsTestCertFiles::Write(*certs) : absl::StatusOr<testing::TlsTestCertFiles>(certs.status());
+    if (!files.ok()) {
+      std::fprintf(stderr, "e2e_throughput: cannot make the test certificates: %s\n",
+                   std::string(files.status().message()).c_str());
+      return 1;
+    }
+    tls_files = *std::move(files);
+    const std::string tmpl = tls_files->dir() + "/scheduler-config.yaml.tmpl";
+    std::ofstream(tmpl) << testing::TlsSchedulerConfigTemplate(*tls_files);
+    options.scheduler_config_template = tmpl;  // the alone runs use their own (Run)
+    for (const std::string& flag :
+         {"--tls-cert-file=" + tls_files->server_cert(), "--tls-key-file=" + tls_files->server_key(),
+          "--tls-client-ca-file=" + tls_files->ca_cert(), std::string("--tls-client-auth=verbs")}) {
+      options.extender_flags.push_back(flag);
+    }
+    tessera_https = testing::TrustingCa(certs->ca.cert_pem);
+    options.tessera_ready = [https = *tessera_https](uint16_t port) {
+      return testing::HttpsExchange(port, https, boost::beast::http::verb::get, "/readyz").status == 200;
+    };
+  }
   const int rounds = absl::GetFlag(FLAGS_rounds);
   if (rounds < 1 || rounds > 20) {
     std::fprintf(stderr, "e2e_throughput: --rounds must be in 1..20; got %d\n", rounds);

@@ -12,6 +12,7 @@
 #include "test/control_plane_tls/tls_plane.h"
 #include "test/testing/control_plane.h"
 #include "test/testing/https_client.h"
+#include "test/testing/tls_scheduler_config.h"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
   tessera::tls_plane::Set(*certs, files->dir());
   // up.sh fills in the @...@ placeholders; the certificate paths are ours.
   const std::string tmpl = files->dir() + "/scheduler-config.yaml.tmpl";
-  std::ofstream(tmpl) << tessera::tls_plane::SchedulerConfigTemplate(*files);
+  std::ofstream(tmpl) << TlsSchedulerConfigTemplate(*files);
 
   ControlPlane::Options options;
   options.extender_binary = TESSERA_EXTENDER_BINARY;

@@ -1,10 +1,10 @@
-// What the TLS plane's main made, for its tests: the certificates, and the
-// scheduler configuration template that points kube-scheduler at them.
+// What the TLS plane's main made, for its tests: the certificates (the
+// scheduler configuration that points kube-scheduler at them is
+// test/testing/tls_scheduler_config.h).
 #pragma once
 
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "test/testing/tls_test_certs.h"
 
 namespace tessera::tls_plane {
@@ -20,48 +20,5 @@ inline State& Shared() {
 }
 
 inline void Set(const testing::TlsTestCerts& certs, const std::string& dir) { Shared() = {certs, dir}; }
-
-/// up.sh's scheduler-config.yaml.tmpl with Tessera over HTTPS: the
-/// KubeSchedulerConfiguration v1 Extender's enableHTTPS and tlsConfig
-/// (ExtenderTLSConfig: caFile checks Tessera's certificate, certFile and
-/// keyFile are kube-scheduler's client certificate).
-inline std::string SchedulerConfigTemplate(const testing::TlsTestCertFiles& files) {
-  return absl::StrCat(R"(apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: "@KUBECONFIG@"
-  qps: 500
-  burst: 1000
-leaderElection:
-  leaderElect: @LEADER_ELECT@
-  resourceNamespace: kube-system
-  resourceName: kube-scheduler
-  leaseDuration: @LEASE_DURATION@
-  renewDeadline: @RENEW_DEADLINE@
-  retryPeriod: @RETRY_PERIOD@
-percentageOfNodesToScore: 100
-profiles:
-  - schedulerName: default-scheduler
-  - schedulerName: tessera-scheduler
-extenders:
-  - urlPrefix: "https://127.0.0.1:@EXT_PORT@@EXT_URL_PATH@"
-    filterVerb: "filter"
-    prioritizeVerb: "prioritize"
-    bindVerb: "bind"
-    preemptVerb: "preempt"
-    weight: 5
-    enableHTTPS: true
-    tlsConfig:
-      caFile: ")",
-                      files.ca_cert(), R"("
-      certFile: ")",
-                      files.client_cert(), R"("
-      keyFile: ")",
-                      files.client_key(), R"("
-    nodeCacheCapable: @NODE_CACHE_CAPABLE@
-    ignorable: @EXT_IGNORABLE@
-@EXT_HTTP_TIMEOUT_LINE@
-)");
-}
 
 }  // namespace tessera::tls_plane
