@@ -76,7 +76,9 @@ bool BindClock::OnLine(std::string_view line) {
 
 absl::Status BindClock::WaitUntilWatching(int pods, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  auto ready = [&] { return !failure_.ok() || static_cast<int>(seen_.size()) >= pods; };
+  auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !failure_.ok() || static_cast<int>(seen_.size()) >= pods;
+  };
   if (!mu_.AwaitWithTimeout(absl::Condition(&ready), timeout)) {
     return absl::DeadlineExceededError(absl::StrCat("the pod watch showed ", seen_.size(), " of ", pods, " pods"));
   }
@@ -85,7 +87,9 @@ absl::Status BindClock::WaitUntilWatching(int pods, absl::Duration timeout) {
 
 absl::Status BindClock::WaitUntilBound(int pods, absl::Time deadline) {
   absl::MutexLock lock(&mu_);
-  auto done = [&] { return !failure_.ok() || static_cast<int>(bound_.size()) >= pods; };
+  auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !failure_.ok() || static_cast<int>(bound_.size()) >= pods;
+  };
   if (!mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
     return absl::DeadlineExceededError(absl::StrCat(pods - static_cast<int>(bound_.size()), " pods still unbound"));
   }
