@@ -74,26 +74,24 @@ bool BindClock::OnLine(std::string_view line) {
   return true;
 }
 
-absl::Status BindClock::WaitUntilWatching(int pods, absl::Duration timeout) {
+absl::Status BindClock::AwaitCount(bool bound, int pods, absl::Time deadline, std::string_view what) {
   absl::MutexLock lock(&mu_);
-  auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !failure_.ok() || static_cast<int>(seen_.size()) >= pods;
+  auto count = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return static_cast<int>(bound ? bound_.size() : seen_.size());
   };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&ready), timeout)) {
-    return absl::DeadlineExceededError(absl::StrCat("the pod watch showed ", seen_.size(), " of ", pods, " pods"));
+  auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !failure_.ok() || count() >= pods; };
+  if (!mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
+    return absl::DeadlineExceededError(absl::StrCat(count(), " of ", pods, " pods ", std::string(what)));
   }
   return failure_;
 }
 
+absl::Status BindClock::WaitUntilWatching(int pods, absl::Duration timeout) {
+  return AwaitCount(/*bound=*/false, pods, absl::Now() + timeout, "shown by the pod watch");
+}
+
 absl::Status BindClock::WaitUntilBound(int pods, absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
-  auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !failure_.ok() || static_cast<int>(bound_.size()) >= pods;
-  };
-  if (!mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
-    return absl::DeadlineExceededError(absl::StrCat(pods - static_cast<int>(bound_.size()), " pods still unbound"));
-  }
-  return failure_;
+  return AwaitCount(/*bound=*/true, pods, deadline, "bound");
 }
 
 std::vector<absl::Time> BindClock::BoundTimes() const {

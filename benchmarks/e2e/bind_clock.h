@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -41,6 +42,9 @@ class BindClock {
  private:
   void Watch();
   bool OnLine(std::string_view line);
+  // Waits until `pods` pods were seen (or, with `bound`, seen bound), the
+  // watch fails, or `deadline`; `what` names the count in the error.
+  absl::Status AwaitCount(bool bound, int pods, absl::Time deadline, std::string_view what);
 
   k8s::ApiClient& client_;
   const std::string namespace_name_;
