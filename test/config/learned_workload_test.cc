@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "policies/builtin_registry.h"
 #include "test/testing/builders.h"
+#include "test/testing/policy_document.h"
 
 namespace tessera {
 namespace {
@@ -26,10 +27,7 @@ constexpr std::string_view kFgd =
     "    args:\n"
     "      workload: [\"1 cpu=1 gpu=1\"]\n";
 
-absl::StatusOr<LoadedPolicy> Load(std::string_view text) {
-  static const PluginRegistry registry = NewBuiltinRegistry();
-  return LoadPolicyDocument(text, "p.yaml", registry);
-}
+absl::StatusOr<LoadedPolicy> Load(std::string_view text) { return testing::LoadWithBuiltins(text, "p.yaml"); }
 
 TEST(WorkloadLearningSectionTest, IsOnWithItsDefaultsWhenAbsent) {
   absl::StatusOr<LoadedPolicy> p = Load(kFgd);

@@ -13,6 +13,7 @@
 #include "config/policy_loader.h"
 #include "config/policy_store.h"
 #include "policies/builtin_registry.h"
+#include "test/testing/policy_document.h"
 
 namespace tessera {
 namespace {
@@ -27,10 +28,7 @@ plugins:
   - name: gpu-share
 )";
 
-absl::StatusOr<LoadedPolicy> Load(const std::string& pools) {
-  static const PluginRegistry registry = NewBuiltinRegistry();
-  return LoadPolicyDocument(kHead + pools, "policy.yaml", registry);
-}
+absl::StatusOr<LoadedPolicy> Load(const std::string& pools) { return testing::LoadWithBuiltins(kHead + pools); }
 
 TEST(PoolsSection, AbsentMeansOneProfileForEveryPod) {
   absl::StatusOr<LoadedPolicy> p = Load("");
@@ -85,15 +83,13 @@ TEST(PoolsSection, APoolMayListAPluginTheTopLevelListsToo) {
 }
 
 TEST(PoolsSection, ThePoolsErrorsAreReportedEvenWhenTheTopLevelPluginsAreMissing) {
-  static const PluginRegistry registry = NewBuiltinRegistry();
-  absl::StatusOr<LoadedPolicy> p = LoadPolicyDocument(R"(apiVersion: tessera.io/v1alpha1
+  absl::StatusOr<LoadedPolicy> p = testing::LoadWithBuiltins(R"(apiVersion: tessera.io/v1alpha1
 kind: SchedulingPolicy
 pools:
   - name: a
     taskTypes: [x]
     plugins: [{name: gpu-shar}]
-)",
-                                                      "policy.yaml", registry);
+)");
   ASSERT_FALSE(p.ok());
   EXPECT_THAT(std::string(p.status().message()), HasSubstr("policy.yaml:1:1: plugins: required"));
   EXPECT_THAT(std::string(p.status().message()), HasSubstr("policy.yaml:6:22: pools[0].plugins[0].name: unknown plugin \"gpu-shar\""));

@@ -6,8 +6,8 @@
 #include "config/policy_loader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "policies/builtin_registry.h"
 #include "scheduler/model/target_workload.h"
+#include "test/testing/policy_document.h"
 
 namespace tessera {
 namespace {
@@ -20,10 +20,7 @@ constexpr std::string_view kGpuShare =
     "plugins:\n"
     "  - name: gpu-share\n";
 
-absl::StatusOr<LoadedPolicy> Load(std::string_view text) {
-  static const PluginRegistry registry = NewBuiltinRegistry();
-  return LoadPolicyDocument(text, "p.yaml", registry);
-}
+absl::StatusOr<LoadedPolicy> Load(std::string_view text) { return testing::LoadWithBuiltins(text, "p.yaml"); }
 
 TEST(ShortlistSectionTest, PassesTheOneBestNodeWhenAbsent) {
   absl::StatusOr<LoadedPolicy> p = Load(kGpuShare);

@@ -13,6 +13,7 @@
 #include "config/policy_loader.h"
 #include "config/policy_store.h"
 #include "policies/builtin_registry.h"
+#include "test/testing/policy_document.h"
 
 namespace tessera {
 namespace {
@@ -26,10 +27,7 @@ plugins:
   - name: load-aware
 )";
 
-absl::StatusOr<LoadedPolicy> Load(const std::string& telemetry) {
-  static const PluginRegistry registry = NewBuiltinRegistry();
-  return LoadPolicyDocument(kHead + telemetry, "policy.yaml", registry);
-}
+absl::StatusOr<LoadedPolicy> Load(const std::string& telemetry) { return testing::LoadWithBuiltins(kHead + telemetry); }
 
 TEST(TelemetrySection, AbsentMeansNoTelemetry) {
   absl::StatusOr<LoadedPolicy> p = Load("");

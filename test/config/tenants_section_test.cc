@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "config/policy_loader.h"
-#include "policies/builtin_registry.h"
+#include "test/testing/policy_document.h"
 
 namespace tessera {
 namespace {
@@ -20,10 +20,7 @@ plugins:
   - name: gpu-share
 )";
 
-absl::StatusOr<LoadedPolicy> Load(const std::string& tenants) {
-  static const PluginRegistry registry = NewBuiltinRegistry();
-  return LoadPolicyDocument(kHead + tenants, "policy.yaml", registry);
-}
+absl::StatusOr<LoadedPolicy> Load(const std::string& tenants) { return testing::LoadWithBuiltins(kHead + tenants); }
 
 TEST(TenantsSection, AbsentMeansNoTenants) {
   absl::StatusOr<LoadedPolicy> p = Load("");

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "extender/service/debug_state.h"
 #include "test/testing/data_files.h"
+#include "test/testing/policy_document.h"
 #include "test/testing/service_fixture.h"
 
 namespace tessera {
@@ -205,8 +206,7 @@ TEST_F(PoolRoutingTest, ThePreemptVerbDropsNodesOutsideThePodsPool) {
 }
 
 TEST_F(PoolRoutingTest, DebugShowsWhichTaskTypesGoToWhichPoolWithEachPoolsPluginsAndRoom) {
-  static const PluginRegistry registry = NewBuiltinRegistry();
-  absl::StatusOr<LoadedPolicy> policy = LoadPolicyDocument(kPolicy, "policy.yaml", registry);
+  absl::StatusOr<LoadedPolicy> policy = testing::LoadWithBuiltins(kPolicy);
   ASSERT_TRUE(policy.ok()) << policy.status();
   const std::shared_ptr<const ClusterSnapshot> snapshot = fixture_.model().Current();
   DebugInputs in;
