@@ -15,18 +15,31 @@ namespace {
 // A node as the measure reads it: free milli-GPU per GPU (inventory order),
 // free CPU now, and free CPU once the pod has its CPU. The node after the
 // pod takes its share of some GPUs is this with those entries lowered.
+// With the GPU-memory measure, `fit` is each GPU's fit free (FitMilli);
+// empty without it.
 struct NodeFree {
   absl::InlinedVector<int64_t, 8> gpu;
+  absl::InlinedVector<int64_t, 8> fit;
   std::optional<int64_t> cpu;
   std::optional<int64_t> cpu_after;
 };
 
-NodeFree FreeOf(const NodeView& node, const PodGpuRequest& r) {
+NodeFree FreeOf(const NodeView& node, const PodGpuRequest& r, const TargetWorkload::MemoryPerMilli& ratio) {
   NodeFree f;
-  for (const GpuState& g : node.gpu_states) f.gpu.push_back(FreeMilli(g));
+  // The host first: its load (often a cache miss) overlaps the GPUs' below.
   if (node.host != nullptr) {
     f.cpu = node.host->cpu_free().value();
     f.cpu_after = *f.cpu - r.host.cpu.value();
+  }
+  for (const GpuState& g : node.gpu_states) f.gpu.push_back(FreeMilli(g));
+  // Only where some card's memory is worth less than a whole GPU at the
+  // ratio can memory bind; elsewhere (an 80 GiB card under 10 GiB shares)
+  // the measure is the paper's, and its fast path stays.
+  if (ratio.memory > 0 && std::any_of(node.gpu_states.begin(), node.gpu_states.end(), [&](const GpuState& g) {
+        return g.memory_known() && static_cast<__int128>(g.memory().value()) * ratio.milli <
+                                       static_cast<__int128>(kOneGpu.value()) * ratio.memory;
+      })) {
+    for (const GpuState& g : node.gpu_states) f.fit.push_back(FitMilli(g, 0, MemoryMiB(0), ratio));
   }
   return f;
 }
@@ -45,18 +58,63 @@ int64_t FragmentationScore(int64_t before_times_weight, int64_t after_times_weig
                          static_cast<double>(total_weight));
 }
 
+TargetWorkload::MemoryPerMilli MemoryRatio(const TargetWorkload& workload, const FragmentationOptions& options,
+                                           const PodGpuRequest& r) {
+  if (!options.gpu_memory) return {};
+  if (workload.memory_per_milli().memory > 0) return workload.memory_per_milli();
+  // The workload (a prior written without memory, say) does not know: the
+  // pod in hand is the evidence there is.
+  if (r.count > 0 && PerGpuMilli(r) < kOneGpu.value() && r.memory.value() > 0) {
+    return {.memory = r.memory.value(), .milli = PerGpuMilli(r)};
+  }
+  return {};
+}
+
+int64_t FitMilli(const GpuState& gpu, int64_t milli, MemoryMiB memory, const TargetWorkload::MemoryPerMilli& ratio) {
+  const int64_t free = std::max<int64_t>(FreeMilli(gpu) - milli, 0);
+  // An idle GPU fits what it fitted (a whole-GPU pod asks none of its memory).
+  if (ratio.memory <= 0 || !gpu.memory_known() || free == 0 || free >= kOneGpu.value()) return free;
+  const int64_t memory_free = std::max<int64_t>(gpu.memory().value() - gpu.memory_held().value() - memory.value(), 0);
+  // memory_free < 2^31 MiB and ratio.milli < 2^60: the products in 128
+  // bits. Where memory does not bind (most GPUs) a comparison answers; the
+  // division (a library call in 128 bits) only where it does.
+  const __int128 worth_times_memory = static_cast<__int128>(memory_free) * ratio.milli;
+  if (worth_times_memory >= static_cast<__int128>(free) * ratio.memory) return free;
+  return static_cast<int64_t>(worth_times_memory / ratio.memory);
+}
+
 int64_t PlacementFragmentationScore(const TargetWorkload& workload, const FragmentationOptions& options,
                                     const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) {
   const NodeGpuAccess access(workload, node.gpus);
-  NodeFree free = FreeOf(node, r);
-  const int64_t before = NodeFragmentationTimesWeight(workload, access, free.gpu, free.cpu, options);
+  const TargetWorkload::MemoryPerMilli ratio = MemoryRatio(workload, options, r);
+  NodeFree free = FreeOf(node, r, ratio);
+  const int64_t before = NodeFragmentationTimesWeight(workload, access, free.gpu, free.cpu, options, free.fit);
   for (int32_t index : choice.gpu_indices) {
     for (size_t i = 0; i < node.gpus.size(); ++i) {
-      if (node.gpu_states[i].index() == index) free.gpu[i] -= PerGpuMilli(r);
+      if (node.gpu_states[i].index() != index) continue;
+      free.gpu[i] -= PerGpuMilli(r);
+      if (!free.fit.empty()) free.fit[i] = FitMilli(node.gpu_states[i], PerGpuMilli(r), r.memory, ratio);
     }
   }
-  return FragmentationScore(before, NodeFragmentationTimesWeight(workload, access, free.gpu, free.cpu_after, options),
-                            workload.total_weight());
+  return FragmentationScore(
+      before, NodeFragmentationTimesWeight(workload, access, free.gpu, free.cpu_after, options, free.fit),
+      workload.total_weight());
+}
+
+MeasureArgs ReadMeasureArgs(PluginArgs& args) {
+  MeasureArgs m;
+  m.kind_weights = args.Enum("kindWeights", {"pods", "gpus"}, "pods") == "gpus" ? KindWeights::kPerGpuAsked
+                                                                                : KindWeights::kPerPod;
+  m.gpu_memory = args.Enum("gpuMemory", {"ignore", "fit"}, "ignore") == "fit";
+  return m;
+}
+
+std::shared_ptr<const TargetWorkload> Weighed(std::shared_ptr<const TargetWorkload> workload,
+                                              const MeasureArgs& measure) {
+  if (measure.kind_weights == KindWeights::kPerPod) return workload;
+  absl::StatusOr<TargetWorkload> weighed = TargetWorkload::Create(workload->pods(), measure.kind_weights);
+  if (!weighed.ok()) return workload;
+  return std::make_shared<const TargetWorkload>(*std::move(weighed));
 }
 
 std::optional<TargetWorkload> ReadWorkloadArg(PluginArgs& args, std::string_view key) {
@@ -88,12 +146,13 @@ std::optional<TargetWorkload> ReadWorkloadArg(PluginArgs& args, std::string_view
 
 absl::StatusOr<std::unique_ptr<Plugin>> FgdPlugin::New(PluginArgs& args) {
   std::optional<TargetWorkload> workload = ReadWorkloadArg(args, "workload");
+  const MeasureArgs measure = ReadMeasureArgs(args);
   // gpu-share reads its own args and finishes: it reports any key neither read.
   absl::StatusOr<std::unique_ptr<Plugin>> fit = GpuSharePlugin::New(args);
   if (!fit.ok()) return fit.status();
   const auto* share = dynamic_cast<const GpuSharePlugin*>(fit->get());
   if (share == nullptr || !workload.has_value()) return absl::InternalError("fgd: gpu-share args unreadable");
-  return std::make_unique<FgdPlugin>(*std::move(workload), share->args());
+  return std::make_unique<FgdPlugin>(*std::move(workload), share->args(), measure);
 }
 
 FilterVerdict FgdPlugin::FilterGpus(const CycleState& cycle, const NodeView& node) const {
@@ -105,20 +164,27 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const C
   const PodGpuRequest& r = cycle.request();
   const size_t n = node.gpus.size();
   const int64_t share = PerGpuMilli(r);
-  const NodeFree now = FreeOf(node, r);
+  const FragmentationOptions options{.host_stranding = false, .gpu_memory = measure_.gpu_memory};
+  const TargetWorkload::MemoryPerMilli ratio = MemoryRatio(*workload_, options, r);
+  const NodeFree now = FreeOf(node, r, ratio);
   // The GPUs that can take the share, and of them those to measure: a GPU
-  // like one measured already (same free, and same model where the workload
-  // tells models apart) measures the same.
+  // like one measured already (same free, same fit free before and after,
+  // and same model where the workload tells models apart) measures the same.
+  absl::InlinedVector<int64_t, 8> fit_after;  // per GPU, with the GPU-memory measure
+  if (!now.fit.empty()) {
+    for (const GpuState& g : node.gpu_states) fit_after.push_back(FitMilli(g, share, r.memory, ratio));
+  }
+  const auto alike = [&](size_t a, size_t b) {
+    return now.gpu[a] == now.gpu[b] && (now.fit.empty() || (now.fit[a] == now.fit[b] && fit_after[a] == fit_after[b])) &&
+           (!workload_->has_models() || node.gpus[a].model == node.gpus[b].model);
+  };
   absl::InlinedVector<size_t, 8> fitting;   // inventory positions
   absl::InlinedVector<size_t, 8> distinct;  // inventory positions to measure
   absl::InlinedVector<size_t, 8> like;      // per fitting GPU: its position in `distinct`
   for (size_t i = 0; i < n; ++i) {
     if (now.gpu[i] < share || !fit_.FitsOneGpu(cycle, node, i)) continue;
     size_t d = 0;
-    while (d < distinct.size() && !(now.gpu[distinct[d]] == now.gpu[i] &&
-                                    (!workload_->has_models() || node.gpus[distinct[d]].model == node.gpus[i].model))) {
-      ++d;
-    }
+    while (d < distinct.size() && !alike(distinct[d], i)) ++d;
     if (d == distinct.size()) distinct.push_back(i);
     fitting.push_back(i);
     like.push_back(d);
@@ -126,8 +192,12 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const C
   absl::InlinedVector<GpuDecrease, 8> measured;
   if (fitting.empty()) return measured;
   absl::InlinedVector<int64_t, 8> decreases(distinct.size());
+  absl::InlinedVector<int64_t, 8> distinct_fit_after;
+  for (size_t i : distinct) {
+    if (!fit_after.empty()) distinct_fit_after.push_back(fit_after[i]);
+  }
   FragmentationDecreases(*workload_, NodeGpuAccess(*workload_, node.gpus), now.gpu, now.cpu, now.cpu_after, share,
-                         distinct, absl::MakeSpan(decreases));
+                         distinct, absl::MakeSpan(decreases), options, now.fit, distinct_fit_after);
   measured.resize(fitting.size());
   for (size_t k = 0; k < fitting.size(); ++k) {
     measured[k].index = node.gpu_states[fitting[k]].index();
@@ -188,7 +258,8 @@ std::vector<GpuShare> FgdPlugin::SharesFor(const CycleState& cycle, const NodeVi
 }
 
 int64_t FgdPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice& choice) const {
-  return PlacementFragmentationScore(*workload_, FragmentationOptions{}, cycle.request(), node, choice);
+  return PlacementFragmentationScore(*workload_, FragmentationOptions{.host_stranding = false, .gpu_memory = measure_.gpu_memory},
+                                     cycle.request(), node, choice);
 }
 
 }  // namespace tessera

@@ -9,8 +9,18 @@
 // Assumptions
 //   - Fit, GPU accounting and whole-GPU choice are gpu-share's (the same
 //     code; fgd takes gpu-share's args for them, e.g. gpuMemoryReserve).
-//   - Memory does not enter the measure; CPU does where the node's host
-//     resources are known (NodeView::host), else CPU never falls short.
+//   - Memory enters the measure only with `gpuMemory: fit` (below); CPU
+//     does where the node's host resources are known (NodeView::host),
+//     else CPU never falls short.
+//
+// Args beyond the workload and gpu-share's (MeasureArgs; both default to
+// the paper's FGD, and Tessera's default policy turns both on):
+//   kindWeights: pods | gpus   each kind weighs its arrivals (the paper), or
+//                              its arrivals ÷ the GPUs it asks
+//                              (KindWeights::kPerGpuAsked)
+//   gpuMemory: ignore | fit    whether a shared GPU's free memory limits
+//                              the shares it is judged to fit
+//                              (fragmentation.h, "GPU memory")
 //
 // Algorithm, per node
 //   1. Filter: gpu-share's.
@@ -43,6 +53,21 @@ namespace tessera {
 
 class PluginArgs;
 
+/// How fgd and host-stranding measure beyond the workload (their args
+/// `kindWeights` and `gpuMemory`; see above).
+struct MeasureArgs {
+  KindWeights kind_weights = KindWeights::kPerPod;
+  bool gpu_memory = false;
+};
+
+/// Reads `kindWeights` and `gpuMemory`.
+MeasureArgs ReadMeasureArgs(PluginArgs& args);
+
+/// `workload` with its kinds weighed as `measure` says (the same workload
+/// when by arrivals, or should reweighing fail, which a valid workload does not).
+std::shared_ptr<const TargetWorkload> Weighed(std::shared_ptr<const TargetWorkload> workload,
+                                              const MeasureArgs& measure);
+
 class FgdPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "fgd";
@@ -53,12 +78,14 @@ class FgdPlugin final : public Plugin {
 
   /// Chooses GPUs and scores nodes; reads only the request and the node's
   /// state (memoizable).
-  explicit FgdPlugin(TargetWorkload workload, GpuShareArgs fit = {})
-      : FgdPlugin(std::make_shared<const TargetWorkload>(std::move(workload)), fit) {}
-  FgdPlugin(std::shared_ptr<const TargetWorkload> workload, GpuShareArgs fit)
+  /// `workload` as the arrivals' mix: the plugin weighs it as `measure` says.
+  explicit FgdPlugin(TargetWorkload workload, GpuShareArgs fit = {}, MeasureArgs measure = {})
+      : FgdPlugin(std::make_shared<const TargetWorkload>(std::move(workload)), fit, measure) {}
+  FgdPlugin(std::shared_ptr<const TargetWorkload> workload, GpuShareArgs fit, MeasureArgs measure = {})
       : Plugin(Point::kGpuChoice | Point::kNodeScore, /*memoizable=*/true),
-        workload_(std::move(workload)),
-        fit_(fit) {}
+        workload_(Weighed(std::move(workload), measure)),
+        fit_(fit),
+        measure_(measure) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
   [[nodiscard]] FilterVerdict FilterGpus(const CycleState& cycle, const NodeView& node) const override;
@@ -71,9 +98,9 @@ class FgdPlugin final : public Plugin {
   /// fgd with the same fit, measuring against `workload`.
   [[nodiscard]] std::shared_ptr<const Plugin> WithWorkload(
       std::shared_ptr<const TargetWorkload> workload) const override {
-    return std::make_shared<const FgdPlugin>(std::move(workload), fit_.args());
+    return std::make_shared<const FgdPlugin>(std::move(workload), fit_.args(), measure_);
   }
-  /// The workload it measures against.
+  /// The workload it measures against (weighed).
   [[nodiscard]] const TargetWorkload& workload() const { return *workload_; }
 
  private:
@@ -91,8 +118,9 @@ class FgdPlugin final : public Plugin {
   // FGD's score of a decrease of F · W.
   [[nodiscard]] int64_t ScoreOf(int64_t decrease) const;
 
-  std::shared_ptr<const TargetWorkload> workload_;  // never null
+  std::shared_ptr<const TargetWorkload> workload_;  // never null; weighed
   GpuSharePlugin fit_;
+  MeasureArgs measure_;
 };
 
 /// Reads a `workload` arg into a TargetWorkload, recording each bad item at
@@ -105,8 +133,22 @@ int64_t FragmentationScore(double before, double after);
 int64_t FragmentationScore(int64_t before_times_weight, int64_t after_times_weight, int64_t total_weight);
 
 /// FGD's score of placing `request` on `node`'s GPUs `choice` (positions
-/// absent from the node are ignored), under `workload` measured with `options`.
+/// absent from the node are ignored), under `workload` measured with
+/// `options` (with gpu_memory, each GPU judged by FitMilli).
 int64_t PlacementFragmentationScore(const TargetWorkload& workload, const FragmentationOptions& options,
                                     const PodGpuRequest& request, const NodeView& node, const GpuChoice& choice);
+
+/// The memory-per-milli ratio the measure judges GPU memory by: none
+/// without options.gpu_memory; the workload's where its shares ask memory;
+/// else, where the pod in hand shares a GPU and asks memory, the pod's.
+TargetWorkload::MemoryPerMilli MemoryRatio(const TargetWorkload& workload, const FragmentationOptions& options,
+                                           const PodGpuRequest& request);
+
+/// What GPU `gpu`'s free is judged by for fitting a share once a pod takes
+/// `milli` and `memory` of it (fragmentation.h, "GPU memory"): its free
+/// milli-GPU, or, where it is shared, its memory known and the workload's
+/// shares ask memory, the milli-GPU its free memory is worth at `ratio` if
+/// that is less. Never below 0.
+int64_t FitMilli(const GpuState& gpu, int64_t milli, MemoryMiB memory, const TargetWorkload::MemoryPerMilli& ratio);
 
 }  // namespace tessera

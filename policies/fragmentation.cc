@@ -69,10 +69,13 @@ int32_t ClampedFree(int64_t free_milli) {
 // What the one-GPU groups' kinds that have the CPU (`rank`) can use where
 // nothing is stranded: each GPU's free to every kind whose share it has
 // room for, Σ f · room_weight[rank][f].
-int64_t OneGpuGroupsUsable(const TargetWorkload::Measure& measure, size_t rank, absl::Span<const int32_t> free) {
+// (`fit`: what each GPU's free is judged by for fitting; `free` itself
+// where GPU memory is not measured.)
+int64_t OneGpuGroupsUsable(const TargetWorkload::Measure& measure, size_t rank, absl::Span<const int32_t> free,
+                           absl::Span<const int32_t> fit) {
   const int32_t* const room_weight = measure.room_weight.data() + rank * kFrees;
   int64_t usable = 0;
-  for (const int32_t f : free) usable += int64_t{f} * room_weight[f];
+  for (size_t i = 0; i < free.size(); ++i) usable += int64_t{free[i]} * room_weight[fit[i]];
   return usable;
 }
 
@@ -82,12 +85,12 @@ struct ShareRoom {
   int64_t free = 0;
 };
 
-ShareRoom RoomFor(int64_t share, absl::Span<const int32_t> free) {
+ShareRoom RoomFor(int64_t share, absl::Span<const int32_t> free, absl::Span<const int32_t> fit) {
   ShareRoom room;
-  for (const int32_t f : free) {
-    const int64_t has = f >= share ? 1 : 0;
+  for (size_t i = 0; i < free.size(); ++i) {
+    const int64_t has = fit[i] >= share ? 1 : 0;
     room.gpus += has;
-    room.free += has * f;
+    room.free += has * free[i];
   }
   return room;
 }
@@ -121,7 +124,8 @@ int64_t FragmentWhenFits(int64_t free_total, int64_t too_small, const std::optio
 // A kind that accepts some GPU models only, on this node: counted GPU by GPU
 // where the node mixes models, from the share table where it does not.
 int64_t ModelKindFragment(const TargetWorkload& workload, const NodeGpuAccess& access, size_t m,
-                          absl::Span<const int32_t> free_milli, int64_t free_total, std::optional<int64_t> cpu_free,
+                          absl::Span<const int32_t> free_milli, absl::Span<const int32_t> fit_milli,
+                          int64_t free_total, std::optional<int64_t> cpu_free,
                           const std::optional<Serviceable>& serviceable, const int64_t* fitting, const int64_t* fragment) {
   const WorkloadPod& kind = workload.pods()[m];
   if (!access.any_usable(m)) return free_total;
@@ -133,7 +137,7 @@ int64_t ModelKindFragment(const TargetWorkload& workload, const NodeGpuAccess& a
   }
   int64_t fits = 0, too_small = 0;
   for (size_t i = 0; i < free_milli.size(); ++i) {
-    if (access.usable(m, i) && free_milli[i] >= kind.milli.value()) {
+    if (access.usable(m, i) && fit_milli[i] >= kind.milli.value()) {
       ++fits;
     } else {
       too_small += free_milli[i];
@@ -146,18 +150,23 @@ int64_t ModelKindFragment(const TargetWorkload& workload, const NodeGpuAccess& a
 
 int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeGpuAccess& access,
                                      absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_free,
-                                     const FragmentationOptions& options) {
+                                     const FragmentationOptions& options, absl::Span<const int64_t> fit_milli) {
   // One GPU's free milli-GPU is 0..1000.
   const size_t gpus = free_milli.size();
+  const bool own_fit = !fit_milli.empty();
   constexpr size_t kStackGpus = 16;
-  std::array<int32_t, kStackGpus> free_stack;
+  std::array<int32_t, 2 * kStackGpus> free_stack;
   std::vector<int32_t> free_heap;
-  if (gpus > kStackGpus) free_heap.resize(gpus);
+  if (gpus > kStackGpus) free_heap.resize(2 * gpus);
   int32_t* const free = gpus > kStackGpus ? free_heap.data() : free_stack.data();
+  // What each GPU's free is judged by for fitting a share: its free, or
+  // less where its memory is short (see "GPU memory" in fragmentation.h).
+  int32_t* const fit = own_fit ? free + gpus : free;
   int64_t free_total = 0;
   for (size_t i = 0; i < gpus; ++i) {
     free[i] = ClampedFree(free_milli[i]);
     free_total += free[i];
+    if (own_fit) fit[i] = std::min(free[i], ClampedFree(fit_milli[i]));
   }
   if (free_total == 0) return 0;  // nothing free, nothing fragmented
   // Host stranding: the milli-GPU the free CPU serves at the workload's ratio.
@@ -178,13 +187,14 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   // the free CPU serves all the free GPU: no kind's room exceeds it), what a
   // kind that fits can use is its room, and F·W is linear in each GPU's free:
   // one lookup a GPU (room_weight) and the multi-GPU groups on their own.
+  const absl::Span<const int32_t> frees(free, gpus);
+  const absl::Span<const int32_t> fits(fit, gpus);
   if (measure.model_kinds.empty() &&
       (!serviceable.has_value() || !serviceable->Exceeded(free_total))) {
-    const absl::Span<const int32_t> frees(free, gpus);
-    int64_t usable = OneGpuGroupsUsable(measure, rank, frees);
+    int64_t usable = OneGpuGroupsUsable(measure, rank, frees, fits);
     for (size_t g : measure.multi_gpu_groups) {
       const TargetWorkload::Measure::Group& group = measure.groups[g];
-      const ShareRoom room = RoomFor(measure.shares[group.share], frees);
+      const ShareRoom room = RoomFor(measure.shares[group.share], frees, fits);
       if (room.gpus >= group.gpus) usable += measure.weight_within_cpu[g * ranks + rank] * room.free;
     }
     return measure.any_model_weight * free_total - usable;
@@ -213,7 +223,7 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   std::fill_n(gpus_at, shares + 1, 0);
   std::fill_n(free_at, shares + 1, 0);
   for (size_t i = 0; i < gpus; ++i) {
-    const size_t j = measure.shares_within[static_cast<size_t>(free[i])];
+    const size_t j = measure.shares_within[static_cast<size_t>(fit[i])];
     ++gpus_at[j];
     free_at[j] += free[i];
   }
@@ -239,8 +249,7 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   }
   int64_t weighted = measure.any_model_weight * free_total - usable;
   for (size_t m : measure.model_kinds) {
-    weighted += workload.pods()[m].weight * ModelKindFragment(workload, access, m, absl::MakeConstSpan(free, gpus),
-                                                             free_total, cpu_free, serviceable, fitting.data(),
+    weighted += workload.pods()[m].weight * ModelKindFragment(workload, access, m, frees, fits, free_total, cpu_free, serviceable, fitting.data(),
                                                              fragment.data());
   }
   return weighted;
@@ -249,39 +258,46 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
 void FragmentationDecreases(const TargetWorkload& workload, const NodeGpuAccess& access,
                             absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_now,
                             std::optional<int64_t> cpu_after, int64_t share, absl::Span<const size_t> positions,
-                            absl::Span<int64_t> decreases, const FragmentationOptions& options) {
+                            absl::Span<int64_t> decreases, const FragmentationOptions& options,
+                            absl::Span<const int64_t> fit_now, absl::Span<const int64_t> fit_after) {
   const TargetWorkload::Measure& measure = workload.measure();
   const size_t gpus = free_milli.size();
   if (options.host_stranding || !measure.model_kinds.empty()) {
     absl::InlinedVector<int64_t, 16> after(free_milli.begin(), free_milli.end());
-    const int64_t before = NodeFragmentationTimesWeight(workload, access, free_milli, cpu_now, options);
+    absl::InlinedVector<int64_t, 16> fit(fit_now.begin(), fit_now.end());
+    const int64_t before = NodeFragmentationTimesWeight(workload, access, free_milli, cpu_now, options, fit_now);
     for (size_t j = 0; j < positions.size(); ++j) {
-      after[positions[j]] -= share;
-      decreases[j] = before - NodeFragmentationTimesWeight(workload, access, after, cpu_after, options);
-      after[positions[j]] += share;
+      const size_t i = positions[j];
+      after[i] -= share;
+      if (!fit.empty()) fit[i] = fit_after[j];
+      decreases[j] = before - NodeFragmentationTimesWeight(workload, access, after, cpu_after, options, fit);
+      after[i] += share;
+      if (!fit.empty()) fit[i] = fit_now[i];
     }
     return;
   }
-  // F·W = W_any·T − Σ_GPUs f·room_weight[rank][f] − (multi-GPU groups' usable):
+  // F·W = W_any·T − Σ_GPUs f·room_weight[rank][fit] − (multi-GPU groups' usable):
   // see TargetWorkload::Measure::room_weight and NodeFragmentationTimesWeight.
   const size_t ranks = measure.cpu_levels.size() + 1;
   const size_t rank_now = CpuRank(measure, cpu_now);
   const size_t rank_after = CpuRank(measure, cpu_after);
   const int32_t* const room_after = measure.room_weight.data() + rank_after * kFrees;
   absl::InlinedVector<int32_t, 16> free(gpus);
+  absl::InlinedVector<int32_t, 16> fit(gpus);  // the free itself where GPU memory is not measured
   int64_t total = 0;
   for (size_t i = 0; i < gpus; ++i) {
     free[i] = ClampedFree(free_milli[i]);
+    fit[i] = fit_now.empty() ? free[i] : std::min(free[i], ClampedFree(fit_now[i]));
     total += free[i];
   }
-  int64_t usable_now = OneGpuGroupsUsable(measure, rank_now, free);
-  const int64_t usable_after = OneGpuGroupsUsable(measure, rank_after, free);  // before the GPU changes
+  int64_t usable_now = OneGpuGroupsUsable(measure, rank_now, free, fit);
+  const int64_t usable_after = OneGpuGroupsUsable(measure, rank_after, free, fit);  // before the GPU changes
   // A multi-GPU group can use the GPUs with room for its share if there are
   // enough of them; lowering one GPU changes its room by that GPU alone.
   absl::InlinedVector<ShareRoom, 4> rooms;
   for (size_t g : measure.multi_gpu_groups) {
     const TargetWorkload::Measure::Group& group = measure.groups[g];
-    const ShareRoom& room = rooms.emplace_back(RoomFor(measure.shares[group.share], free));
+    const ShareRoom& room = rooms.emplace_back(RoomFor(measure.shares[group.share], free, fit));
     if (room.gpus >= group.gpus) usable_now += measure.weight_within_cpu[g * ranks + rank_now] * room.free;
   }
   const int64_t before = total == 0 ? 0 : measure.any_model_weight * total - usable_now;
@@ -289,13 +305,15 @@ void FragmentationDecreases(const TargetWorkload& workload, const NodeGpuAccess&
     const size_t i = positions[j];
     const int64_t was = free[i];
     const int64_t lowered = ClampedFree(free_milli[i] - share);
+    const int64_t fit_was = fit[i];
+    const int64_t fit_lowered = fit_now.empty() ? lowered : std::min<int64_t>(lowered, ClampedFree(fit_after[j]));
     const int64_t total_after = total - was + lowered;
-    int64_t usable = usable_after - was * room_after[was] + lowered * room_after[lowered];
+    int64_t usable = usable_after - was * room_after[fit_was] + lowered * room_after[fit_lowered];
     for (size_t m = 0; m < rooms.size(); ++m) {
       const size_t g = measure.multi_gpu_groups[m];
       const int64_t group_share = measure.shares[measure.groups[g].share];
-      const int64_t had = was >= group_share ? 1 : 0;
-      const int64_t has = lowered >= group_share ? 1 : 0;
+      const int64_t had = fit_was >= group_share ? 1 : 0;
+      const int64_t has = fit_lowered >= group_share ? 1 : 0;
       const int64_t gpus_with_room = rooms[m].gpus - had + has;
       const int64_t room_free = rooms[m].free - had * was + has * lowered;
       if (gpus_with_room >= measure.groups[g].gpus) {

@@ -30,6 +30,18 @@
 // no-access term answers, and a CPU-rich node of a scarce model must not look
 // better for its CPU.
 //
+// GPU memory. The paper asks whether a kind's share fits a GPU's free
+// milli-GPU; a GPU whose memory is spent cannot take another share however
+// much compute it has left. With the extension (FragmentationOptions::
+// gpu_memory, when the workload's sharing kinds ask memory) a GPU some pod
+// shares is judged for fitting by the milli-GPU its free memory is worth at
+// the workload's memory-per-milli ratio (TargetWorkload::memory_per_milli),
+// if that is less than its free milli-GPU; what counts as fragment is still
+// its free milli-GPU. An idle GPU fits every kind as before: a whole-GPU pod
+// asks none of its memory, and a share asks what any card has (an
+// approximation for shares larger than a small card's memory allows).
+// Callers pass that "fit" free beside the free (fgd.cc, FitMilli).
+//
 // The workload: scheduler/model/target_workload.h.
 #pragma once
 
@@ -76,16 +88,22 @@ class NodeGpuAccess {
 struct FragmentationOptions {
   /// Host stranding (see the top of this file).
   bool host_stranding = false;
+  /// GPU memory (see the top of this file): fgd.cc then passes each GPU's
+  /// fit free beside its free.
+  bool gpu_memory = false;
 };
 
 /// F(node) · W, exactly (milli-GPU × weight): Σ_m w_m · frag(node, m).
 /// `free_milli[i]` is GPU i's free milli (the GPUs of `access`, in order;
 /// 0..1000, as FreeMilli gives it: beyond that, the nearest end counts);
 /// `cpu_free` nullopt means the node's CPU is unknown and never short (and
-/// nothing is stranded).
+/// nothing is stranded). `fit_milli`, when given (one per GPU), is what each
+/// GPU's free is judged by for fitting a share (GPU memory, at the top of
+/// this file; at most its free); empty: the free itself.
 int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeGpuAccess& access,
                                      absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_free,
-                                     const FragmentationOptions& options = {});
+                                     const FragmentationOptions& options = {},
+                                     absl::Span<const int64_t> fit_milli = {});
 
 /// For FGD's choice of a GPU for a share of one: F·W of the node now minus
 /// F·W once the pod has `share` milli-GPU of GPU `positions[j]` (and the
@@ -93,11 +111,14 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
 /// NodeFragmentationTimesWeight calls per position give, computed from one
 /// pass over the GPUs where the node changes only at one GPU: without host
 /// stranding and kinds that name models, F·W is linear in each GPU's free
-/// (room_weight), so moving one GPU changes one term. Otherwise it measures.
+/// (room_weight), so moving one GPU changes one term; judged by GPU memory
+/// too (`fit_now` per GPU, `fit_after[j]` GPU positions[j]'s once it has
+/// the share). Otherwise it measures.
 void FragmentationDecreases(const TargetWorkload& workload, const NodeGpuAccess& access,
                             absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_now,
                             std::optional<int64_t> cpu_after, int64_t share, absl::Span<const size_t> positions,
-                            absl::Span<int64_t> decreases, const FragmentationOptions& options = {});
+                            absl::Span<int64_t> decreases, const FragmentationOptions& options = {},
+                            absl::Span<const int64_t> fit_now = {}, absl::Span<const int64_t> fit_after = {});
 
 /// F(node): the expected free milli-GPU of the node a pod drawn from
 /// `workload` could not use; NodeFragmentationTimesWeight / W.

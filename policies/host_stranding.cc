@@ -9,8 +9,9 @@ namespace tessera {
 
 absl::StatusOr<std::unique_ptr<Plugin>> HostStrandingPlugin::New(PluginArgs& args) {
   std::optional<TargetWorkload> workload = ReadWorkloadArg(args, "workload");
+  const MeasureArgs measure = ReadMeasureArgs(args);
   if (absl::Status st = args.Finish(); !st.ok()) return st;
-  return std::make_unique<HostStrandingPlugin>(*std::move(workload));
+  return std::make_unique<HostStrandingPlugin>(*std::move(workload), measure);
 }
 
 int64_t HostStrandingPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice& choice) const {
@@ -18,7 +19,8 @@ int64_t HostStrandingPlugin::ScoreNode(const CycleState& cycle, const NodeView& 
   // and repeating fgd's score orders nothing fgd has not.
   if (node.host == nullptr) return 0;
   const int64_t score =
-      PlacementFragmentationScore(*workload_, FragmentationOptions{.host_stranding = true}, cycle.request(), node, choice);
+      PlacementFragmentationScore(*workload_, FragmentationOptions{.host_stranding = true, .gpu_memory = measure_.gpu_memory},
+                                  cycle.request(), node, choice);
   return std::min(score, kMaxPluginScore - 1);
 }
 

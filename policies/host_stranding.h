@@ -26,6 +26,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "policies/fgd.h"
 #include "policies/fragmentation.h"
 #include "scheduler/framework/plugin.h"
 
@@ -37,14 +38,17 @@ class HostStrandingPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "host-stranding";
 
-  /// Reads `workload` (required; see fragmentation.h).
+  /// Reads `workload` (required; see fragmentation.h), and `kindWeights`
+  /// and `gpuMemory` as fgd does (policies/fgd.h): give it fgd's.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
   /// Scores nodes; reads only the request and the node's state (memoizable).
-  explicit HostStrandingPlugin(TargetWorkload workload)
-      : HostStrandingPlugin(std::make_shared<const TargetWorkload>(std::move(workload))) {}
-  explicit HostStrandingPlugin(std::shared_ptr<const TargetWorkload> workload)
-      : Plugin(Point::kNodeScore, /*memoizable=*/true), workload_(std::move(workload)) {}
+  /// `workload` as the arrivals' mix: the plugin weighs it as `measure` says.
+  explicit HostStrandingPlugin(TargetWorkload workload, MeasureArgs measure = {})
+      : HostStrandingPlugin(std::make_shared<const TargetWorkload>(std::move(workload)), measure) {}
+  explicit HostStrandingPlugin(std::shared_ptr<const TargetWorkload> workload, MeasureArgs measure = {})
+      : Plugin(Point::kNodeScore, /*memoizable=*/true), workload_(Weighed(std::move(workload), measure)),
+        measure_(measure) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
   /// FGD's score under the extended measure, at most kMaxPluginScore − 1;
@@ -54,11 +58,12 @@ class HostStrandingPlugin final : public Plugin {
   /// host-stranding measuring against `workload`.
   [[nodiscard]] std::shared_ptr<const Plugin> WithWorkload(
       std::shared_ptr<const TargetWorkload> workload) const override {
-    return std::make_shared<const HostStrandingPlugin>(std::move(workload));
+    return std::make_shared<const HostStrandingPlugin>(std::move(workload), measure_);
   }
 
  private:
-  std::shared_ptr<const TargetWorkload> workload_;  // never null
+  std::shared_ptr<const TargetWorkload> workload_;  // never null; weighed
+  MeasureArgs measure_;
 };
 
 }  // namespace tessera

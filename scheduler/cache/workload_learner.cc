@@ -12,7 +12,8 @@ namespace {
 
 // Equal kinds, equal keys: what the measure tells apart, nothing else.
 std::string KeyOf(const WorkloadPod& kind) {
-  return absl::StrCat(kind.cpu.value(), "/", kind.gpus, "/", kind.milli.value(), "/", absl::StrJoin(kind.models, "|"));
+  return absl::StrCat(kind.cpu.value(), "/", kind.gpus, "/", kind.milli.value(), "/", kind.gpu_memory.value(), "/",
+                      absl::StrJoin(kind.models, "|"));
 }
 
 }  // namespace
@@ -25,6 +26,8 @@ std::optional<WorkloadPod> WorkloadKindOf(const PodGpuRequest& request) {
     kind.gpus = request.count;
     kind.milli = request.whole_gpu ? kOneGpu : request.guaranteed;
     kind.models = request.models;
+    // A whole GPU's pod holds all of its memory whatever it asks.
+    if (!request.whole_gpu && request.guaranteed < kOneGpu) kind.gpu_memory = request.memory;
   }
   return kind;
 }
@@ -65,8 +68,8 @@ std::vector<WorkloadPod> ArrivalWindow::Mix(int64_t coverage_percent, size_t max
   for (const auto& [key, slot] : slot_of_) kinds.push_back(&slots_[slot]);
   // A total order, so that the mix does not depend on the hash map's.
   std::sort(kinds.begin(), kinds.end(), [](const Kind* a, const Kind* b) {
-    return std::forward_as_tuple(b->count, b->pod.gpus, b->pod.milli, b->pod.cpu, b->pod.models) <
-           std::forward_as_tuple(a->count, a->pod.gpus, a->pod.milli, a->pod.cpu, a->pod.models);
+    return std::forward_as_tuple(b->count, b->pod.gpus, b->pod.milli, b->pod.cpu, b->pod.gpu_memory, b->pod.models) <
+           std::forward_as_tuple(a->count, a->pod.gpus, a->pod.milli, a->pod.cpu, a->pod.gpu_memory, a->pod.models);
   });
   std::vector<WorkloadPod> mix;
   int64_t covered = 0;

@@ -10,8 +10,8 @@
 // stays cheap), each weighted by its count. Until `warmup_pods` arrivals
 // were seen the policy file's list stays in force: it is the prior.
 //
-// A kind is what the measure distinguishes: CPU, GPU count, per-GPU share
-// and accepted models. Pods asking for a MIG instance are no kind (fgd does
+// A kind is what the measure distinguishes: CPU, GPU count, per-GPU share,
+// GPU memory (of a share of a GPU) and accepted models. Pods asking for a MIG instance are no kind (fgd does
 // not place them); they are not counted.
 //
 // Why a window of arrivals and not of time: the mix must follow the
@@ -85,7 +85,7 @@ class ArrivalWindow {
   /// Distinct kinds in the window.
   [[nodiscard]] size_t kinds() const { return slot_of_.size(); }
   /// The window's most common kinds, weight = count, most common first
-  /// (ties: more GPUs, then larger share, then more CPU, then models),
+  /// (ties: more GPUs, then larger share, then more CPU, GPU memory, models),
   /// taken until they cover `coverage_percent` of the window or
   /// `max_kinds` were taken. Empty when the window is.
   [[nodiscard]] std::vector<WorkloadPod> Mix(int64_t coverage_percent, size_t max_kinds) const;

@@ -47,6 +47,8 @@ TEST(WorkloadTextTest, ParsesAndFormatsEveryForm) {
       {"3 cpu=500m gpu=0", "3 cpu=500m"},
       {"2  cpu=8000m   gpu=2x500m models=V100M16|V100M32", "2 cpu=8000m gpu=2x500m models=V100M16|V100M32"},
       {"1 cpu=1000m gpu=1000m", "1 cpu=1000m gpu=1"},
+      {"4 cpu=1000m gpu=500m gpumem=12Gi", "4 cpu=1000m gpu=500m gpumem=12288Mi"},
+      {"4 cpu=1000m gpumem=4915Mi gpu=200m models=T4", "4 cpu=1000m gpu=200m gpumem=4915Mi models=T4"},
   };
   for (const auto& [text, canonical] : cases) {
     SCOPED_TRACE(text);
@@ -65,7 +67,10 @@ TEST(WorkloadTextTest, BadItemsSayWhatIsWrong) {
       {"3 cpu=1.5", "cpu=1.5: must be milli-CPU such as 3152m or whole cores such as 12"},
       {"3 cpu=1000m gpu=1500m", "gpu=1500m: must be a share of one GPU"},
       {"3 cpu=1000m gpu=half", "gpu=half: must be a share"},
-      {"3 cpu=1000m ram=4Gi", "unknown field \"ram=4Gi\"; known: cpu=, gpu=, models="},
+      {"3 cpu=1000m ram=4Gi", "unknown field \"ram=4Gi\"; known: cpu=, gpu=, gpumem=, models="},
+      {"3 cpu=1000m gpu=500m gpumem=lots", "gpumem=lots: must be GPU memory per GPU such as 12Gi or 12288Mi"},
+      {"3 cpu=1000m gpu=500m gpumem=0Mi", "gpumem=0Mi: must be GPU memory per GPU"},
+      {"3 cpu=1000m gpumem=4Gi", "gpumem= needs gpu="},
       {"3 cpu=1000m models=", "models=: list at least one model"},
   };
   for (const auto& [text, error] : cases) {
@@ -141,8 +146,10 @@ TEST(FragmentationTest, HostStrandingIsExactWhereFloatingPointWouldRound) {
 }
 
 // F · W by its definition, kind by kind and GPU by GPU: Σ_m w_m · frag(node, m).
+// `fit` (empty: `free`): what each GPU's free is judged by for fitting (GPU memory).
 int64_t DefinitionOfFTimesWeight(const TargetWorkload& w, const NodeGpuAccess& access, const std::vector<int64_t>& free,
-                                 std::optional<int64_t> cpu_free, bool host_stranding) {
+                                 std::optional<int64_t> cpu_free, bool host_stranding,
+                                 const std::vector<int64_t>& fit = {}) {
   int64_t total = 0;
   for (int64_t f : free) total += f;
   int64_t sum = 0;
@@ -153,7 +160,7 @@ int64_t DefinitionOfFTimesWeight(const TargetWorkload& w, const NodeGpuAccess& a
     if (pod.gpus > 0 && access.any_usable(m) && cpu_fits) {
       int64_t fitting = 0, too_small = 0;
       for (size_t i = 0; i < free.size(); ++i) {
-        if (access.usable(m, i) && free[i] >= pod.milli.value()) {
+        if (access.usable(m, i) && (fit.empty() ? free[i] : fit[i]) >= pod.milli.value()) {
           ++fitting;
         } else {
           too_small += free[i];
@@ -206,11 +213,17 @@ TEST(FragmentationTest, TheGroupedMeasureIsExactlyItsDefinition) {
       if (rng() % 10 == 0) free.assign(c.gpus.size(), 0);
       const std::optional<int64_t> cpu =
           rng() % 4 == 0 ? std::nullopt : std::optional<int64_t>(static_cast<int64_t>(rng() % 64'000));
+      // GPU memory: a shared GPU judged by less than its free (fit ≤ free).
+      std::vector<int64_t> fit;
+      for (const int64_t f : free) fit.push_back(f == 1000 || f == 0 ? f : static_cast<int64_t>(rng() % (f + 1)));
       for (const bool stranding : {false, true}) {
-        ASSERT_EQ(NodeFragmentationTimesWeight(*c.workload, access, free, cpu,
-                                               FragmentationOptions{.host_stranding = stranding}),
+        const FragmentationOptions options{.host_stranding = stranding};
+        ASSERT_EQ(NodeFragmentationTimesWeight(*c.workload, access, free, cpu, options),
                   DefinitionOfFTimesWeight(*c.workload, access, free, cpu, stranding))
             << "round " << round << " stranding " << stranding;
+        ASSERT_EQ(NodeFragmentationTimesWeight(*c.workload, access, free, cpu, options, fit),
+                  DefinitionOfFTimesWeight(*c.workload, access, free, cpu, stranding, fit))
+            << "round " << round << " stranding " << stranding << ", judged by GPU memory";
       }
     }
   }
@@ -269,6 +282,22 @@ TEST(FragmentationTest, TheDecreasesFgdChoosesFromAreTheMeasuresDifferences) {
         after[positions[j]] -= share;
         ASSERT_EQ(decreases[j], before - NodeFragmentationTimesWeight(*c.workload, access, after, cpu_after, options))
             << "round " << round << " GPU " << positions[j] << " share " << share;
+      }
+      // Judged by GPU memory: each GPU's fit free now, and the chosen one's after.
+      std::vector<int64_t> fit_now, fit_after;
+      for (const int64_t f : free) fit_now.push_back(f <= 0 ? 0 : static_cast<int64_t>(rng() % (f + 1)));
+      for (const size_t i : positions) fit_after.push_back(std::max<int64_t>(0, fit_now[i] - share));
+      FragmentationDecreases(*c.workload, access, free, cpu, cpu_after, share, positions, absl::MakeSpan(decreases),
+                             options, fit_now, fit_after);
+      const int64_t fit_before = NodeFragmentationTimesWeight(*c.workload, access, free, cpu, options, fit_now);
+      for (size_t j = 0; j < positions.size(); ++j) {
+        std::vector<int64_t> after = free;
+        std::vector<int64_t> fit = fit_now;
+        after[positions[j]] -= share;
+        fit[positions[j]] = fit_after[j];
+        ASSERT_EQ(decreases[j],
+                  fit_before - NodeFragmentationTimesWeight(*c.workload, access, after, cpu_after, options, fit))
+            << "round " << round << " GPU " << positions[j] << " share " << share << ", judged by GPU memory";
       }
     }
   }

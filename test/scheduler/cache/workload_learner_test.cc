@@ -36,6 +36,9 @@ TEST(WorkloadKindOfTest, TellsApartWhatTheMeasureTellsApart) {
       {"several whole GPUs keep their count", Pod().Count(4).Cpu(32000), "1 cpu=32000m gpu=4"},
       {"a pod without GPUs is a CPU-only kind", Pod().Count(0).Cpu(2000), "1 cpu=2000m"},
       {"accepted models are part of the kind", Pod().Models({"V100M32"}).Cpu(1000), "1 cpu=1000m gpu=1 models=V100M32"},
+      {"a share's GPU memory is part of its kind", Pod().Fraction(500).Memory(12288).Cpu(1000),
+       "1 cpu=1000m gpu=500m gpumem=12288Mi"},
+      {"a whole GPU holds all its memory whatever it asks", Pod().Memory(12288).Cpu(1000), "1 cpu=1000m gpu=1"},
       {"a MIG instance is no kind of the measure", Pod().MigProfile("1g.10gb").Cpu(1000), std::nullopt},
   };
   for (const Case& c : cases) {
@@ -59,6 +62,15 @@ TEST(ArrivalWindowTest, CountsEachKindAndDropsWhatLeftTheWindow) {
   EXPECT_EQ(window.arrivals(), 6);
   EXPECT_EQ(window.kinds(), 2u);
   EXPECT_THAT(Texts(window.Mix(100, 10)), ::testing::ElementsAre("3 cpu=3000m", "1 cpu=2000m gpu=500m"));
+}
+
+TEST(ArrivalWindowTest, SharesAskingDifferentGpuMemoryAreDifferentKinds) {
+  ArrivalWindow window(4);
+  for (const char* k : {"1 cpu=1 gpu=500m gpumem=8Gi", "1 cpu=1 gpu=500m gpumem=8Gi", "1 cpu=1 gpu=500m gpumem=12Gi"}) {
+    window.Add(Kind(k));
+  }
+  EXPECT_THAT(Texts(window.Mix(100, 10)), ::testing::ElementsAre("2 cpu=1000m gpu=500m gpumem=8192Mi",
+                                                                 "1 cpu=1000m gpu=500m gpumem=12288Mi"));
 }
 
 TEST(ArrivalWindowTest, MixKeepsTheCommonestKindsUpToCoverageAndCount) {
