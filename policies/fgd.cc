@@ -32,13 +32,7 @@ NodeFree FreeOf(const NodeView& node, const PodGpuRequest& r, const TargetWorklo
     f.cpu_after = *f.cpu - r.host.cpu.value();
   }
   for (const GpuState& g : node.gpu_states) f.gpu.push_back(FreeMilli(g));
-  // Only where some card's memory is worth less than a whole GPU at the
-  // ratio can memory bind; elsewhere (an 80 GiB card under 10 GiB shares)
-  // the measure is the paper's, and its fast path stays.
-  if (ratio.memory > 0 && std::any_of(node.gpu_states.begin(), node.gpu_states.end(), [&](const GpuState& g) {
-        return g.memory_known() && static_cast<__int128>(g.memory().value()) * ratio.milli <
-                                       static_cast<__int128>(kOneGpu.value()) * ratio.memory;
-      })) {
+  if (ratio.memory > 0) {
     for (const GpuState& g : node.gpu_states) f.fit.push_back(FitMilli(g, 0, MemoryMiB(0), ratio));
   }
   return f;
@@ -61,26 +55,22 @@ int64_t FragmentationScore(int64_t before_times_weight, int64_t after_times_weig
 TargetWorkload::MemoryPerMilli MemoryRatio(const TargetWorkload& workload, const FragmentationOptions& options,
                                            const PodGpuRequest& r) {
   if (!options.gpu_memory) return {};
-  if (workload.memory_per_milli().memory > 0) return workload.memory_per_milli();
+  TargetWorkload::MemoryPerMilli ratio = workload.memory_per_milli();
   // The workload (a prior written without memory, say) does not know: the
   // pod in hand is the evidence there is.
-  if (r.count > 0 && PerGpuMilli(r) < kOneGpu.value() && r.memory.value() > 0) {
-    return {.memory = r.memory.value(), .milli = PerGpuMilli(r)};
+  if (ratio.memory <= 0 && r.count > 0 && PerGpuMilli(r) < kOneGpu.value() && r.memory.value() > 0) {
+    ratio = {.memory = r.memory.value(), .milli = PerGpuMilli(r)};
   }
-  return {};
-}
-
-int64_t FitMilli(const GpuState& gpu, int64_t milli, MemoryMiB memory, const TargetWorkload::MemoryPerMilli& ratio) {
-  const int64_t free = std::max<int64_t>(FreeMilli(gpu) - milli, 0);
-  // An idle GPU fits what it fitted (a whole-GPU pod asks none of its memory).
-  if (ratio.memory <= 0 || !gpu.memory_known() || free == 0 || free >= kOneGpu.value()) return free;
-  const int64_t memory_free = std::max<int64_t>(gpu.memory().value() - gpu.memory_held().value() - memory.value(), 0);
-  // memory_free < 2^31 MiB and ratio.milli < 2^60: the products in 128
-  // bits. Where memory does not bind (most GPUs) a comparison answers; the
-  // division (a library call in 128 bits) only where it does.
-  const __int128 worth_times_memory = static_cast<__int128>(memory_free) * ratio.milli;
-  if (worth_times_memory >= static_cast<__int128>(free) * ratio.memory) return free;
-  return static_cast<int64_t>(worth_times_memory / ratio.memory);
+  if (ratio.memory <= 0 || ratio.milli <= 0) return {};
+  // Both at most 2^30, so that FitMilli multiplies in 64 bits: the
+  // workload's sums are Σ w·x and can pass that; halving both keeps the
+  // ratio to within 2^-30.
+  constexpr int64_t kMax = int64_t{1} << 30;
+  while (ratio.memory > kMax || ratio.milli > kMax) {
+    ratio.memory = std::max<int64_t>(ratio.memory >> 1, 1);
+    ratio.milli = std::max<int64_t>(ratio.milli >> 1, 1);
+  }
+  return ratio;
 }
 
 int64_t PlacementFragmentationScore(const TargetWorkload& workload, const FragmentationOptions& options,
@@ -170,10 +160,8 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const C
   // The GPUs that can take the share, and of them those to measure: a GPU
   // like one measured already (same free, same fit free before and after,
   // and same model where the workload tells models apart) measures the same.
-  absl::InlinedVector<int64_t, 8> fit_after;  // per GPU, with the GPU-memory measure
-  if (!now.fit.empty()) {
-    for (const GpuState& g : node.gpu_states) fit_after.push_back(FitMilli(g, share, r.memory, ratio));
-  }
+  // Per GPU the share fits on, with the GPU-memory measure: its fit free once it has the share.
+  absl::InlinedVector<int64_t, 8> fit_after(now.fit.empty() ? 0 : n);
   const auto alike = [&](size_t a, size_t b) {
     return now.gpu[a] == now.gpu[b] && (now.fit.empty() || (now.fit[a] == now.fit[b] && fit_after[a] == fit_after[b])) &&
            (!workload_->has_models() || node.gpus[a].model == node.gpus[b].model);
@@ -183,6 +171,7 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const C
   absl::InlinedVector<size_t, 8> like;      // per fitting GPU: its position in `distinct`
   for (size_t i = 0; i < n; ++i) {
     if (now.gpu[i] < share || !fit_.FitsOneGpu(cycle, node, i)) continue;
+    if (!fit_after.empty()) fit_after[i] = FitMilli(node.gpu_states[i], share, r.memory, ratio);
     size_t d = 0;
     while (d < distinct.size() && !alike(distinct[d], i)) ++d;
     if (d == distinct.size()) distinct.push_back(i);

@@ -38,6 +38,7 @@
 // take (GPUs of one model and one free amount count once), and nothing more.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -47,6 +48,7 @@
 #include "absl/status/statusor.h"
 #include "policies/fragmentation.h"
 #include "policies/gpu_share.h"
+#include "policies/node_resources.h"
 #include "scheduler/framework/plugin.h"
 
 namespace tessera {
@@ -148,7 +150,19 @@ TargetWorkload::MemoryPerMilli MemoryRatio(const TargetWorkload& workload, const
 /// `milli` and `memory` of it (fragmentation.h, "GPU memory"): its free
 /// milli-GPU, or, where it is shared, its memory known and the workload's
 /// shares ask memory, the milli-GPU its free memory is worth at `ratio` if
-/// that is less. Never below 0.
-int64_t FitMilli(const GpuState& gpu, int64_t milli, MemoryMiB memory, const TargetWorkload::MemoryPerMilli& ratio);
+/// that is less. Never below 0. `ratio` as MemoryRatio gives it (both parts
+/// at most 2^30). Inline: fgd calls it twice per GPU per node it measures.
+inline int64_t FitMilli(const GpuState& gpu, int64_t milli, MemoryMiB memory,
+                        const TargetWorkload::MemoryPerMilli& ratio) {
+  const int64_t free = std::max<int64_t>(FreeMilli(gpu) - milli, 0);
+  // An idle GPU fits what it fitted (a whole-GPU pod asks none of its memory).
+  if (ratio.memory <= 0 || !gpu.memory_known() || free == 0 || free >= kOneGpu.value()) return free;
+  const int64_t memory_free = std::max<int64_t>(gpu.memory().value() - gpu.memory_held().value() - memory.value(), 0);
+  // memory_free < 2^31 MiB, both ratio parts ≤ 2^30: the products fit in 64
+  // bits. Where memory does not bind (most GPUs) the comparison answers.
+  const int64_t worth_times_memory = memory_free * ratio.milli;
+  if (worth_times_memory >= free * ratio.memory) return free;
+  return worth_times_memory / ratio.memory;
+}
 
 }  // namespace tessera

@@ -96,22 +96,32 @@ ShareRoom RoomFor(int64_t share, absl::Span<const int32_t> free, absl::Span<cons
 }
 
 // The milli-GPU a node's free CPU serves at the workload's ratio,
-// cpu_free · ratio.gpu / ratio.cpu, kept as that fraction: compared and
-// subtracted exactly, in 128 bits (cpu_free · ratio.gpu can pass 2^63).
-struct Serviceable {
-  int64_t cpu_free = 0;
-  TargetWorkload::CpuPerGpu ratio;
-
-  // milli · ratio.cpu − cpu_free · ratio.gpu: positive when `milli` exceeds what the CPU serves.
-  [[nodiscard]] __int128 Over(int64_t milli) const {
-    return static_cast<__int128>(milli) * ratio.cpu - static_cast<__int128>(cpu_free) * ratio.gpu;
-  }
-  [[nodiscard]] bool Exceeded(int64_t milli) const { return Over(milli) > 0; }
-  // By how many whole milli-GPU `milli` exceeds it (0 when it does not).
+// S = cpu_free · ratio.gpu / ratio.cpu, kept exactly: `milli` exceeds S iff
+// milli · ratio.cpu > cpu_free · ratio.gpu (products in 128 bits: they can
+// pass 2^63), and by ⌊milli − S⌋ = milli − ⌈S⌉ whole milli-GPU. ⌈S⌉ takes a
+// division, done once per node state the first time an excess is asked
+// (the measure's general path asks one per share) and not at all where
+// the free CPU serves all the free GPU (its linear path).
+class Serviceable {
+ public:
+  Serviceable(int64_t cpu_free, TargetWorkload::CpuPerGpu ratio)
+      : served_(static_cast<__int128>(cpu_free) * ratio.gpu), ratio_cpu_(ratio.cpu) {}
+  [[nodiscard]] bool Exceeded(int64_t milli) const { return static_cast<__int128>(milli) * ratio_cpu_ > served_; }
+  // By how many whole milli-GPU `milli` exceeds S (0 when it does not).
   [[nodiscard]] int64_t ExcessOf(int64_t milli) const {
-    const __int128 over = Over(milli);
-    return over > 0 ? static_cast<int64_t>(over / ratio.cpu) : 0;
+    if (!ceiling_.has_value()) {
+      const __int128 quotient = served_ / ratio_cpu_;  // truncated toward zero
+      const __int128 ceiling = quotient + (quotient * ratio_cpu_ != served_ && served_ > 0 ? 1 : 0);
+      constexpr __int128 kMax = std::numeric_limits<int64_t>::max() / 2;  // beyond any node's milli-GPU
+      ceiling_ = static_cast<int64_t>(std::clamp<__int128>(ceiling, -kMax, kMax));
+    }
+    return milli > *ceiling_ ? milli - *ceiling_ : 0;
   }
+
+ private:
+  __int128 served_;
+  int64_t ratio_cpu_;
+  mutable std::optional<int64_t> ceiling_;  // ⌈S⌉, once asked
 };
 
 // The fragment of a kind that fits and has the CPU: the free milli-GPU on
@@ -172,7 +182,7 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   // Host stranding: the milli-GPU the free CPU serves at the workload's ratio.
   std::optional<Serviceable> serviceable;
   if (options.host_stranding && cpu_free.has_value() && access.open() && workload.cpu_per_gpu().cpu > 0) {
-    serviceable = Serviceable{*cpu_free, workload.cpu_per_gpu()};
+    serviceable.emplace(*cpu_free, workload.cpu_per_gpu());
   }
   const TargetWorkload::Measure& measure = workload.measure();
 

@@ -108,6 +108,8 @@ TEST(FitMilliTest, ASharedGpuIsJudgedByWhatItsFreeMemoryIsWorth) {
        Node("n").Gpus(1, "A100", 81920).Hold(0, 500, 12000), 0, 0, 500},
       {"a shared card whose memory is short: what the memory is worth",
        Node("n").Gpus(1, "T4", 16000).Hold(0, 300, 12000), 0, 0, 166},
+      {"a large card a memory-hungry pod shares: what the memory left is worth",
+       Node("n").Gpus(1, "A100", 81920).Hold(0, 100, 71680), 0, 0, 426},
       {"once a pod takes its share and memory", Node("n").Gpus(1, "T4", 16000).Hold(0, 300, 4000), 200, 4800, 300},
       {"memory unknown: its free milli-GPU", Node("n").Gpus(1, "G2", 0).Hold(0, 300, 0), 0, 0, 700},
       {"more memory held than the card has: nothing", Node("n").Gpus(1, "T4", 16000).Hold(0, 300, 17000), 0, 0, 0},
