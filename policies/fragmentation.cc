@@ -109,13 +109,18 @@ class Serviceable {
   [[nodiscard]] bool Exceeded(int64_t milli) const { return static_cast<__int128>(milli) * ratio_cpu_ > served_; }
   // By how many whole milli-GPU `milli` exceeds S (0 when it does not).
   [[nodiscard]] int64_t ExcessOf(int64_t milli) const {
+    const int64_t ceiling = Ceiling();
+    return milli > ceiling ? milli - ceiling : 0;
+  }
+  // ⌈S⌉: of `milli` free, a kind can use min(milli, ⌈S⌉) (= milli − ExcessOf).
+  [[nodiscard]] int64_t Ceiling() const {
     if (!ceiling_.has_value()) {
       const __int128 quotient = served_ / ratio_cpu_;  // truncated toward zero
       const __int128 ceiling = quotient + (quotient * ratio_cpu_ != served_ && served_ > 0 ? 1 : 0);
       constexpr __int128 kMax = std::numeric_limits<int64_t>::max() / 2;  // beyond any node's milli-GPU
       ceiling_ = static_cast<int64_t>(std::clamp<__int128>(ceiling, -kMax, kMax));
     }
-    return milli > *ceiling_ ? milli - *ceiling_ : 0;
+    return *ceiling_;
   }
 
  private:
@@ -206,6 +211,35 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
       const TargetWorkload::Measure::Group& group = measure.groups[g];
       const ShareRoom room = RoomFor(measure.shares[group.share], frees, fits);
       if (room.gpus >= group.gpus) usable += measure.weight_within_cpu[g * ranks + rank] * room.free;
+    }
+    return measure.any_model_weight * free_total - usable;
+  }
+  // Where no kind names models but the free CPU serves less than the free
+  // GPU (C = ⌈S⌉ milli-GPU): a kind that fits can use min(room, C) of its
+  // room, the free on the GPUs with room for its share. Over the one-GPU
+  // groups the room is a step function of the share: with the GPUs in
+  // descending fit t_1 ≥ … ≥ t_n and P_j the free of the first j, the shares
+  // in (t_{j+1}, t_j] have room P_j, and room_weight[t_j] − room_weight[t_{j+1}]
+  // is their weight. O(GPUs log GPUs), not O(shares).
+  if (measure.model_kinds.empty()) {
+    const int64_t serves = serviceable->Ceiling();
+    const int32_t* const room_weight = measure.room_weight.data() + rank * kFrees;
+    absl::InlinedVector<std::pair<int32_t, int32_t>, 16> by_fit;  // (fit, free), descending fit
+    for (size_t i = 0; i < gpus; ++i) by_fit.emplace_back(fit[i], free[i]);
+    std::sort(by_fit.begin(), by_fit.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    int64_t usable = 0;
+    int64_t room = 0;
+    for (size_t j = 0; j < by_fit.size(); ++j) {
+      room += by_fit[j].second;
+      const int32_t below = j + 1 < by_fit.size() ? by_fit[j + 1].first : 0;
+      usable += std::min(room, serves) * (room_weight[by_fit[j].first] - room_weight[below]);
+    }
+    for (size_t g : measure.multi_gpu_groups) {
+      const TargetWorkload::Measure::Group& group = measure.groups[g];
+      const ShareRoom share_room = RoomFor(measure.shares[group.share], frees, fits);
+      if (share_room.gpus >= group.gpus) {
+        usable += measure.weight_within_cpu[g * ranks + rank] * std::min(share_room.free, serves);
+      }
     }
     return measure.any_model_weight * free_total - usable;
   }
