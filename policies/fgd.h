@@ -143,6 +143,8 @@ int64_t PlacementFragmentationScore(const TargetWorkload& workload, const Fragme
 /// The memory-per-milli ratio the measure judges GPU memory by: none
 /// without options.gpu_memory; the workload's where its shares ask memory;
 /// else, where the pod in hand shares a GPU and asks memory, the pod's.
+/// Both parts halved together until at most 2^30 (FitMilli's 64-bit
+/// products): the ratio to within 2^-30.
 TargetWorkload::MemoryPerMilli MemoryRatio(const TargetWorkload& workload, const FragmentationOptions& options,
                                            const PodGpuRequest& request);
 

@@ -133,6 +133,13 @@ TEST(MemoryRatioTest, AWorkloadThatKnowsNoMemoryTakesThePodsOwn) {
   EXPECT_EQ(MemoryRatio(told, on, pod).memory, 12288) << "the workload's, once it knows";
   EXPECT_EQ(MemoryRatio(told, FragmentationOptions{}, pod).memory, 0) << "off: none";
   EXPECT_EQ(MemoryRatio(silent, on, Pod().Count(1)).memory, 0) << "a whole GPU tells nothing of shares";
+  // Σ w·x past 2^30: both halved together, the ratio kept to within 2^-30.
+  const TargetWorkload heavy = *TargetWorkload::Create(Kinds({"1000000000 cpu=1 gpu=500m gpumem=12000Mi"}));
+  const TargetWorkload::MemoryPerMilli halved = MemoryRatio(heavy, on, pod);
+  EXPECT_LE(halved.memory, int64_t{1} << 30);
+  EXPECT_LE(halved.milli, int64_t{1} << 30);
+  EXPECT_NEAR(static_cast<double>(halved.memory) / static_cast<double>(halved.milli), 24.0, 1e-6)
+      << "24 MiB per milli-GPU, as the workload asks";
 }
 
 // Two 16000 MiB cards. GPU 0: 700 milli-GPU free but 5000 MiB; GPU 1: 500
