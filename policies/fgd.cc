@@ -26,14 +26,13 @@ struct NodeFree {
 
 NodeFree FreeOf(const NodeView& node, const PodGpuRequest& r, const TargetWorkload::MemoryPerMilli& ratio) {
   NodeFree f;
-  // The host first: its load (often a cache miss) overlaps the GPUs' below.
-  if (node.host != nullptr) {
-    f.cpu = node.host->cpu_free().value();
-    f.cpu_after = *f.cpu - r.host.cpu.value();
-  }
   for (const GpuState& g : node.gpu_states) f.gpu.push_back(FreeMilli(g));
   if (ratio.memory > 0) {
     for (const GpuState& g : node.gpu_states) f.fit.push_back(FitMilli(g, 0, MemoryMiB(0), ratio));
+  }
+  if (node.host != nullptr) {
+    f.cpu = node.host->cpu_free().value();
+    f.cpu_after = *f.cpu - r.host.cpu.value();
   }
   return f;
 }
@@ -154,7 +153,7 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const C
   const PodGpuRequest& r = cycle.request();
   const size_t n = node.gpus.size();
   const int64_t share = PerGpuMilli(r);
-  const FragmentationOptions options{.host_stranding = false, .gpu_memory = measure_.gpu_memory};
+  const FragmentationOptions options = MeasureOptions();
   const TargetWorkload::MemoryPerMilli ratio = MemoryRatio(*workload_, options, r);
   const NodeFree now = FreeOf(node, r, ratio);
   // The GPUs that can take the share, and of them those to measure: a GPU
@@ -247,8 +246,7 @@ std::vector<GpuShare> FgdPlugin::SharesFor(const CycleState& cycle, const NodeVi
 }
 
 int64_t FgdPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice& choice) const {
-  return PlacementFragmentationScore(*workload_, FragmentationOptions{.host_stranding = false, .gpu_memory = measure_.gpu_memory},
-                                     cycle.request(), node, choice);
+  return PlacementFragmentationScore(*workload_, MeasureOptions(), cycle.request(), node, choice);
 }
 
 }  // namespace tessera

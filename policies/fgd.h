@@ -117,6 +117,10 @@ class FgdPlugin final : public Plugin {
                                                                    const NodeView& node) const;
   // RankGpus for a share of one GPU: by score, from MeasureEachGpu.
   void RankShareOfOneGpu(const CycleState& cycle, const NodeView& node, RankedGpus& ranked) const;
+  // The measure's options: the paper's, with GPU memory as `gpuMemory` says.
+  [[nodiscard]] FragmentationOptions MeasureOptions() const {
+    return {.host_stranding = false, .gpu_memory = measure_.gpu_memory};
+  }
   // FGD's score of a decrease of F · W.
   [[nodiscard]] int64_t ScoreOf(int64_t decrease) const;
 

@@ -248,7 +248,8 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   // to its free amount (shares_within, a table lookup), so a histogram of
   // the GPUs by that count, summed up share by share, gives both for every
   // share in O(GPUs + shares), without a branch on what the node holds.
-  // Kept as a table only for kinds that name models.
+  // Only kinds that name models come here (the paths above took the rest),
+  // and they read it back share by share: kept as a table.
   const size_t shares = measure.shares.size();
   // GPUs with room for exactly the first j shares, and their free milli-GPU:
   // on the stack for up to 32 shares (a workload rarely has more), cleared
@@ -271,7 +272,6 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
     ++gpus_at[j];
     free_at[j] += free[i];
   }
-  const bool keep_table = !measure.model_kinds.empty();
   absl::InlinedVector<int64_t, 32> fitting, fragment;
   int64_t usable = 0;      // Σ w · (free GPU a kind can use)
   int32_t no_room = 0;     // GPUs too small for shares[k]
@@ -280,21 +280,19 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   for (size_t k = 0; k < shares; ++k) {
     no_room += gpus_at[k];
     too_small += free_at[k];
-    const int64_t fit = static_cast<int64_t>(gpus) - no_room;
+    const int64_t with_room = static_cast<int64_t>(gpus) - no_room;
     const int64_t fragmented = FragmentWhenFits(free_total, too_small, serviceable);
     for (; g < measure.groups.size() && measure.groups[g].share == k; ++g) {
-      const int64_t has_gpus = fit >= measure.groups[g].gpus ? 1 : 0;
+      const int64_t has_gpus = with_room >= measure.groups[g].gpus ? 1 : 0;
       usable += has_gpus * measure.weight_within_cpu[g * ranks + rank] * (free_total - fragmented);
     }
-    if (keep_table) {
-      fitting.push_back(fit);
-      fragment.push_back(fragmented);
-    }
+    fitting.push_back(with_room);
+    fragment.push_back(fragmented);
   }
   int64_t weighted = measure.any_model_weight * free_total - usable;
   for (size_t m : measure.model_kinds) {
-    weighted += workload.pods()[m].weight * ModelKindFragment(workload, access, m, frees, fits, free_total, cpu_free, serviceable, fitting.data(),
-                                                             fragment.data());
+    weighted += workload.pods()[m].weight * ModelKindFragment(workload, access, m, frees, fits, free_total, cpu_free,
+                                                             serviceable, fitting.data(), fragment.data());
   }
   return weighted;
 }
