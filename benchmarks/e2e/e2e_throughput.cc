@@ -61,6 +61,9 @@ ABSL_FLAG(int, settle_s, 11,
           "that the labelling moves every pod to its active queue at once and none waits out a backoff.");
 ABSL_FLAG(int, timeout_s, 600, "Most seconds a run may take to bind every pod.");
 ABSL_FLAG(double, min_ratio, 0, "Exit 1 when tessera's pods/s over alone's is below this (0: report only).");
+ABSL_FLAG(std::string, scheduler_config, "",
+          "kube-scheduler configuration template for the runs with Tessera, in ../shared/kube's format "
+          "(placeholders @EXT_PORT@ and the like; default: its scheduler-config.yaml.tmpl). Not with --tls.");
 ABSL_FLAG(bool, print_metrics, false, "Print Tessera's whole /metrics after its run.");
 ABSL_FLAG(std::string, policy_file, "",
           "Tessera's policy file (default: config/examples/default-policy.yaml, the shipped default).");
@@ -336,6 +339,11 @@ int Main() {
                             ? std::string(TESSERA_SOURCE_DIR) + "/config/examples/default-policy.yaml"
                             : absl::GetFlag(FLAGS_policy_file);
   options.extender_flags = absl::StrSplit(absl::GetFlag(FLAGS_extender_flags), ' ', absl::SkipEmpty());
+  if (absl::GetFlag(FLAGS_tls) && !absl::GetFlag(FLAGS_scheduler_config).empty()) {
+    std::fprintf(stderr, "e2e_throughput: --scheduler_config and --tls exclude each other (--tls writes its own)\n");
+    return 2;
+  }
+  options.scheduler_config_template = absl::GetFlag(FLAGS_scheduler_config);  // the alone runs use their own (Run)
   std::optional<testing::TlsTestCertFiles> tls_files;  // kept until the end: the planes read them
   if (absl::GetFlag(FLAGS_tls)) {
     absl::StatusOr<testing::TlsTestCerts> certs = testing::TlsTestCerts::Generate();
