@@ -103,7 +103,8 @@ std::shared_ptr<const TargetWorkload> Weighed(std::shared_ptr<const TargetWorklo
   if (measure.kind_weights == KindWeights::kPerPod) return workload;
   absl::StatusOr<TargetWorkload> weighed = TargetWorkload::Create(workload->pods(), measure.kind_weights);
   if (!weighed.ok()) return workload;
-  return std::make_shared<const TargetWorkload>(*std::move(weighed));
+  // What the publisher saw of the cluster is no property of the weights.
+  return std::make_shared<const TargetWorkload>(weighed->WithClusterCpu(workload->cluster_cpu_per_gpu()));
 }
 
 std::optional<TargetWorkload> ReadWorkloadArg(PluginArgs& args, std::string_view key) {

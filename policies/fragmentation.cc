@@ -186,7 +186,10 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   if (free_total == 0) return 0;  // nothing free, nothing fragmented
   // Host stranding: the milli-GPU the free CPU serves at the workload's ratio.
   std::optional<Serviceable> serviceable;
-  if (options.host_stranding && cpu_free.has_value() && access.open() && workload.cpu_per_gpu().cpu > 0) {
+  // On a node some GPU kind cannot use, only where the cluster's CPU is short
+  // (the top of fragmentation.h).
+  if (options.host_stranding && cpu_free.has_value() && (access.open() || workload.cpu_short()) &&
+      workload.cpu_per_gpu().cpu > 0) {
     serviceable.emplace(*cpu_free, workload.cpu_per_gpu());
   }
   const TargetWorkload::Measure& measure = workload.measure();

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "policies/node_resources.h"
+#include "scheduler/framework/cluster_cpu.h"
 #include "sim/node_choice.h"
 
 namespace tessera::sim {
@@ -148,6 +149,9 @@ ReplayResult Replay(const ReplayInput& in) {
   feasible.reserve(n);
   result.events.reserve(in.workload->pods.size());
 
+  TargetWorkload::CpuPerGpu cluster_cpu;
+  for (size_t i = 0; i < n; ++i) AddClusterCpu(cluster.View(i), cluster_cpu);
+
   int64_t arrived = 0;
   for (size_t position = 0; position < in.workload->pods.size(); ++position) {
     const TracePod& pod = (*in.pods)[in.workload->pods[position]];
@@ -186,6 +190,8 @@ ReplayResult Replay(const ReplayInput& in) {
     if (learner.has_value()) {
       if (std::optional<WorkloadPod> kind = WorkloadKindOf(cycle.request())) learner->Add(*kind);
       if (std::shared_ptr<const TargetWorkload> mix = learner->DueMix()) {
+        // As the server publishes a mix: with the cluster's CPU per GPU (the nodes do not change here).
+        mix = std::make_shared<const TargetWorkload>(mix->WithClusterCpu(cluster_cpu));
         if (std::shared_ptr<const Profile> next = in.profile->WithWorkload(std::move(mix))) {
           learned_profile = std::move(next);
           profile_in_force = learned_profile.get();

@@ -232,6 +232,35 @@ void RoomWeights(TargetWorkload::Measure& measure) {
 
 }  // namespace
 
+namespace {
+
+// Σ w·cpu over every kind : Σ w·GPUs·share. Σ w ≤ 2^30 and a kind asks at
+// most ~2^20 milli-CPU and a few thousand milli-GPU: both fit in 64 bits.
+TargetWorkload::CpuPerGpu DemandOf(const std::vector<WorkloadPod>& pods) {
+  TargetWorkload::CpuPerGpu demand;
+  for (const WorkloadPod& pod : pods) {
+    demand.cpu += pod.weight * pod.cpu.value();
+    demand.gpu += pod.weight * pod.gpus * pod.milli.value();
+  }
+  return demand;
+}
+
+}  // namespace
+
+TargetWorkload TargetWorkload::WithClusterCpu(CpuPerGpu cluster) const {
+  TargetWorkload copy = *this;
+  copy.cluster_cpu_per_gpu_ = cluster;
+  return copy;
+}
+
+bool TargetWorkload::cpu_short() const {
+  const CpuPerGpu& have = cluster_cpu_per_gpu_;
+  const CpuPerGpu& asked = demand_cpu_per_gpu_;
+  if (have.gpu <= 0 || asked.gpu <= 0) return false;
+  // have.cpu / have.gpu < asked.cpu / asked.gpu, cross-multiplied in 128 bits.
+  return static_cast<__int128>(have.cpu) * asked.gpu < static_cast<__int128>(asked.cpu) * have.gpu;
+}
+
 absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> pods) {
   absl::StatusOr<int64_t> total = ValidatedTotalWeight(pods);
   if (!total.ok()) return total.status();
@@ -239,6 +268,7 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   w.total_weight_ = *total;
   // Σ w ≤ 2^30, a GPU pod asks at most 2^20 milli-CPU of any sane node and
   // at most a few thousand milli-GPU: both sums fit in 64 bits.
+  w.demand_cpu_per_gpu_ = DemandOf(pods);
   for (const WorkloadPod& pod : pods) {
     w.has_models_ = w.has_models_ || !pod.models.empty();
     if (pod.gpus == 0) continue;
@@ -280,10 +310,13 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   }
   // Only the ratios matter: scale down as a whole to stay within the bound.
   const __int128 divisor = total <= kMaxTotalWeight ? 1 : total / (kMaxTotalWeight / 2) + 1;
+  const CpuPerGpu demand = DemandOf(pods);  // by arrivals, as the weights came
   for (size_t m = 0; m < pods.size(); ++m) {
     pods[m].weight = std::max<int64_t>(1, static_cast<int64_t>(scaled[m] / divisor));
   }
-  return Create(std::move(pods));
+  absl::StatusOr<TargetWorkload> weighed = Create(std::move(pods));
+  if (weighed.ok()) weighed->demand_cpu_per_gpu_ = demand;
+  return weighed;
 }
 
 }  // namespace tessera

@@ -91,6 +91,20 @@ class TargetWorkload {
     int64_t milli = 0;   ///< Σ weight · milli-GPU
   };
   [[nodiscard]] MemoryPerMilli memory_per_milli() const { return memory_per_milli_; }
+  /// What the arrivals ask of CPU per GPU, CPU-only kinds' CPU included:
+  /// Σ w·cpu over every kind : Σ w·GPUs·share, by arrivals (the weights
+  /// given to Create, before any KindWeights). Zero GPU when no kind asks one.
+  [[nodiscard]] CpuPerGpu demand_cpu_per_gpu() const { return demand_cpu_per_gpu_; }
+  /// The cluster's CPU per GPU (Σ allocatable milli-CPU : Σ GPUs × 1000), as
+  /// whoever published this mix saw the cluster; zeros when not known (a
+  /// policy file's list).
+  [[nodiscard]] CpuPerGpu cluster_cpu_per_gpu() const { return cluster_cpu_per_gpu_; }
+  /// A copy that knows the cluster's CPU per GPU.
+  [[nodiscard]] TargetWorkload WithClusterCpu(CpuPerGpu cluster) const;
+  /// Whether CPU binds: the cluster has less CPU per GPU than the arrivals
+  /// ask (both known). Host stranding then applies on every node
+  /// (fragmentation.h).
+  [[nodiscard]] bool cpu_short() const;
   /// Whether some kind accepts only some GPU models.
   [[nodiscard]] bool has_models() const { return has_models_; }
 
@@ -140,6 +154,8 @@ class TargetWorkload {
   std::vector<WorkloadPod> pods_;
   int64_t total_weight_ = 0;
   CpuPerGpu cpu_per_gpu_;
+  CpuPerGpu demand_cpu_per_gpu_;
+  CpuPerGpu cluster_cpu_per_gpu_;
   MemoryPerMilli memory_per_milli_;
   bool has_models_ = false;
   Measure measure_;

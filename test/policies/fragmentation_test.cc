@@ -128,11 +128,48 @@ TEST(FragmentationTest, HostStrandingCountsTheGpuTheFreeCpuCannotServe) {
   EXPECT_EQ(NodeFragmentation(w, access, idle, 6000), 0) << "the paper's measure: one pod of each kind fits";
   EXPECT_DOUBLE_EQ(NodeFragmentation(w, access, idle, 6000, stranding), 2500);
   EXPECT_EQ(NodeFragmentation(w, access, idle, std::nullopt, stranding), 0) << "unknown CPU strands nothing";
-  // A node some GPU kind cannot use is left to the paper's no-access term.
+  // A node some GPU kind cannot use is left to the paper's no-access term...
   const TargetWorkload typed = Workload({"1 cpu=2000m gpu=500m", "1 cpu=4000m gpu=1 models=T4"});
   EXPECT_DOUBLE_EQ(NodeFragmentation(typed, NodeGpuAccess(typed, Devices(4, "G2", 0)), idle, 6000, stranding),
                    0.5 * 4000);
+  // ...unless the cluster is short of CPU: then what the free CPU cannot
+  // serve is stranded there too (the first kind's 2.5 GPUs, as above).
+  const TargetWorkload typed_short = typed.WithClusterCpu({.cpu = 2000, .gpu = 1000});
+  ASSERT_TRUE(typed_short.cpu_short()) << "2 cores per GPU; the kinds ask 4 per GPU";
+  EXPECT_DOUBLE_EQ(
+      NodeFragmentation(typed_short, NodeGpuAccess(typed_short, Devices(4, "G2", 0)), idle, 6000, stranding),
+      0.5 * (2500 + 4000));
 }
+
+TEST(CpuShortTest, CpuIsShortWhereTheClusterHasLessCpuPerGpuThanTheArrivalsAsk) {
+  // The arrivals ask 8000 + 4000 + 12000 milli-CPU for 2000 milli-GPU: 12 cores
+  // per GPU, the CPU-only kind's CPU included.
+  const TargetWorkload w = Workload({"1 cpu=8000m gpu=1", "1 cpu=4000m gpu=1", "1 cpu=12000m"});
+  EXPECT_EQ(w.demand_cpu_per_gpu().cpu, 24000);
+  EXPECT_EQ(w.demand_cpu_per_gpu().gpu, 2000);
+  struct Case {
+    std::string name;
+    TargetWorkload::CpuPerGpu cluster;
+    bool short_of_cpu;
+  };
+  const std::vector<Case> cases = {
+      {"a policy file's list knows no cluster", {}, false},
+      {"11 cores per GPU is short", {.cpu = 88000, .gpu = 8000}, true},
+      {"12 cores per GPU is just enough", {.cpu = 96000, .gpu = 8000}, false},
+      {"16 cores per GPU is plenty", {.cpu = 128000, .gpu = 8000}, false},
+      {"a cluster without GPUs says nothing", {.cpu = 64000, .gpu = 0}, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const TargetWorkload known = w.WithClusterCpu(c.cluster);
+    EXPECT_EQ(known.cpu_short(), c.short_of_cpu);
+    EXPECT_EQ(known.cluster_cpu_per_gpu().cpu, c.cluster.cpu);
+    EXPECT_EQ(known.pods().size(), w.pods().size()) << "the kinds and weights are the mix's own";
+  }
+  EXPECT_FALSE(Workload({"3 cpu=8000m"}).WithClusterCpu({.cpu = 1, .gpu = 1000}).cpu_short())
+      << "arrivals that ask no GPU cannot be short of CPU per GPU";
+}
+
 
 TEST(FragmentationTest, HostStrandingIsExactWhereFloatingPointWouldRound) {
   // 3 kinds at 3000 milli-CPU per GPU-milli-sum 3 · 1000: 1000 milli-CPU per
@@ -170,7 +207,7 @@ int64_t DefinitionOfFTimesWeight(const TargetWorkload& w, const NodeGpuAccess& a
         fragment = too_small;
         const int64_t usable = total - too_small;
         const auto [cpu, gpu] = w.cpu_per_gpu();
-        if (host_stranding && cpu_free.has_value() && access.open() && cpu > 0) {
+        if (host_stranding && cpu_free.has_value() && (access.open() || w.cpu_short()) && cpu > 0) {
           // Stranded: the whole milli-GPU of `usable` beyond cpu_free · gpu / cpu.
           const __int128 over = static_cast<__int128>(usable) * cpu - static_cast<__int128>(*cpu_free) * gpu;
           if (over > 0) fragment += static_cast<int64_t>(over / cpu);
@@ -188,6 +225,8 @@ TEST(FragmentationTest, TheGroupedMeasureIsExactlyItsDefinition) {
                                              "84 cpu=24200m gpu=2", "54 cpu=4000m gpu=160m", "31 cpu=4152m gpu=4x500m"});
   const TargetWorkload by_model = Workload({"5 cpu=4000m gpu=500m models=T4", "3 cpu=8000m gpu=1 models=A100",
                                             "2 cpu=2000m gpu=250m", "1 cpu=16000m"});
+  // The same where the cluster has less CPU per GPU than the kinds ask: stranding on every node.
+  const TargetWorkload by_model_cpu_short = by_model.WithClusterCpu({.cpu = 1000, .gpu = 1000});
   std::vector<GpuDevice> mixed = Devices(8, "A100", 0);
   for (size_t i = 5; i < mixed.size(); ++i) mixed[i].model = "T4";
   struct Case {
@@ -199,6 +238,8 @@ TEST(FragmentationTest, TheGroupedMeasureIsExactlyItsDefinition) {
       {"a node every kind uses alike", &any_model, Devices(8, "G2", 0)},
       {"a node of one model some kinds refuse", &by_model, Devices(8, "T4", 0)},
       {"a node of two models", &by_model, mixed},
+      {"a node of one model some kinds refuse, the cluster short of CPU", &by_model_cpu_short, Devices(8, "T4", 0)},
+      {"a node of two models, the cluster short of CPU", &by_model_cpu_short, mixed},
   };
   std::mt19937_64 rng(7);
   for (const Case& c : cases) {

@@ -72,6 +72,28 @@ TEST(KindWeightsTest, WeightsThatWouldPassTheBoundAreScaledDownTogetherAndNoneFa
   EXPECT_EQ(weights[2], 1) << "rounded down to nothing, kept at 1";
 }
 
+TEST(KindWeightsTest, WeighingKeepsWhatTheArrivalsAskAndWhatTheClusterHas) {
+  const std::vector<WorkloadPod> kinds = Kinds({"30 cpu=4000m", "3 cpu=12000m gpu=1", "6 cpu=2000m gpu=500m"});
+  const absl::StatusOr<TargetWorkload> arrivals = TargetWorkload::Create(kinds);
+  ASSERT_TRUE(arrivals.ok()) << arrivals.status();
+  const TargetWorkload::CpuPerGpu demand = arrivals->demand_cpu_per_gpu();
+  EXPECT_EQ(demand.cpu, 30 * 4000 + 3 * 12000 + 6 * 2000);
+  EXPECT_EQ(demand.gpu, 3 * 1000 + 6 * 500);
+  const absl::StatusOr<TargetWorkload> weighed = TargetWorkload::Create(kinds, KindWeights::kPerGpuAsked);
+  ASSERT_TRUE(weighed.ok()) << weighed.status();
+  EXPECT_EQ(weighed->demand_cpu_per_gpu().cpu, demand.cpu) << "by arrivals, not by the weighed weights";
+  EXPECT_EQ(weighed->demand_cpu_per_gpu().gpu, demand.gpu);
+  // fgd and host-stranding weigh a learned mix as they take it; the cluster it was published with stays.
+  const auto known = std::make_shared<const TargetWorkload>(arrivals->WithClusterCpu({.cpu = 64000, .gpu = 8000}));
+  ASSERT_TRUE(known->cpu_short()) << "8 cores per GPU against the arrivals' 28";
+  const std::shared_ptr<const TargetWorkload> taken =
+      Weighed(known, MeasureArgs{.kind_weights = KindWeights::kPerGpuAsked, .gpu_memory = false});
+  EXPECT_NE(WeightsOf(*taken), WeightsOf(*known)) << "weighed";
+  EXPECT_EQ(taken->cluster_cpu_per_gpu().cpu, 64000);
+  EXPECT_EQ(taken->cluster_cpu_per_gpu().gpu, 8000);
+  EXPECT_TRUE(taken->cpu_short());
+}
+
 TEST(MemoryRatioTest, TheWorkloadsSharesTellTheMemoryEachMilliGpuAsks) {
   struct Case {
     std::string name;

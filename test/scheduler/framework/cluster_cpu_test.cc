@@ -1,0 +1,42 @@
+#include "scheduler/framework/cluster_cpu.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "test/testing/builders.h"
+
+namespace tessera {
+namespace {
+
+using testing::Node;
+
+TEST(ClusterCpuTest, SumsTheCpuAndGpusOfTheNodesThatReportTheirHost) {
+  struct Case {
+    std::string name;
+    std::vector<Node> nodes;
+    int64_t cpu;
+    int64_t gpu;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"two GPU nodes", {}, 96000 + 64000, 12000});
+  cases.back().nodes.push_back(Node("a").Gpus(8).Host(96000));
+  cases.back().nodes.push_back(Node("b").Gpus(4).Host(64000, 64000));
+  cases.push_back({"a CPU-only node's CPU counts", {}, 96000 + 32000, 8000});
+  cases.back().nodes.push_back(Node("a").Gpus(8).Host(96000));
+  cases.back().nodes.push_back(Node("c").Host(32000, 32000));
+  cases.push_back({"a node without host resources counts neither its CPU nor its GPUs", {}, 96000, 8000});
+  cases.back().nodes.push_back(Node("a").Gpus(8).Host(96000));
+  cases.back().nodes.push_back(Node("d").Gpus(8));
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    TargetWorkload::CpuPerGpu sum;
+    for (const Node& node : c.nodes) AddClusterCpu(node.View(), sum);
+    EXPECT_EQ(sum.cpu, c.cpu);
+    EXPECT_EQ(sum.gpu, c.gpu);
+  }
+}
+
+}  // namespace
+}  // namespace tessera
