@@ -337,13 +337,13 @@ void Program::RefreshGauges() {
 
 void Program::LearnWorkload() {
   const WorkloadLearning settings = store_->CurrentLearning();
-  if (std::shared_ptr<const TargetWorkload> mix = learner_.Learn(settings)) {
-    // With the cluster's CPU per GPU as it is now: host stranding asks
-    // whether CPU is what the cluster runs out of (policies/fragmentation.h).
-    const std::shared_ptr<const ClusterSnapshot> cluster = model_.Current();
-    TargetWorkload::CpuPerGpu cluster_cpu;
-    for (NodeIndex i = 0; i < cluster->node_count(); ++i) AddClusterCpu(cluster->View(i), cluster_cpu);
-    store_->PublishLearnedWorkload(std::make_shared<const TargetWorkload>(mix->WithClusterCpu(cluster_cpu)));
+  // A mix carries the cluster's CPU per GPU as it is now: host stranding
+  // asks whether CPU is what the cluster runs out of (policies/fragmentation.h).
+  const std::shared_ptr<const ClusterSnapshot> cluster = model_.Current();
+  TargetWorkload::CpuPerGpu cluster_cpu;
+  for (NodeIndex i = 0; i < cluster->node_count(); ++i) AddClusterCpu(cluster->View(i), cluster_cpu);
+  if (std::shared_ptr<const TargetWorkload> mix = learner_.Learn(settings, cluster_cpu)) {
+    store_->PublishLearnedWorkload(std::move(mix));
   }
   const WorkloadLearnerStatus status = learner_.Status();
   // A learner that started over (learning settings changed) hands the policy file's lists back until warm.

@@ -189,9 +189,8 @@ ReplayResult Replay(const ReplayInput& in) {
                                         .fragmented_milli = fragmentation.total()});
     if (learner.has_value()) {
       if (std::optional<WorkloadPod> kind = WorkloadKindOf(cycle.request())) learner->Add(*kind);
-      if (std::shared_ptr<const TargetWorkload> mix = learner->DueMix()) {
-        // As the server publishes a mix: with the cluster's CPU per GPU (the nodes do not change here).
-        mix = std::make_shared<const TargetWorkload>(mix->WithClusterCpu(cluster_cpu));
+      // As the server publishes a mix: with the cluster's CPU per GPU (the nodes do not change here).
+      if (std::shared_ptr<const TargetWorkload> mix = learner->DueMix(cluster_cpu)) {
         if (std::shared_ptr<const Profile> next = in.profile->WithWorkload(std::move(mix))) {
           learned_profile = std::move(next);
           profile_in_force = learned_profile.get();

@@ -117,6 +117,13 @@ std::string RenderDebugState(const DebugInputs& in) {
                        {"publications", w.publications},
                        {"droppedObservations", w.dropped},
                        {"learned", std::move(learned)}};
+    if (w.learned != nullptr) {
+      // Host stranding's test (policies/fragmentation.h), in milli-CPU per GPU; 0: not known.
+      const auto per_gpu = [](TargetWorkload::CpuPerGpu r) { return r.gpu > 0 ? r.cpu * 1000 / r.gpu : 0; };
+      doc["workload"]["clusterMilliCpuPerGpu"] = per_gpu(w.learned->cluster_cpu_per_gpu());
+      doc["workload"]["askedMilliCpuPerGpu"] = per_gpu(w.learned->demand_cpu_per_gpu());
+      doc["workload"]["cpuShort"] = w.learned->cpu_short();
+    }
   }
   if (!in.tenants.empty()) {
     auto totals = [](const GpuTotals& t) {

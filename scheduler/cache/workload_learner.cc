@@ -86,7 +86,7 @@ std::vector<WorkloadPod> ArrivalWindow::Mix(int64_t coverage_percent, size_t max
 MixLearner::MixLearner(const WorkloadLearning& settings)
     : settings_(settings), window_(static_cast<size_t>(settings.window_pods)) {}
 
-std::shared_ptr<const TargetWorkload> MixLearner::DueMix() {
+std::shared_ptr<const TargetWorkload> MixLearner::DueMix(TargetWorkload::CpuPerGpu cluster) {
   const int64_t arrivals = window_.arrivals();
   if (!settings_.enabled || arrivals < settings_.warmup_pods) return nullptr;
   if (published_at_ >= 0 && arrivals - published_at_ < settings_.publish_every_pods) return nullptr;
@@ -95,7 +95,7 @@ std::shared_ptr<const TargetWorkload> MixLearner::DueMix() {
       TargetWorkload::Create(window_.Mix(settings_.coverage_percent, static_cast<size_t>(settings_.max_kinds)));
   // Only an empty window fails (every kind came from a parsed request): keep the mix in force.
   if (!mix.ok()) return nullptr;
-  return std::make_shared<const TargetWorkload>(*std::move(mix));
+  return std::make_shared<const TargetWorkload>(mix->WithClusterCpu(cluster));
 }
 
 WorkloadLearner::WorkloadLearner(const WorkloadLearning& settings) : learner_(settings) {}
@@ -111,7 +111,8 @@ void WorkloadLearner::Observe(std::string_view uid, const PodGpuRequest& request
   pending_.push_back(Pending{.uid = std::string(uid), .kind = *std::move(kind)});
 }
 
-std::shared_ptr<const TargetWorkload> WorkloadLearner::Learn(const WorkloadLearning& settings) {
+std::shared_ptr<const TargetWorkload> WorkloadLearner::Learn(const WorkloadLearning& settings,
+                                                             TargetWorkload::CpuPerGpu cluster) {
   std::vector<Pending> batch;
   {
     absl::MutexLock lock(&pending_mu_);
@@ -136,7 +137,7 @@ std::shared_ptr<const TargetWorkload> WorkloadLearner::Learn(const WorkloadLearn
     }
     learner_.Add(p.kind);
   }
-  std::shared_ptr<const TargetWorkload> mix = learner_.DueMix();
+  std::shared_ptr<const TargetWorkload> mix = learner_.DueMix(cluster);
   if (mix == nullptr) return nullptr;
   ++publications_;
   learned_ = mix;

@@ -113,8 +113,11 @@ class MixLearner {
   void Add(const WorkloadPod& kind) { window_.Add(kind); }
   /// The learned mix when one is due: warm-up passed and publish_every_pods
   /// arrivals since the last (the first right at warm-up). Null otherwise,
-  /// and when the window's mix is not a valid workload.
-  [[nodiscard]] std::shared_ptr<const TargetWorkload> DueMix();
+  /// and when the window's mix is not a valid workload. The mix carries
+  /// `cluster`, the cluster's CPU per GPU (TargetWorkload::WithClusterCpu;
+  /// scheduler/framework/cluster_cpu.h sums it): host stranding asks
+  /// whether CPU is what the cluster runs out of.
+  [[nodiscard]] std::shared_ptr<const TargetWorkload> DueMix(TargetWorkload::CpuPerGpu cluster = {});
   [[nodiscard]] const ArrivalWindow& window() const { return window_; }
   [[nodiscard]] const WorkloadLearning& settings() const { return settings_; }
 
@@ -152,8 +155,9 @@ class WorkloadLearner {
   /// Folds the buffer into the window (a UID seen in the last two windows
   /// counts once) and returns the learned mix when one is due, else null.
   /// New settings (a policy reload) start the window over when its size
-  /// changes.
-  std::shared_ptr<const TargetWorkload> Learn(const WorkloadLearning& settings);
+  /// changes. A mix carries `cluster` as DueMix says.
+  std::shared_ptr<const TargetWorkload> Learn(const WorkloadLearning& settings,
+                                              TargetWorkload::CpuPerGpu cluster = {});
 
   [[nodiscard]] WorkloadLearnerStatus Status() const;
 

@@ -65,9 +65,10 @@ class WorkloadLearningTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // What the control loop does each second (extender/program.cc).
+  // What the control loop does each second (extender/program.cc), the cluster 8 cores per GPU.
   void Learn() {
-    if (std::shared_ptr<const TargetWorkload> mix = learner_.Learn(store_->CurrentLearning())) {
+    if (std::shared_ptr<const TargetWorkload> mix =
+            learner_.Learn(store_->CurrentLearning(), {.cpu = 64000, .gpu = 8000})) {
       store_->PublishLearnedWorkload(std::move(mix));
     }
   }
@@ -107,6 +108,11 @@ TEST_F(WorkloadLearningTest, FilteredPodsBecomeTheMixInForceOnceWarmAndDebugShow
   EXPECT_EQ(debug["arrivals"], 4);
   EXPECT_EQ(debug["windowKinds"], 2);
   EXPECT_EQ(debug["learned"], nlohmann::json::parse(R"(["3 cpu=4000m gpu=250m", "1 cpu=8000m gpu=500m"])"));
+  // The arrivals ask 20 cores for 1.25 GPUs: 16 per GPU, more than the cluster's 8.
+  EXPECT_EQ(debug["askedMilliCpuPerGpu"], 16000);
+  EXPECT_EQ(debug["clusterMilliCpuPerGpu"], 8000);
+  EXPECT_EQ(debug["cpuShort"], true);
+  EXPECT_TRUE(store_->LearnedWorkload()->cpu_short()) << "the mix in force carries the cluster it was learned in";
 }
 
 TEST_F(WorkloadLearningTest, AnUnreadablePodIsNoArrival) {
