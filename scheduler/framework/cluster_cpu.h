@@ -10,11 +10,13 @@
 
 namespace tessera {
 
-/// Adds `node` to a sum of the cluster's allocatable milli-CPU and GPUs ×
-/// 1000, if its host resources are known (a node that does not report them
-/// would count GPUs without their CPU).
+/// Adds `node` to a sum of the allocatable milli-CPU and GPUs × 1000 of the
+/// nodes with GPUs whose host resources are known. A node without GPUs does
+/// not count: its CPU is not where a GPU pod can use it (a cluster rich in
+/// CPU-only nodes can still have GPU nodes short of CPU). Nor does a node
+/// that does not report its host: it would count GPUs without their CPU.
 inline void AddClusterCpu(const NodeView& node, TargetWorkload::CpuPerGpu& sum) {
-  if (node.host == nullptr) return;
+  if (node.host == nullptr || node.gpus.empty()) return;
   sum.cpu += node.host->cpu_capacity.value();
   sum.gpu += static_cast<int64_t>(node.gpus.size()) * kOneGpu.value();
 }

@@ -12,7 +12,7 @@ namespace {
 
 using testing::Node;
 
-TEST(ClusterCpuTest, SumsTheCpuAndGpusOfTheNodesThatReportTheirHost) {
+TEST(ClusterCpuTest, SumsTheCpuAndGpusOfTheGpuNodesThatReportTheirHost) {
   struct Case {
     std::string name;
     std::vector<Node> nodes;
@@ -23,7 +23,7 @@ TEST(ClusterCpuTest, SumsTheCpuAndGpusOfTheNodesThatReportTheirHost) {
   cases.push_back({"two GPU nodes", {}, 96000 + 64000, 12000});
   cases.back().nodes.push_back(Node("a").Gpus(8).Host(96000));
   cases.back().nodes.push_back(Node("b").Gpus(4).Host(64000, 64000));
-  cases.push_back({"a CPU-only node's CPU counts", {}, 96000 + 32000, 8000});
+  cases.push_back({"a CPU-only node's CPU is not where GPU pods can use it", {}, 96000, 8000});
   cases.back().nodes.push_back(Node("a").Gpus(8).Host(96000));
   cases.back().nodes.push_back(Node("c").Host(32000, 32000));
   cases.push_back({"a node without host resources counts neither its CPU nor its GPUs", {}, 96000, 8000});
