@@ -7,7 +7,10 @@
 // by host stranding (policies/fragmentation.h): GPU on a node that the
 // node's free CPU cannot serve at the workload's CPU-to-GPU ratio counts as
 // fragment too. Its scores stay below 100, so that at weight 1 beside fgd at
-// weight 100 it only orders nodes fgd scores equal:
+// weight 100 it only orders nodes fgd scores equal (the shipped default
+// policy gives it 3: there it also outweighs a one-point fgd difference
+// where its own scores differ by more than 33, which happens where CPU is
+// very short; README, "Where CPU binds"):
 //
 //   plugins:
 //     - name: fgd
