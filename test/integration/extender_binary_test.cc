@@ -292,6 +292,45 @@ TEST_F(ExtenderBinaryTest, AgainstAnApiServerItIsReadyOnlyOnceSyncedAndBindsPods
   EXPECT_EQ(e.Wait(), 0);
 }
 
+// Issue #22: the control loop publishes a learned mix with the cluster's CPU
+// per GPU, from the nodes the watch saw, and /debug says whether CPU is short.
+TEST_F(ExtenderBinaryTest, ALearnedMixKnowsTheClustersCpuPerGpuAndDebugSaysWhetherItIsShort) {
+  Write("learning.yaml", R"(apiVersion: tessera.io/v1alpha1
+kind: SchedulingPolicy
+plugins:
+  - name: fgd
+    args: {workload: ["1 cpu=1 gpu=1"]}
+workloadLearning: {windowPods: 100, warmupPods: 1, publishEveryPods: 1}
+)");
+  testing::FakeApiServer api(ApiOptions());
+  ASSERT_TRUE(api.Start().ok());
+  ASSERT_TRUE(api.AddNode(TwoL4Node("n1")).ok());  // 8 cores for 2 GPUs: 4 per GPU
+  nlohmann::json pod = GpuPod("p", "0.5");
+  pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "6";  // 12 cores per GPU asked
+  pod = *api.AddPod(pod);
+  absl::StatusOr<std::string> kubeconfig = api.WriteKubeconfig();
+  ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
+  Extender e({"--port=0", "--kubeconfig=" + *kubeconfig, "--policy-file=" + Path("learning.yaml")});
+  const uint16_t port = Port(e);
+  ASSERT_NE(port, 0) << e.AllOutput();
+  testing::HttpClient client(port);
+  ASSERT_TRUE(testing::WaitFor([&] { return client.Get("/readyz").status == 200; })) << e.AllOutput();
+
+  const std::string args = nlohmann::json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"n1"}}}.dump();
+  ASSERT_EQ(client.Post("/filter", args).status, 200);
+  nlohmann::json workload;
+  EXPECT_TRUE(testing::WaitFor([&] {
+    workload = nlohmann::json::parse(client.Get("/debug").body)["workload"];
+    return workload["inForce"] == "learned";
+  })) << workload.dump();
+  EXPECT_EQ(workload["clusterMilliCpuPerGpu"], 4000);
+  EXPECT_EQ(workload["askedMilliCpuPerGpu"], 12000);
+  EXPECT_EQ(workload["cpuShort"], true);
+
+  e.Signal(SIGTERM);
+  EXPECT_EQ(e.Wait(), 0);
+}
+
 // Issue #18: binds wait on the API server on threads of their own, not on the
 // two HTTP threads. With sixteen Bindings held at the API server, all sixteen
 // are in flight at once and /healthz still answers within a probe's timeout;
