@@ -230,10 +230,6 @@ void RoomWeights(TargetWorkload::Measure& measure) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Σ w·cpu over every kind : Σ w·GPUs·share. Σ w ≤ 2^30 and a kind asks at
 // most ~2^20 milli-CPU and a few thousand milli-GPU: both fit in 64 bits.
 TargetWorkload::CpuPerGpu DemandOf(const std::vector<WorkloadPod>& pods) {
