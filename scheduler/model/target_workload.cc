@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -243,10 +244,13 @@ TargetWorkload::CpuPerGpu DemandOf(const std::vector<WorkloadPod>& pods) {
 
 }  // namespace
 
-TargetWorkload TargetWorkload::WithClusterCpu(CpuPerGpu cluster) const {
-  TargetWorkload copy = *this;
-  copy.cluster_cpu_per_gpu_ = cluster;
-  return copy;
+TargetWorkload TargetWorkload::WithClusterCpu(CpuPerGpu cluster) const& {
+  return TargetWorkload(*this).WithClusterCpu(cluster);
+}
+
+TargetWorkload TargetWorkload::WithClusterCpu(CpuPerGpu cluster) && {
+  cluster_cpu_per_gpu_ = cluster;
+  return std::move(*this);
 }
 
 bool TargetWorkload::cpu_short() const {

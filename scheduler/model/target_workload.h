@@ -100,7 +100,9 @@ class TargetWorkload {
   /// policy file's list).
   [[nodiscard]] CpuPerGpu cluster_cpu_per_gpu() const { return cluster_cpu_per_gpu_; }
   /// A copy that knows the cluster's CPU per GPU.
-  [[nodiscard]] TargetWorkload WithClusterCpu(CpuPerGpu cluster) const;
+  /// (The rvalue form moves: the measure's tables are tens of KB.)
+  [[nodiscard]] TargetWorkload WithClusterCpu(CpuPerGpu cluster) const&;
+  [[nodiscard]] TargetWorkload WithClusterCpu(CpuPerGpu cluster) &&;
   /// Whether CPU binds: the cluster has less CPU per GPU than the arrivals
   /// ask (both known). Host stranding then applies on every node
   /// (fragmentation.h).
