@@ -74,6 +74,12 @@ TargetWorkload::MemoryPerMilli MemoryRatio(const TargetWorkload& workload, const
 
 int64_t PlacementFragmentationScore(const TargetWorkload& workload, const FragmentationOptions& options,
                                     const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) {
+  return FragmentationScore(PlacementFragmentationDecrease(workload, options, r, node, choice), 0,
+                            workload.total_weight());
+}
+
+int64_t PlacementFragmentationDecrease(const TargetWorkload& workload, const FragmentationOptions& options,
+                                       const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) {
   const NodeGpuAccess access(workload, node.gpus);
   const TargetWorkload::MemoryPerMilli ratio = MemoryRatio(workload, options, r);
   NodeFree free = FreeOf(node, r, ratio);
@@ -85,9 +91,7 @@ int64_t PlacementFragmentationScore(const TargetWorkload& workload, const Fragme
       if (!free.fit.empty()) free.fit[i] = FitMilli(node.gpu_states[i], PerGpuMilli(r), r.memory, ratio);
     }
   }
-  return FragmentationScore(
-      before, NodeFragmentationTimesWeight(workload, access, free.gpu, free.cpu_after, options, free.fit),
-      workload.total_weight());
+  return before - NodeFragmentationTimesWeight(workload, access, free.gpu, free.cpu_after, options, free.fit);
 }
 
 MeasureArgs ReadMeasureArgs(PluginArgs& args) {
@@ -97,6 +101,17 @@ MeasureArgs ReadMeasureArgs(PluginArgs& args) {
   m.gpu_memory = args.Enum("gpuMemory", {"ignore", "fit"}, "ignore") == "fit";
   return m;
 }
+
+namespace {
+
+// fgd's own measure args: MeasureArgs and `leftover`.
+MeasureArgs ReadFgdMeasureArgs(PluginArgs& args) {
+  MeasureArgs m = ReadMeasureArgs(args);
+  m.leftover_outlook = args.Enum("leftover", {"ignore", "outlook"}, "ignore") == "outlook";
+  return m;
+}
+
+}  // namespace
 
 std::shared_ptr<const TargetWorkload> Weighed(std::shared_ptr<const TargetWorkload> workload,
                                               const MeasureArgs& measure) {
@@ -136,7 +151,7 @@ std::optional<TargetWorkload> ReadWorkloadArg(PluginArgs& args, std::string_view
 
 absl::StatusOr<std::unique_ptr<Plugin>> FgdPlugin::New(PluginArgs& args) {
   std::optional<TargetWorkload> workload = ReadWorkloadArg(args, "workload");
-  const MeasureArgs measure = ReadMeasureArgs(args);
+  const MeasureArgs measure = ReadFgdMeasureArgs(args);
   // gpu-share reads its own args and finishes: it reports any key neither read.
   absl::StatusOr<std::unique_ptr<Plugin>> fit = GpuSharePlugin::New(args);
   if (!fit.ok()) return fit.status();
@@ -185,14 +200,25 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const C
   for (size_t i : distinct) {
     if (!fit_after.empty()) distinct_fit_after.push_back(fit_after[i]);
   }
-  FragmentationDecreases(*workload_, NodeGpuAccess(*workload_, node.gpus), now.gpu, now.cpu, now.cpu_after, share,
+  const NodeGpuAccess access(*workload_, node.gpus);
+  // The outlook's walk assumes every kind may fill every GPU (expected_waste.h).
+  const bool outlook = outlook_ != nullptr && OutlookApplies(access);
+  FragmentationDecreases(*workload_, access, now.gpu, now.cpu, now.cpu_after, share,
                          distinct, absl::MakeSpan(decreases), options, now.fit, distinct_fit_after);
   measured.resize(fitting.size());
   for (size_t k = 0; k < fitting.size(); ++k) {
     measured[k].index = node.gpu_states[fitting[k]].index();
-    measured[k].decrease = decreases[like[k]];
+    measured[k].decrease = decreases[like[k]] + (outlook ? OutlookDecrease(now.gpu[fitting[k]], share) : 0);
   }
   return measured;
+}
+
+bool FgdPlugin::OutlookApplies(const NodeGpuAccess& access) { return access.uniform() && access.open(); }
+
+int64_t FgdPlugin::OutlookDecrease(int64_t free_milli, int64_t share) const {
+  if (outlook_ == nullptr) return 0;
+  // W · kScale ≤ 10^9 and the total weight ≤ 2^30: the product fits in 64 bits.
+  return outlook_->DecreaseOf(free_milli, share) * workload_->total_weight() / ExpectedWaste::kScale;
 }
 
 int64_t FgdPlugin::ScoreOf(int64_t decrease) const {
@@ -247,7 +273,16 @@ std::vector<GpuShare> FgdPlugin::SharesFor(const CycleState& cycle, const NodeVi
 }
 
 int64_t FgdPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice& choice) const {
-  return PlacementFragmentationScore(*workload_, MeasureOptions(), cycle.request(), node, choice);
+  const PodGpuRequest& r = cycle.request();
+  int64_t decrease = PlacementFragmentationDecrease(*workload_, MeasureOptions(), r, node, choice);
+  if (outlook_ != nullptr && SharesOneGpu(r) && OutlookApplies(NodeGpuAccess(*workload_, node.gpus))) {
+    for (int32_t index : choice.gpu_indices) {
+      for (const GpuState& g : node.gpu_states) {
+        if (g.index() == index) decrease += OutlookDecrease(FreeMilli(g), PerGpuMilli(r));
+      }
+    }
+  }
+  return ScoreOf(decrease);
 }
 
 }  // namespace tessera

@@ -1,0 +1,177 @@
+// fgd's `leftover: outlook`: a share also counts how much it lowers its
+// GPU's expected final waste (policies/expected_waste.h).
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "policies/expected_waste.h"
+#include "policies/fgd.h"
+#include "policies/host_stranding.h"
+#include "scheduler/framework/plugin_args.h"
+#include "test/testing/builders.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Node;
+using testing::Pod;
+
+TargetWorkload Workload(const std::vector<std::string>& items) {
+  std::vector<WorkloadPod> pods;
+  for (const std::string& item : items) {
+    absl::StatusOr<WorkloadPod> pod = ParseWorkloadPod(item);
+    EXPECT_TRUE(pod.ok()) << item << ": " << pod.status();
+    if (pod.ok()) pods.push_back(*pod);
+  }
+  absl::StatusOr<TargetWorkload> w = TargetWorkload::Create(std::move(pods));
+  EXPECT_TRUE(w.ok()) << w.status();
+  return *std::move(w);
+}
+
+TEST(ExpectedWasteTest, FollowsTheGpuUntilNoKindFits) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> workload;
+    int64_t free;
+    int64_t expected;  // W(free) · kScale
+  };
+  const std::vector<Case> cases = {
+      {"a GPU no kind fits keeps all it has", {"1 cpu=1 gpu=500m"}, 300, 300'000},
+      {"one kind fills what it can and leaves the rest", {"1 cpu=1 gpu=500m"}, 700, 200'000},
+      {"two halves fill an idle GPU", {"1 cpu=1 gpu=500m"}, 1000, 0},
+      {"the kinds that fit are averaged by arrivals: 320 leaves 30, 230 leaves 120",
+       {"1 cpu=1 gpu=650m", "1 cpu=1 gpu=320m", "1 cpu=1 gpu=230m"}, 350, 75'000},
+      {"a kind twice as frequent counts twice", {"2 cpu=1 gpu=320m", "1 cpu=1 gpu=230m"}, 350, 60'000},
+      {"an idle GPU expects whole-GPU pods too, by the GPUs they ask",
+       {"1 cpu=1 gpu=2", "1 cpu=1 gpu=810m"}, 1000, 63'333},
+      {"a pod without GPUs is no kind of it", {"5 cpu=1", "1 cpu=1 gpu=500m"}, 700, 200'000},
+      {"nothing free, nothing wasted", {"1 cpu=1 gpu=500m"}, 0, 0},
+      {"beyond one GPU's amount counts as one GPU's", {"1 cpu=1 gpu=500m"}, 1200, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(ExpectedWaste(Workload(c.workload)).Of(c.free), c.expected);
+  }
+}
+
+TEST(ExpectedWasteTest, ADecreaseIsWhatTheShareTakesOutOfTheWalk) {
+  const ExpectedWaste w(Workload({"1 cpu=1 gpu=650m", "1 cpu=1 gpu=320m", "1 cpu=1 gpu=230m"}));
+  // A 230 on 350 free leaves 120 no kind fits: W 75 → 120.
+  EXPECT_EQ(w.DecreaseOf(350, 230), 75'000 - 120'000);
+  // A 320 on 350 free leaves 30: W 75 → 30.
+  EXPECT_EQ(w.DecreaseOf(350, 320), 75'000 - 30'000);
+}
+
+// A node whose GPU 0 holds a 650 share (350 free) and GPU 1 a 470 (530
+// free). A 230 share: the paper's fgd takes GPU 0 (fragment falls by 90
+// milli-GPU there, rises by 5 on GPU 1) and leaves 120 that nothing fills
+// (W 52.5 → 120); with the outlook it takes GPU 1 (W 152 → 70), keeping the
+// 350 for a 320, the commonest share: 90 − 67.5 < −5 + 82.
+TEST(LeftoverOutlookTest, AShareGoesWhereWhatItLeavesCanStillBeFilled) {
+  const TargetWorkload w = Workload({"1 cpu=1000m gpu=650m", "1 cpu=1000m gpu=470m", "3 cpu=1000m gpu=320m",
+                                     "1 cpu=1000m gpu=230m", "4 cpu=1000m gpu=1"});
+  const Node node = Node("n").Gpus(2).Hold(0, 650).Hold(1, 470).Host(16000, 16000);
+  const NodeView view = node.View();
+  const CycleState pod(Pod().Fraction(230).Cpu(1000));
+  const FgdPlugin paper(w, GpuShareArgs{}, MeasureArgs{});
+  const FgdPlugin outlook(w, GpuShareArgs{},
+                          MeasureArgs{.kind_weights = KindWeights::kPerPod, .gpu_memory = false, .leftover_outlook = true});
+  const std::optional<GpuChoice> by_paper = paper.ChooseGpus(pod, view);
+  const std::optional<GpuChoice> by_outlook = outlook.ChooseGpus(pod, view);
+  ASSERT_TRUE(by_paper.has_value() && by_outlook.has_value());
+  EXPECT_EQ(by_paper->gpu_indices[0], 0);
+  EXPECT_EQ(by_outlook->gpu_indices[0], 1);
+  EXPECT_EQ(*by_outlook->chooser_score, outlook.ScoreNode(pod, view, *by_outlook)) << "the score it carries is Score's";
+  // Ranking agrees with the choice.
+  RankedGpus ranked;
+  outlook.RankGpus(pod, view, ranked);
+  ASSERT_FALSE(ranked.empty());
+  EXPECT_EQ(ranked.front().index, 1);
+  // A learned mix keeps the extension.
+  const std::shared_ptr<const Plugin> learned = outlook.WithWorkload(std::make_shared<const TargetWorkload>(w));
+  const std::optional<GpuChoice> by_learned = learned->ChooseGpus(pod, view);
+  ASSERT_TRUE(by_learned.has_value());
+  EXPECT_EQ(by_learned->gpu_indices[0], 1);
+}
+
+// The walk assumes every kind may fill every GPU. On a node some kind may
+// not use (it names another model), the outlook stays out and fgd chooses
+// as the paper's; where every kind may use the node's model, it counts.
+TEST(LeftoverOutlookTest, OnlyOnNodesEveryKindMayUse) {
+  struct Case {
+    std::string name;
+    std::string kind_of_230;  // the workload's 230 kind, naming models or not
+    int32_t expected_gpu;
+  };
+  const std::vector<Case> cases = {
+      {"every kind takes any model", "1 cpu=1000m gpu=230m", 1},
+      {"a kind names the node's model", "1 cpu=1000m gpu=230m models=NVIDIA-A100*", 1},
+      {"a kind names another model only", "1 cpu=1000m gpu=230m models=T4", 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const TargetWorkload w = Workload({"1 cpu=1000m gpu=650m", "1 cpu=1000m gpu=470m", "3 cpu=1000m gpu=320m",
+                                       c.kind_of_230, "4 cpu=1000m gpu=1"});
+    const Node node = Node("n").Gpus(2).Hold(0, 650).Hold(1, 470).Host(16000, 16000);
+    const NodeView view = node.View();
+    const CycleState pod(Pod().Fraction(230).Cpu(1000));
+    const FgdPlugin outlook(w, GpuShareArgs{},
+                            MeasureArgs{.kind_weights = KindWeights::kPerPod, .gpu_memory = false, .leftover_outlook = true});
+    const std::optional<GpuChoice> choice = outlook.ChooseGpus(pod, view);
+    ASSERT_TRUE(choice.has_value());
+    EXPECT_EQ(choice->gpu_indices[0], c.expected_gpu);
+    EXPECT_EQ(*choice->chooser_score, outlook.ScoreNode(pod, view, *choice));
+  }
+}
+
+TEST(LeftoverOutlookTest, WholeGpuPodsScoreAsWithoutIt) {
+  const TargetWorkload w = Workload({"3 cpu=1000m gpu=650m", "3 cpu=1000m gpu=320m", "4 cpu=1000m gpu=1"});
+  const Node node = Node("n").Gpus(4).Hold(0, 650).Host(16000, 16000);
+  const NodeView view = node.View();
+  const CycleState pod(Pod().Count(2).Cpu(1000));
+  const FgdPlugin paper(w, GpuShareArgs{}, MeasureArgs{});
+  const FgdPlugin outlook(w, GpuShareArgs{},
+                          MeasureArgs{.kind_weights = KindWeights::kPerPod, .gpu_memory = false, .leftover_outlook = true});
+  const std::optional<GpuChoice> choice = paper.ChooseGpus(pod, view);
+  ASSERT_TRUE(choice.has_value());
+  EXPECT_EQ(outlook.ChooseGpus(pod, view)->gpu_indices, choice->gpu_indices);
+  EXPECT_EQ(outlook.ScoreNode(pod, view, *choice), paper.ScoreNode(pod, view, *choice));
+}
+
+TEST(LeftoverOutlookTest, OnlyFgdReadsItAndOnlyItsTwoValues) {
+  struct Case {
+    std::string name;
+    std::string yaml;
+    std::string fgd_error;       // empty: accepted
+    std::string stranding_error;
+  };
+  const std::vector<Case> cases = {
+      {"the paper's by default", "workload: [\"1 cpu=1 gpu=1\"]\n", "", ""},
+      {"the outlook", "workload: [\"1 cpu=1 gpu=1\"]\nleftover: outlook\n", "", "leftover"},
+      {"said off", "workload: [\"1 cpu=1 gpu=1\"]\nleftover: ignore\n", "", "leftover"},
+      {"an unknown value", "workload: [\"1 cpu=1 gpu=1\"]\nleftover: always\n", "args.leftover", "leftover"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    absl::StatusOr<PluginArgs> fgd_args = PluginArgs::FromText(c.yaml);
+    absl::StatusOr<PluginArgs> stranding_args = PluginArgs::FromText(c.yaml);
+    ASSERT_TRUE(fgd_args.ok() && stranding_args.ok());
+    const absl::StatusOr<std::unique_ptr<Plugin>> fgd = FgdPlugin::New(*fgd_args);
+    const absl::StatusOr<std::unique_ptr<Plugin>> stranding = HostStrandingPlugin::New(*stranding_args);
+    if (c.fgd_error.empty()) {
+      EXPECT_TRUE(fgd.ok()) << fgd.status();
+    } else {
+      EXPECT_THAT(fgd.status().message(), HasSubstr(c.fgd_error));
+    }
+    if (c.stranding_error.empty()) {
+      EXPECT_TRUE(stranding.ok()) << stranding.status();
+    } else {
+      EXPECT_THAT(stranding.status().message(), HasSubstr(c.stranding_error));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera
