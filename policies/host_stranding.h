@@ -8,9 +8,10 @@
 // node's free CPU cannot serve at the workload's CPU-to-GPU ratio counts as
 // fragment too. Its scores stay below 100, so that at weight 1 beside fgd at
 // weight 100 it only orders nodes fgd scores equal (the shipped default
-// policy gives it 3: there it also outweighs a one-point fgd difference
-// where its own scores differ by more than 33, which happens where CPU is
-// very short; README, "Where CPU binds"):
+// policy gives it 20: there it also outweighs a one-point fgd difference
+// where its own scores differ by more than 5, which is where the pod
+// strands noticeably more GPU behind CPU on one node than on the other;
+// README, "Where CPU binds"):
 //
 //   plugins:
 //     - name: fgd
