@@ -22,17 +22,7 @@ using testing::Devices;
 using testing::Node;
 using testing::Pod;
 
-TargetWorkload Workload(const std::vector<std::string>& items) {
-  std::vector<WorkloadPod> pods;
-  for (const std::string& item : items) {
-    absl::StatusOr<WorkloadPod> pod = ParseWorkloadPod(item);
-    EXPECT_TRUE(pod.ok()) << item << ": " << pod.status();
-    if (pod.ok()) pods.push_back(*pod);
-  }
-  absl::StatusOr<TargetWorkload> workload = TargetWorkload::Create(std::move(pods));
-  EXPECT_TRUE(workload.ok()) << workload.status();
-  return *std::move(workload);
-}
+TargetWorkload Workload(const std::vector<std::string>& items) { return testing::WorkloadOf(items); }
 
 // The measure of a node of G2 GPUs (memory unknown) with `free` milli-GPU free on each.
 double F(const TargetWorkload& w, std::vector<int64_t> free, std::optional<int64_t> cpu_free) {

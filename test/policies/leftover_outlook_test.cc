@@ -18,17 +18,7 @@ using ::testing::HasSubstr;
 using testing::Node;
 using testing::Pod;
 
-TargetWorkload Workload(const std::vector<std::string>& items) {
-  std::vector<WorkloadPod> pods;
-  for (const std::string& item : items) {
-    absl::StatusOr<WorkloadPod> pod = ParseWorkloadPod(item);
-    EXPECT_TRUE(pod.ok()) << item << ": " << pod.status();
-    if (pod.ok()) pods.push_back(*pod);
-  }
-  absl::StatusOr<TargetWorkload> w = TargetWorkload::Create(std::move(pods));
-  EXPECT_TRUE(w.ok()) << w.status();
-  return *std::move(w);
-}
+TargetWorkload Workload(const std::vector<std::string>& items) { return testing::WorkloadOf(items); }
 
 TEST(ExpectedWasteTest, FollowsTheGpuUntilNoKindFits) {
   struct Case {

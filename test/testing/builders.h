@@ -9,6 +9,7 @@
 //   Holding("uid", "n1", {Share(0, 250).Limit(500).Memory(1024), Share(1, 1000)})
 //   Node("n1").Gpus(2).Mig(0, MigInstances("1g.10gb", {0, 1})).HoldMig(0, 1)   GPU 0 in MIG mode, one instance held
 //   Pod().MigProfile("1g.10gb")                 a pod asking for a MIG instance
+//   WorkloadOf({"3 cpu=1000m gpu=500m", "1 cpu=8 gpu=1"})   a target workload from its items
 #pragma once
 
 #include <optional>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "gtest/gtest.h"
 #include "scheduler/cache/cluster_snapshot.h"
 #include "scheduler/framework/node_view.h"
 #include "scheduler/framework/plugin.h"
@@ -23,6 +25,7 @@
 #include "scheduler/model/gpu_request.h"
 #include "scheduler/model/mig_geometry.h"
 #include "scheduler/model/host_resources.h"
+#include "scheduler/model/target_workload.h"
 
 namespace tessera::testing {
 
@@ -309,6 +312,20 @@ inline PodHolding Requesting(PodHolding pod, int64_t cpu_milli, int64_t memory_m
 inline PodHolding BoundAt(PodHolding pod, absl::Time at) {
   pod.bound_at = at;
   return pod;
+}
+
+/// A target workload from its items, as a policy file lists them; a bad item
+/// or workload fails the test that builds it.
+inline TargetWorkload WorkloadOf(const std::vector<std::string>& items) {
+  std::vector<WorkloadPod> pods;
+  for (const std::string& item : items) {
+    absl::StatusOr<WorkloadPod> pod = ParseWorkloadPod(item);
+    EXPECT_TRUE(pod.ok()) << item << ": " << pod.status();
+    if (pod.ok()) pods.push_back(*pod);
+  }
+  absl::StatusOr<TargetWorkload> workload = TargetWorkload::Create(std::move(pods));
+  EXPECT_TRUE(workload.ok()) << workload.status();
+  return *std::move(workload);
 }
 
 }  // namespace tessera::testing
