@@ -217,7 +217,7 @@ bool FgdPlugin::OutlookApplies(const NodeGpuAccess& access) { return access.unif
 
 int64_t FgdPlugin::OutlookDecrease(int64_t free_milli, int64_t share) const {
   if (outlook_ == nullptr) return 0;
-  // W · kScale ≤ 10^9 and the total weight ≤ 2^30: the product fits in 64 bits.
+  // A decrease is at most 1000 · kScale = 10^6 and the total weight ≤ 2^30: the product fits in 64 bits.
   return outlook_->DecreaseOf(free_milli, share) * workload_->total_weight() / ExpectedWaste::kScale;
 }
 
