@@ -271,21 +271,22 @@ void PrintRun(const RunResult& r) {
   for (const std::string& p : r.audit.problems) std::printf("  audit: %s\n", p.c_str());
 }
 
+// The median of `of` over the runs (the mean of the middle two for an even count).
+double MedianOver(const std::vector<RunResult>& runs, double (*of)(const RunResult&)) {
+  std::vector<double> values;
+  for (const RunResult& r : runs) values.push_back(of(r));
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 double MedianPodsPerSecond(const std::vector<RunResult>& runs) {
-  std::vector<double> rates;
-  for (const RunResult& r : runs) rates.push_back(r.pods_per_second());
-  std::sort(rates.begin(), rates.end());
-  const size_t n = rates.size();
-  return n % 2 == 1 ? rates[n / 2] : (rates[n / 2 - 1] + rates[n / 2]) / 2;
+  return MedianOver(runs, [](const RunResult& r) { return r.pods_per_second(); });
 }
 
 // The median seconds from the labelling to every pod bound.
 double MedianBatchSeconds(const std::vector<RunResult>& runs) {
-  std::vector<double> seconds;
-  for (const RunResult& r : runs) seconds.push_back(absl::ToDoubleSeconds(r.all));
-  std::sort(seconds.begin(), seconds.end());
-  const size_t n = seconds.size();
-  return n % 2 == 1 ? seconds[n / 2] : (seconds[n / 2 - 1] + seconds[n / 2]) / 2;
+  return MedianOver(runs, [](const RunResult& r) { return absl::ToDoubleSeconds(r.all); });
 }
 
 // Tessera's latency of the last run.
