@@ -31,11 +31,11 @@ RUN if [ "$SKIP_TESTS" = 1 ]; then \
 
 FROM debian:bookworm-slim
 # What `ldd tessera-extender` (and tessera-node-agent, a subset) lists, by Debian 12 package: abseil, yaml-cpp,
-# simdjson, OpenSSL (libssl and libcrypto), the C++ runtime. ca-certificates
+# simdjson, OpenSSL (libssl and libcrypto), nghttp2 (HTTP/2), the C++ runtime. ca-certificates
 # for API servers reached through a kubeconfig that names no CA.
 RUN apt-get update && \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libabsl20220623 libyaml-cpp0.7 libsimdjson14 libssl3 libstdc++6 libgcc-s1 ca-certificates && \
+      libabsl20220623 libyaml-cpp0.7 libsimdjson14 libssl3 libnghttp2-14 libstdc++6 libgcc-s1 ca-certificates && \
     rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/tessera/build/tessera-extender /usr/local/bin/tessera-extender
 COPY --from=build /src/tessera/build/tessera-node-agent /usr/local/bin/tessera-node-agent

@@ -90,6 +90,10 @@ ABSL_FLAG(std::string, tls_client_auth, "none",
           "Who must present a client certificate that --tls-client-ca-file verifies: none; verbs (bind and "
           "preempt, the verbs that change the cluster, are answered 403 without one; filter, prioritize, the probes "
           "and /metrics stay open); all (every connection, at the handshake).");
+ABSL_FLAG(bool, http2, true,
+          "With TLS (--tls-cert-file, and the webhook's), offer HTTP/2 by ALPN: kube-scheduler's extender client "
+          "then sends every call on one connection at once instead of a connection (and a handshake) per call in "
+          "flight. false: HTTP/1.1 only.");
 ABSL_FLAG(bool, allow_insecure_listen, false,
           "Serve plain HTTP on an --address beyond loopback (127.0.0.1, ::1), where anyone who reaches the port "
           "could call bind. Without it Tessera refuses to start there without --tls-cert-file.");
@@ -315,6 +319,7 @@ absl::StatusOr<ProgramOptions> OptionsFromFlags() {
   o.lease = *std::move(lease);
   o.bind_threads = bind_threads;
   o.bind_timeout = bind_timeout;
+  o.server.http2 = absl::GetFlag(FLAGS_http2);
   o.webhook_server = o.server;
   o.webhook_server.port = static_cast<uint16_t>(webhook_port);
   o.webhook_server.threads = 1;  // the API server calls a webhook about once a pod

@@ -8,7 +8,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake make pkg-config curl
-  libboost-dev nlohmann-json3-dev libyaml-cpp-dev libabsl-dev libsimdjson-dev libssl-dev
+  libboost-dev nlohmann-json3-dev libyaml-cpp-dev libabsl-dev libsimdjson-dev libssl-dev libnghttp2-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   prometheus
   # Only benchmarks/exposition (Tessera's exposition format against prometheus-cpp,

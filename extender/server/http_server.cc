@@ -33,7 +33,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "extender/server/h2_session.h"
 #include "extender/server/http_parse.h"
+#include "extender/server/server_core.h"
 #include "scheduler/common/json_text.h"
 
 namespace tessera {
@@ -53,9 +55,9 @@ constexpr std::chrono::milliseconds kMaxLinger{2000};
 // Accept failures such as EMFILE repeat at once; back off instead of spinning.
 constexpr std::chrono::milliseconds kAcceptRetry{50};
 
-// When the certificate, key and client-CA files last changed (following
-// symlinks: a mounted Secret swaps a symlink); nullopt when one cannot be read.
-using TlsFilesStamp = std::array<std::filesystem::file_time_type, 3>;
+// When the certificate, key and client-CA files last changed; nullopt when
+// one cannot be read.
+using http_internal::TlsFilesStamp;
 std::optional<TlsFilesStamp> StampTlsFiles(const HttpServerOptions& o) {
   TlsFilesStamp stamp{};
   const std::array<const std::string*, 3> files = {&o.tls_cert_file, &o.tls_key_file, &o.tls_client_ca_file};
@@ -119,6 +121,7 @@ absl::StatusOr<std::shared_ptr<net::ssl::context>> LoadTlsContext(const HttpServ
     if (!o.tls_client_ca_file.empty()) {
       if (absl::Status st = LoadClientCa(*ctx, o); !st.ok()) return st;
     }
+    if (o.http2) http_internal::OfferHttp2(*ctx);
     return ctx;
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrFormat("cannot create a TLS context: %s", e.what()));
@@ -160,180 +163,6 @@ HttpResponse JsonErrorResponse(http::status status, std::string_view reason) {
 }
 
 namespace http_internal {
-
-// One connection, over a plain socket or TLS (StreamSession below): what the
-// server and the answer slots see of it.
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  virtual ~Session() = default;
-  // Registers with the server and starts reading. On the acceptor's strand.
-  virtual void Start() = 0;
-  // Thread-safe: hops onto the strand.
-  virtual void Drain() = 0;
-  // The strand every member is touched on (AnswerSlot::Deliver posts to it).
-  [[nodiscard]] virtual const net::any_io_executor& strand() const = 0;
-  // On the strand: the handler's answer to the request being handled.
-  virtual void OnAnswer(HttpResponse res) = 0;
-};
-
-// Where an AsyncHttpHandler's answer goes: the session that waits for it,
-// until the answer is delivered or the server cuts it (~ServerCore). Shared by
-// the HttpResponder (any thread, any lifetime) and the server's registry; the
-// mutex makes "deliver" and "cut" exclusive, so nothing is posted to an
-// io_context that is being destroyed.
-struct AnswerSlot {
-  // Posts `response` to the waiting session's strand; nothing once cut.
-  void Deliver(HttpResponse response);
-  // Takes the waiting session away (null if already delivered).
-  std::shared_ptr<Session> Cut() {
-    std::lock_guard<std::mutex> lock(mu);
-    return std::move(session);
-  }
-
-  std::mutex mu;
-  std::shared_ptr<Session> session;  // guarded by mu
-};
-
-// Everything the listener and the sessions share. HttpServer::Impl is this
-// (HttpServer::Impl is private, so sessions name the base instead).
-//
-// Member order matters for destruction: the session registry and its mutex
-// are declared before the io_context, because destroying the io_context
-// destroys handlers that still own sessions, and ~Session unregisters itself.
-struct ServerCore {
-  ServerCore(HttpServerOptions o, AsyncHttpHandler h)
-      : options(std::move(o)),
-        handler(std::move(h)),
-        ioc(std::max(options.threads, 1)),
-        strand(net::make_strand(ioc)),
-        acceptor(strand),
-        retry_timer(strand),
-        drain_timer(strand) {
-    ExportRefusalCounters();
-  }
-
-  ~ServerCore() {
-    Drain();
-    Wait();
-    CutAnswersOwed();
-    std::lock_guard<std::mutex> lock(mu);
-    destroying = true;
-  }
-
-  // Registers the answer `session` now waits for. Thread-safe.
-  std::shared_ptr<AnswerSlot> OpenSlot(std::shared_ptr<Session> session) {
-    auto slot = std::make_shared<AnswerSlot>();
-    slot->session = std::move(session);
-    std::lock_guard<std::mutex> lock(mu);
-    slots.insert(slot);
-    return slot;
-  }
-  void ForgetSlot(const std::shared_ptr<AnswerSlot>& slot) {
-    std::lock_guard<std::mutex> lock(mu);
-    slots.erase(slot);
-  }
-  // Once the io threads are gone: the sessions still waiting for an answer
-  // close unanswered, and their responders find nobody to answer.
-  void CutAnswersOwed() {
-    std::vector<std::shared_ptr<AnswerSlot>> owed;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      owed.assign(slots.begin(), slots.end());
-      slots.clear();
-    }
-    for (const auto& slot : owed) slot->Cut();  // the session, if last held here, closes now
-  }
-
-  void DoAccept();
-  void OnAccept(error_code ec, tcp::socket socket);
-  // On `strand`: takes up a rotated certificate (at most once per
-  // tls_reload_interval); keeps the one in use when the new files are bad.
-  void MaybeReloadTls();
-  // On `strand`: stops accepting; arms the drain deadline if sessions remain.
-  void CloseAcceptor();
-  void Drain();
-  void Wait();
-  void RunIoThread();
-
-  // Called by ~Session.
-  void Unregister(Session* s);
-
-  // The request-body budget (HttpServerOptions::max_body_bytes_in_flight):
-  // takes `bytes` if they fit. Thread-safe.
-  bool ReserveBody(uint64_t bytes) {
-    const uint64_t budget = std::max<uint64_t>(options.max_body_bytes_in_flight, options.body_limit);
-    uint64_t held = body_bytes_in_flight.load();
-    do {
-      if (bytes > budget - std::min(held, budget)) return false;
-    } while (!body_bytes_in_flight.compare_exchange_weak(held, held + bytes));
-    return true;
-  }
-  void ReleaseBody(uint64_t bytes) { body_bytes_in_flight.fetch_sub(bytes); }
-
-  // What the server refused itself, in options.metrics (when given).
-  Counter& RefusedConnections() {
-    return options.metrics->Counter("tessera_http_connections_refused_total",
-                                    "Connections closed when accepted, past --max-connections.");
-  }
-  Counter& Rejections(std::string_view reason) {
-    return options.metrics->Counter(
-        "tessera_http_rejections_total",
-        "Requests the HTTP server answered itself, before any handler: body_budget (503, "
-        "--max-body-bytes-in-flight), body_too_large (413), header_too_large (431), malformed (400), "
-        "unauthenticated (403, no verified client certificate: --tls-client-auth).",
-        {{"reason", std::string(reason)}});
-  }
-  // Every series at 0 from the start: rate() and increase() count the first
-  // refusal only when the series existed before it.
-  void ExportRefusalCounters() {
-    if (options.metrics == nullptr) return;
-    RefusedConnections();
-    for (std::string_view reason : {"body_budget", "body_too_large", "header_too_large", "malformed", "unauthenticated"}) {
-      Rejections(reason);
-    }
-  }
-  void CountRefusedConnection() {
-    if (options.metrics != nullptr) RefusedConnections().Inc();
-  }
-  void CountRejection(http::status status) {
-    if (options.metrics == nullptr) return;
-    std::string_view reason = "malformed";
-    if (status == http::status::service_unavailable) reason = "body_budget";
-    if (status == http::status::payload_too_large) reason = "body_too_large";
-    if (status == http::status::request_header_fields_too_large) reason = "header_too_large";
-    if (status == http::status::forbidden) reason = "unauthenticated";
-    Rejections(reason).Inc();
-  }
-
-  const HttpServerOptions options;
-  const AsyncHttpHandler handler;
-
-  std::mutex mu;
-  std::unordered_set<Session*> sessions;  // guarded by mu
-  // Answers owed by the AsyncHttpHandler, until delivered (guarded by mu).
-  std::unordered_set<std::shared_ptr<AnswerSlot>> slots;
-  bool draining_locked = false;           // guarded by mu
-  bool destroying = false;                // guarded by mu
-  // Mirrors draining_locked for sessions, which read it without the mutex.
-  std::atomic<bool> draining{false};
-  std::atomic<uint64_t> body_bytes_in_flight{0};
-
-  net::io_context ioc;
-  // The acceptor and both timers live on one strand.
-  net::strand<net::io_context::executor_type> strand;
-  tcp::acceptor acceptor;
-  net::steady_timer retry_timer;
-  net::steady_timer drain_timer;
-  uint16_t port = 0;
-  // TLS only, touched on `strand`: the context new connections get (each
-  // session holds the one it started with), and what its files looked like.
-  std::shared_ptr<net::ssl::context> tls;
-  std::optional<TlsFilesStamp> tls_stamp;
-  std::chrono::steady_clock::time_point next_tls_check;
-
-  std::mutex wait_mu;  // serialises Wait()
-  std::vector<std::thread> threads;
-};
 
 // One connection. Every member is touched only on the socket's strand (the
 // executor of stream_ and timer_), so no locking. The session owns itself via
@@ -385,7 +214,7 @@ class StreamSession final : public Session {
   [[nodiscard]] const net::any_io_executor& strand() const override { return strand_; }
 
   // On the strand: the handler's answer to the request in kHandling.
-  void OnAnswer(HttpResponse res) override {
+  void OnAnswer(uint32_t /*stream*/, HttpResponse res) override {
     if (state_ != State::kHandling) return;
     server_.ForgetSlot(slot_);
     slot_.reset();
@@ -421,6 +250,7 @@ class StreamSession final : public Session {
   // (a client that never finishes it is closed then, like a slow request).
   void Begin() {
     if constexpr (std::is_same_v<Stream, tcp::socket>) {
+      server_.CountConnection("http/1.1");
       AwaitRequest();
     } else {
       if (Draining()) return Close();
@@ -432,11 +262,23 @@ class StreamSession final : public Session {
         // could answer in a language the client reads, so just close.
         if (ec) return self->Close();
         self->client_verified_ = PeerVerified(self->stream_.native_handle());
+        if (NegotiatedHttp2(self->stream_.native_handle())) return self->HandOverToHttp2();
+        self->server_.CountConnection("http/1.1");
         // The first request may have arrived with the client's Finished and
         // sit decrypted-to-be in the TLS engine, where waiting for the
         // socket's readability would not see it: read it at once.
         self->ReadRequest();
       });
+    }
+  }
+
+  // The handshake chose HTTP/2: the TLS stream moves to an H2Session, which
+  // registers itself before this session, left without a socket, goes.
+  void HandOverToHttp2() {
+    if constexpr (!std::is_same_v<Stream, tcp::socket>) {
+      CancelTimer();
+      state_ = State::kClosed;
+      StartHttp2Session(std::move(stream_), tls_, server_, client_verified_);
     }
   }
 
@@ -523,21 +365,7 @@ class StreamSession final : public Session {
     request_version_ = req.version();
     request_keep_alive_ = req.keep_alive();
     slot_ = server_.OpenSlot(shared_from_this());
-    const HttpResponder respond(slot_);
-    try {
-      if (!client_verified_ && server_.options.needs_client_cert && server_.options.needs_client_cert(req)) {
-        server_.CountRejection(http::status::forbidden);
-        return respond(JsonErrorResponse(
-            http::status::forbidden,
-            "this request needs a client certificate that Tessera's client CA verifies (--tls-client-auth); "
-            "kube-scheduler presents one through its extender tlsConfig certFile and keyFile"));
-      }
-      server_.handler(std::move(req), respond);
-    } catch (const std::exception& e) {
-      respond(JsonErrorResponse(http::status::internal_server_error, absl::StrFormat("internal error: %s", e.what())));
-    } catch (...) {
-      respond(JsonErrorResponse(http::status::internal_server_error, "internal error: unknown exception"));
-    }
+    server_.Handle(std::move(req), HttpResponder(slot_), client_verified_);
   }
 
   HttpResponse InternalError(std::string_view what) const {
@@ -667,7 +495,26 @@ void AnswerSlot::Deliver(HttpResponse response) {
   if (session == nullptr) return;
   std::shared_ptr<Session> s = std::move(session);
   const net::any_io_executor strand = s->strand();
-  net::post(strand, [s = std::move(s), response = std::move(response)]() mutable { s->OnAnswer(std::move(response)); });
+  net::post(strand, [s = std::move(s), stream = stream, response = std::move(response)]() mutable {
+    s->OnAnswer(stream, std::move(response));
+  });
+}
+
+void ServerCore::Handle(HttpRequest request, const HttpResponder& respond, bool client_verified) {
+  try {
+    if (!client_verified && options.needs_client_cert && options.needs_client_cert(request)) {
+      CountRejection(http::status::forbidden);
+      return respond(JsonErrorResponse(
+          http::status::forbidden,
+          "this request needs a client certificate that Tessera's client CA verifies (--tls-client-auth); "
+          "kube-scheduler presents one through its extender tlsConfig certFile and keyFile"));
+    }
+    handler(std::move(request), respond);
+  } catch (const std::exception& e) {
+    respond(JsonErrorResponse(http::status::internal_server_error, absl::StrFormat("internal error: %s", e.what())));
+  } catch (...) {
+    respond(JsonErrorResponse(http::status::internal_server_error, "internal error: unknown exception"));
+  }
 }
 
 void ServerCore::DoAccept() {

@@ -154,6 +154,14 @@ struct HttpServerOptions {
   /// unauthenticated unless tls_require_client_cert. Empty: no client
   /// certificates are asked for.
   std::string tls_client_ca_file;
+  /// With TLS: offer HTTP/2 by ALPN (a client that asks for "h2", as
+  /// kube-scheduler's extender client does over HTTPS, gets it; others get
+  /// HTTP/1.1). One HTTP/2 connection carries every request at once, so a
+  /// burst opens no connections (and over TLS, no handshakes).
+  bool http2 = true;
+  /// HTTP/2: most requests open at once on one connection (SETTINGS
+  /// MAX_CONCURRENT_STREAMS; one more is refused, and the client retries).
+  uint32_t max_concurrent_streams = 256;
   /// With tls_client_ca_file: a client without a certificate is refused at
   /// the handshake (every request then comes from an authenticated client).
   bool tls_require_client_cert = false;

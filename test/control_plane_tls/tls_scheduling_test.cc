@@ -57,6 +57,10 @@ TEST_F(TlsSchedulingTest, KubeSchedulerFiltersAndBindsThroughTesseraOverTlsWithI
   ASSERT_EQ(metrics.status, 200) << error;
   EXPECT_THAT(metrics.body, ::testing::ContainsRegex(R"(tessera_http_requests_total\{[^}]*verb="bind"[^}]*\} [1-9])"))
       << metrics.body;
+  // kube-scheduler's extender client chose HTTP/2 (its transport offers h2
+  // by ALPN), so its calls shared connections instead of one each.
+  EXPECT_THAT(metrics.body, ::testing::ContainsRegex(R"(tessera_http_connections_total\{protocol="h2"\} [1-9])"))
+      << metrics.body;
   // The series exists from the start at 0 (so rate() sees the first refusal).
   EXPECT_THAT(metrics.body, HasSubstr(R"(tessera_http_rejections_total{reason="unauthenticated"} 0)"))
       << "kube-scheduler's own calls were refused";
