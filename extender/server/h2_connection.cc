@@ -68,7 +68,7 @@ struct H2Connection::Callbacks {
     H2Connection& c = Self(user_data);
     const uint32_t id = static_cast<uint32_t>(frame->hd.stream_id);
     auto it = c.streams_.find(id);
-    if (it == c.streams_.end() || frame->hd.type != NGHTTP2_HEADERS) return 0;  // trailers: ignored
+    if (it == c.streams_.end() || frame->hd.type != NGHTTP2_HEADERS) return 0;
     Stream& s = *it->second;
     if (s.rejected) return 0;
     s.header_bytes += namelen + valuelen + kHeaderFieldOverhead;
@@ -77,6 +77,8 @@ struct H2Connection::Callbacks {
                absl::StrFormat("request header exceeds the %d-byte limit", c.header_limit_));
       return 0;
     }
+    // Trailers count against the limit but say nothing the handlers read.
+    if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     const std::string_view n(reinterpret_cast<const char*>(name), namelen);
     const std::string_view v(reinterpret_cast<const char*>(value), valuelen);
     // nghttp2 has checked the names (lower case, valid characters) and the

@@ -136,6 +136,17 @@ bool Http2ClientSession::AllClosed() const {
   return std::all_of(answers_.begin(), answers_.end(), [](const auto& a) { return a.second.closed; });
 }
 
+void Http2ClientSession::ForgetClosed() {
+  for (auto it = answers_.begin(); it != answers_.end();) {
+    if (it->second.closed) {
+      bodies_.erase(it->first);
+      it = answers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 uint32_t Http2ClientSession::max_concurrent_streams() const {
   return nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
 }

@@ -62,6 +62,8 @@ class Http2ClientSession {
 
   [[nodiscard]] const Http2Answer& answer(int32_t stream) { return answers_[stream]; }
   [[nodiscard]] bool AllClosed() const;
+  /// Drops what is kept of closed streams (a long-lived client's answers).
+  void ForgetClosed();
   /// Whether a GOAWAY arrived, and its last stream id and error code.
   [[nodiscard]] bool goaway() const { return goaway_; }
   [[nodiscard]] int32_t goaway_last_stream() const { return goaway_last_stream_; }
