@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -225,9 +226,11 @@ TEST_F(Http2ServerTest, ARequestThatNeverEndsIsResetAtTheReadTimeout) {
 }
 
 TEST_F(Http2ServerTest, DrainAnswersTheRequestsInFlightThenClosesWithAGoaway) {
-  // The handler answers 400 ms late, from a thread of its own.
+  // The handler answers 400 ms late, from a thread of its own; the drain
+  // starts once both requests are in its hands.
   std::vector<std::thread> late;
   std::mutex late_mu;
+  std::promise<void> both_taken;
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
       HttpServer::StartAsync(Options(), [&](HttpRequest req, HttpResponder respond) {
         std::lock_guard<std::mutex> lock(late_mu);
@@ -237,26 +240,28 @@ TEST_F(Http2ServerTest, DrainAnswersTheRequestsInFlightThenClosesWithAGoaway) {
           res.body() = "late " + body;
           respond(std::move(res));
         });
+        if (late.size() == 2) both_taken.set_value();
       });
   ASSERT_TRUE(server.ok()) << server.status();
-  std::thread drain([&] {
-    std::this_thread::sleep_for(milliseconds(150));
-    (*server)->Drain();
-  });
   const auto start = std::chrono::steady_clock::now();
-  const Http2Result result = Http2Exchange((*server)->port(), Client(), {Post("/held", "a"), Post("/held", "b")});
-  drain.join();
+  std::optional<Http2Result> result;
+  std::thread client(
+      [&] { result = Http2Exchange((*server)->port(), Client(), {Post("/held", "a"), Post("/held", "b")}); });
+  ASSERT_EQ(both_taken.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  (*server)->Drain();
+  client.join();
   (*server)->Wait();  // the io threads exit once the connection is done
   const auto took = std::chrono::steady_clock::now() - start;
   {
     std::lock_guard<std::mutex> lock(late_mu);
     for (std::thread& t : late) t.join();
   }
-  ASSERT_EQ(result.error, "");
-  EXPECT_TRUE(result.goaway);
-  EXPECT_EQ(result.answers[0].body, "late a");
-  EXPECT_EQ(result.answers[1].body, "late b");
-  EXPECT_LT(took, std::chrono::seconds(5)) << "the drain waited for its timeout, not for the answers";
+  ASSERT_TRUE(result.has_value());
+  ASSERT_EQ(result->error, "");
+  EXPECT_TRUE(result->goaway);
+  EXPECT_EQ(result->answers[0].body, "late a");
+  EXPECT_EQ(result->answers[1].body, "late b");
+  EXPECT_LT(took, std::chrono::seconds(10)) << "the drain waited for its timeout (25 s), not for the answers";
 }
 
 TEST_F(Http2ServerTest, CurlSpeaksHttp2ToTheServer) {
