@@ -64,14 +64,10 @@ class H2Session final : public Session {
   ~H2Session() override { server_.Unregister(this); }
 
   void Start() override {
-    {
-      std::lock_guard<std::mutex> lock(server_.mu);
-      if (server_.draining_locked) {
-        error_code ec;
-        Socket().close(ec);
-        return;
-      }
-      server_.sessions.insert(this);
+    if (!server_.Register(this)) {
+      error_code ec;
+      Socket().close(ec);
+      return;
     }
     server_.CountConnection("h2");
     last_activity_ = Clock::now();

@@ -191,14 +191,10 @@ class StreamSession final : public Session {
   // Registers with the server and starts waiting for the first request.
   // Called on the acceptor's strand.
   void Start() override {
-    {
-      std::lock_guard<std::mutex> lock(server_.mu);
-      if (server_.draining_locked) {
-        error_code ec;
-        Socket().close(ec);
-        return;
-      }
-      server_.sessions.insert(this);
+    if (!server_.Register(this)) {
+      error_code ec;
+      Socket().close(ec);
+      return;
     }
     error_code ec;
     Socket().set_option(tcp::no_delay(true), ec);  // answers are one write; do not wait for an ACK

@@ -147,6 +147,14 @@ struct ServerCore {
   void Wait();
   void RunIoThread();
 
+  // Adds `s` to the sessions a drain waits for; false once the server
+  // drains (the caller closes its socket instead). Thread-safe.
+  bool Register(Session* s) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (draining_locked) return false;
+    sessions.insert(s);
+    return true;
+  }
   // Called by ~Session.
   void Unregister(Session* s);
 

@@ -27,6 +27,7 @@
 #include "scheduler/metrics/metrics.h"
 #include "test/testing/http2_client.h"
 #include "test/testing/https_client.h"
+#include "test/testing/tls_server_options.h"
 #include "test/testing/tls_test_certs.h"
 
 namespace tessera {
@@ -95,11 +96,7 @@ class Http2ServerTest : public ::testing::Test {
   }
 
   HttpServerOptions Options() {
-    HttpServerOptions o;
-    o.port = 0;
-    o.threads = 2;
-    o.tls_cert_file = files_->server_cert();
-    o.tls_key_file = files_->server_key();
+    HttpServerOptions o = testing::TlsServerOptions(*files_);
     o.metrics = &metrics_;
     return o;
   }

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "scheduler/metrics/metrics.h"
 #include "test/testing/https_client.h"
+#include "test/testing/tls_server_options.h"
 #include "test/testing/tls_test_certs.h"
 
 namespace tessera {
@@ -48,11 +49,7 @@ class ClientAuthTest : public ::testing::Test {
   // TLS with the client CA; /bind needs a client certificate, as with
   // --tls-client-auth=verbs.
   HttpServerOptions Options() {
-    HttpServerOptions o;
-    o.port = 0;
-    o.threads = 2;
-    o.tls_cert_file = files_->server_cert();
-    o.tls_key_file = files_->server_key();
+    HttpServerOptions o = testing::TlsServerOptions(*files_);
     o.tls_client_ca_file = files_->ca_cert();
     o.needs_client_cert = [](const HttpRequest& r) { return r.target() == "/bind"; };
     o.metrics = &metrics_;

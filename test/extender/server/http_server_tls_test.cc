@@ -23,6 +23,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/testing/https_client.h"
+#include "test/testing/tls_server_options.h"
 #include "test/testing/tls_test_certs.h"
 
 namespace tessera {
@@ -108,14 +109,7 @@ class TlsServerTest : public ::testing::Test {
     files_.emplace(*std::move(files));
   }
 
-  HttpServerOptions Options() const {
-    HttpServerOptions o;
-    o.port = 0;
-    o.threads = 2;
-    o.tls_cert_file = files_->server_cert();
-    o.tls_key_file = files_->server_key();
-    return o;
-  }
+  HttpServerOptions Options() const { return testing::TlsServerOptions(*files_); }
 
   std::unique_ptr<HttpServer> MustStart(HttpServerOptions o) {
     absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start(std::move(o), Hello);
