@@ -88,6 +88,7 @@ WorkloadLearning ReadWorkloadLearning(SectionReader& section) {
   section.Integer("publishEveryPods", 1, 1'000'000, l.publish_every_pods);
   section.Integer("coveragePercent", 1, 100, l.coverage_percent);
   section.Integer("maxKinds", 1, 1024, l.max_kinds);
+  section.Integer("priorPercent", 0, 100, l.prior_percent);
   if (l.warmup_pods > l.window_pods) {
     section.ErrorAt("warmupPods", absl::StrFormat("must be at most windowPods (%d): the window never holds more; got %d",
                                                   l.window_pods, l.warmup_pods));

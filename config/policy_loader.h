@@ -20,6 +20,7 @@
 //     publishEveryPods: 200           #   arrivals between two learned mixes
 //     coveragePercent: 95             #   the most common kinds covering this share of the window...
 //     maxKinds: 64                    #   ...and at most this many
+//     priorPercent: 5                 #   0..100: each plugin's own `workload` stays mixed in at this share
 //
 //   shortlist:                        # optional: how many nodes filter passes on for a GPU pod
 //     maxNodes: 1                     #   0..100: at most this many of the best-ranked (the top score);

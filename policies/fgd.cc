@@ -285,4 +285,8 @@ int64_t FgdPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, cons
   return ScoreOf(decrease);
 }
 
+std::shared_ptr<const TargetWorkload> MixedWithPrior(const TargetWorkload& learned, const TargetWorkload& prior) {
+  return std::make_shared<const TargetWorkload>(learned.BlendedWith(prior, learned.prior_percent()));
+}
+
 }  // namespace tessera

@@ -79,6 +79,11 @@ MeasureArgs ReadMeasureArgs(PluginArgs& args);
 std::shared_ptr<const TargetWorkload> Weighed(std::shared_ptr<const TargetWorkload> workload,
                                               const MeasureArgs& measure);
 
+/// What a plugin measures against once `learned` is published: the learned
+/// mix with the plugin's own list (`prior`) blended in at the share the
+/// learner asks (TargetWorkload::prior_percent; WorkloadLearning).
+std::shared_ptr<const TargetWorkload> MixedWithPrior(const TargetWorkload& learned, const TargetWorkload& prior);
+
 class FgdPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "fgd";
@@ -92,8 +97,12 @@ class FgdPlugin final : public Plugin {
   /// `workload` as the arrivals' mix: the plugin weighs it as `measure` says.
   explicit FgdPlugin(TargetWorkload workload, GpuShareArgs fit = {}, MeasureArgs measure = {})
       : FgdPlugin(std::make_shared<const TargetWorkload>(std::move(workload)), fit, measure) {}
-  FgdPlugin(std::shared_ptr<const TargetWorkload> workload, GpuShareArgs fit, MeasureArgs measure = {})
+  /// `prior`: the policy file's list, which learned mixes are blended with
+  /// (WithWorkload); null: `workload` is that list.
+  FgdPlugin(std::shared_ptr<const TargetWorkload> workload, GpuShareArgs fit, MeasureArgs measure = {},
+            std::shared_ptr<const TargetWorkload> prior = nullptr)
       : Plugin(Point::kGpuChoice | Point::kNodeScore, /*memoizable=*/true),
+        prior_(prior != nullptr ? std::move(prior) : workload),
         outlook_(measure.leftover_outlook ? std::make_shared<const ExpectedWaste>(*workload) : nullptr),
         workload_(Weighed(std::move(workload), measure)),
         fit_(fit),
@@ -107,10 +116,11 @@ class FgdPlugin final : public Plugin {
                                                 const GpuChoice& choice) const override;
   [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,
                                   const GpuChoice& choice) const override;
-  /// fgd with the same fit, measuring against `workload`.
+  /// fgd with the same fit, measuring against `workload` (a learned mix)
+  /// with its own list blended in (MixedWithPrior).
   [[nodiscard]] std::shared_ptr<const Plugin> WithWorkload(
       std::shared_ptr<const TargetWorkload> workload) const override {
-    return std::make_shared<const FgdPlugin>(std::move(workload), fit_.args(), measure_);
+    return std::make_shared<const FgdPlugin>(MixedWithPrior(*workload, *prior_), fit_.args(), measure_, prior_);
   }
   /// The workload it measures against (weighed).
   [[nodiscard]] const TargetWorkload& workload() const { return *workload_; }
@@ -142,6 +152,7 @@ class FgdPlugin final : public Plugin {
   // node cost up to 0.27 points of Alloc).
   [[nodiscard]] static bool OutlookApplies(const NodeGpuAccess& access);
 
+  std::shared_ptr<const TargetWorkload> prior_;     // the policy file's list, by arrivals
   // Declared before workload_: built from the workload by arrivals, before it is weighed.
   std::shared_ptr<const ExpectedWaste> outlook_;    // null without `leftover: outlook`
   std::shared_ptr<const TargetWorkload> workload_;  // never null; weighed

@@ -50,9 +50,12 @@ class HostStrandingPlugin final : public Plugin {
   /// `workload` as the arrivals' mix: the plugin weighs it as `measure` says.
   explicit HostStrandingPlugin(TargetWorkload workload, MeasureArgs measure = {})
       : HostStrandingPlugin(std::make_shared<const TargetWorkload>(std::move(workload)), measure) {}
-  explicit HostStrandingPlugin(std::shared_ptr<const TargetWorkload> workload, MeasureArgs measure = {})
-      : Plugin(Point::kNodeScore, /*memoizable=*/true), workload_(Weighed(std::move(workload), measure)),
-        measure_(measure) {}
+  /// `prior`: the policy file's list, which learned mixes are blended with
+  /// (WithWorkload); null: `workload` is that list.
+  explicit HostStrandingPlugin(std::shared_ptr<const TargetWorkload> workload, MeasureArgs measure = {},
+                               std::shared_ptr<const TargetWorkload> prior = nullptr)
+      : Plugin(Point::kNodeScore, /*memoizable=*/true), prior_(prior != nullptr ? std::move(prior) : workload),
+        workload_(Weighed(std::move(workload), measure)), measure_(measure) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
   /// FGD's score under the extended measure, at most kMaxPluginScore − 1;
@@ -62,10 +65,13 @@ class HostStrandingPlugin final : public Plugin {
   /// host-stranding measuring against `workload`.
   [[nodiscard]] std::shared_ptr<const Plugin> WithWorkload(
       std::shared_ptr<const TargetWorkload> workload) const override {
-    return std::make_shared<const HostStrandingPlugin>(std::move(workload), measure_);
+    return std::make_shared<const HostStrandingPlugin>(MixedWithPrior(*workload, *prior_), measure_, prior_);
   }
+  /// The workload it measures against (weighed).
+  [[nodiscard]] const TargetWorkload& workload() const { return *workload_; }
 
  private:
+  std::shared_ptr<const TargetWorkload> prior_;     // the policy file's list, by arrivals
   std::shared_ptr<const TargetWorkload> workload_;  // never null; weighed
   MeasureArgs measure_;
 };

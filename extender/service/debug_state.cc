@@ -113,6 +113,7 @@ std::string RenderDebugState(const DebugInputs& in) {
                        {"inForce", in.learned_workload_in_force ? "learned" : "policy file"},
                        {"arrivals", w.arrivals},
                        {"windowPods", w.window_pods},
+                       {"priorPercent", w.settings.prior_percent},
                        {"windowKinds", w.window_kinds},
                        {"publications", w.publications},
                        {"droppedObservations", w.dropped},

@@ -95,7 +95,8 @@ std::shared_ptr<const TargetWorkload> MixLearner::DueMix(TargetWorkload::CpuPerG
       TargetWorkload::Create(window_.Mix(settings_.coverage_percent, static_cast<size_t>(settings_.max_kinds)));
   // Only an empty window fails (every kind came from a parsed request): keep the mix in force.
   if (!mix.ok()) return nullptr;
-  return std::make_shared<const TargetWorkload>(std::move(*mix).WithClusterCpu(cluster));
+  return std::make_shared<const TargetWorkload>(
+      std::move(*mix).WithClusterCpu(cluster).WithPriorPercent(settings_.prior_percent));
 }
 
 WorkloadLearner::WorkloadLearner(const WorkloadLearning& settings) : learner_(settings) {}

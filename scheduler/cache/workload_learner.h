@@ -62,6 +62,12 @@ struct WorkloadLearning {
   int64_t coverage_percent = 95;
   /// And at most this many kinds.
   int64_t max_kinds = 64;
+  /// How much of each plugin's own `workload:` list (the prior) stays mixed
+  /// into the learned mix it measures against, in percent (0..100). A
+  /// floor, so that kinds the window lacks (whole GPUs while only shares
+  /// arrived) still count: pods then keep whole GPUs and nodes free for them
+  /// rather than spreading over equally good ones.
+  int64_t prior_percent = 5;
 
   bool operator==(const WorkloadLearning&) const = default;
 };
@@ -116,7 +122,8 @@ class MixLearner {
   /// and when the window's mix is not a valid workload. The mix carries
   /// `cluster`, the cluster's CPU per GPU (TargetWorkload::WithClusterCpu;
   /// scheduler/framework/cluster_cpu.h sums it): host stranding asks
-  /// whether CPU is what the cluster runs out of.
+  /// whether CPU is what the cluster runs out of. It carries
+  /// `prior_percent` too, for the plugins that blend their prior into it.
   [[nodiscard]] std::shared_ptr<const TargetWorkload> DueMix(TargetWorkload::CpuPerGpu cluster = {});
   [[nodiscard]] const ArrivalWindow& window() const { return window_; }
   [[nodiscard]] const WorkloadLearning& settings() const { return settings_; }

@@ -244,6 +244,46 @@ TargetWorkload::CpuPerGpu DemandOf(const std::vector<WorkloadPod>& pods) {
 
 }  // namespace
 
+TargetWorkload TargetWorkload::BlendedWith(const TargetWorkload& prior, int64_t prior_percent) const {
+  prior_percent = std::clamp<int64_t>(prior_percent, 0, 100);
+  if (prior_percent == 0 || prior.pods_.empty()) {
+    TargetWorkload unblended = *this;
+    unblended.prior_percent_ = 0;
+    return unblended;
+  }
+  // Both sides scaled to parts of 2^24, well under kMaxTotalWeight.
+  constexpr int64_t kWhole = int64_t{1} << 24;
+  std::vector<WorkloadPod> pods;
+  auto add = [&](const std::vector<WorkloadPod>& side, int64_t side_total, int64_t percent) {
+    if (percent == 0) return;  // all prior: the learned kinds are left out, not kept at weight 1
+    for (const WorkloadPod& kind : side) {
+      const __int128 scaled = static_cast<__int128>(kind.weight) * kWhole * percent / (100 * side_total);
+      WorkloadPod k = kind;
+      k.weight = std::max<int64_t>(1, static_cast<int64_t>(scaled));
+      auto same = std::find_if(pods.begin(), pods.end(), [&](const WorkloadPod& p) {
+        WorkloadPod a = p, b = k;
+        a.weight = b.weight = 0;
+        return a == b;
+      });
+      if (same != pods.end()) {
+        same->weight += k.weight;
+      } else {
+        pods.push_back(std::move(k));
+      }
+    }
+  };
+  add(pods_, total_weight_, 100 - prior_percent);
+  add(prior.pods_, prior.total_weight_, prior_percent);
+  absl::StatusOr<TargetWorkload> blended = Create(std::move(pods));
+  if (!blended.ok()) return *this;  // not for valid sides: weights stay under kMaxTotalWeight
+  return std::move(*blended).WithClusterCpu(cluster_cpu_per_gpu_);
+}
+
+TargetWorkload TargetWorkload::WithPriorPercent(int64_t percent) && {
+  prior_percent_ = std::clamp<int64_t>(percent, 0, 100);
+  return std::move(*this);
+}
+
 TargetWorkload TargetWorkload::WithClusterCpu(CpuPerGpu cluster) const& {
   return TargetWorkload(*this).WithClusterCpu(cluster);
 }

@@ -99,6 +99,16 @@ class TargetWorkload {
   /// whoever published this mix saw the cluster; zeros when not known (a
   /// policy file's list).
   [[nodiscard]] CpuPerGpu cluster_cpu_per_gpu() const { return cluster_cpu_per_gpu_; }
+  /// This mix (arrivals) with `prior` mixed in at `prior_percent` of the
+  /// whole (0..100): each side's weights scaled to its part, a kind on both
+  /// sides summed. Keeps this mix's cluster CPU per GPU (its prior_percent
+  /// is 0: it is blended). The prior is what the policy file expects; a
+  /// floor of it keeps kinds the recent arrivals lack in the measure.
+  [[nodiscard]] TargetWorkload BlendedWith(const TargetWorkload& prior, int64_t prior_percent) const;
+  /// For a learned mix: how much of a plugin's own list to blend in
+  /// (WorkloadLearning::prior_percent); 0 for a policy file's list.
+  [[nodiscard]] int64_t prior_percent() const { return prior_percent_; }
+  [[nodiscard]] TargetWorkload WithPriorPercent(int64_t percent) &&;
   /// A copy that knows the cluster's CPU per GPU.
   /// (The rvalue form moves: the measure's tables are tens of KB.)
   [[nodiscard]] TargetWorkload WithClusterCpu(CpuPerGpu cluster) const&;
@@ -158,6 +168,7 @@ class TargetWorkload {
   CpuPerGpu cpu_per_gpu_;
   CpuPerGpu demand_cpu_per_gpu_;
   CpuPerGpu cluster_cpu_per_gpu_;
+  int64_t prior_percent_ = 0;
   MemoryPerMilli memory_per_milli_;
   bool has_models_ = false;
   Measure measure_;

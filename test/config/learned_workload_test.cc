@@ -44,10 +44,12 @@ TEST(WorkloadLearningSectionTest, ReadsEveryField) {
                                         "  warmupPods: 80\n"
                                         "  publishEveryPods: 20\n"
                                         "  coveragePercent: 90\n"
-                                        "  maxKinds: 12\n");
+                                        "  maxKinds: 12\n"
+                                        "  priorPercent: 0\n");
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->learning, (WorkloadLearning{.enabled = false, .window_pods = 800, .warmup_pods = 80,
-                                           .publish_every_pods = 20, .coverage_percent = 90, .max_kinds = 12}));
+                                           .publish_every_pods = 20, .coverage_percent = 90, .max_kinds = 12,
+                                           .prior_percent = 0}));
 }
 
 TEST(WorkloadLearningSectionTest, RefusesBadFieldsWithLineAndField) {
@@ -60,6 +62,7 @@ TEST(WorkloadLearningSectionTest, RefusesBadFieldsWithLineAndField) {
       {"a window too small to learn from", "  windowPods: 10\n", "p.yaml:8:15: workloadLearning.windowPods: must be an integer in 100..1000000; got \"10\""},
       {"a warm-up longer than the window", "  windowPods: 100\n  warmupPods: 200\n", "p.yaml:9:15: workloadLearning.warmupPods: must be at most windowPods (100)"},
       {"coverage above 100%", "  coveragePercent: 101\n", "workloadLearning.coveragePercent: must be an integer in 1..100"},
+      {"a prior share above 100%", "  priorPercent: 150\n", "workloadLearning.priorPercent: must be an integer in 0..100"},
       {"enabled that is not a boolean", "  enabled: sometimes\n", "workloadLearning.enabled: must be true or false"},
       {"an unknown field", "  halfLife: 3h\n", "workloadLearning.halfLife: unknown field"},
   };
