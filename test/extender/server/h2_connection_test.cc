@@ -45,6 +45,14 @@ HttpResponse Ok(std::string body) {
   return res;
 }
 
+// Hooks whose budget never runs out and keeps in `held` what is taken.
+H2ConnectionHooks CountingBudget(uint64_t& held) {
+  H2ConnectionHooks hooks;
+  hooks.reserve_body = [&held](uint64_t n) { return held += n, true; };
+  hooks.release_body = [&held](uint64_t n) { held -= n; };
+  return hooks;
+}
+
 // A server connection and a client, and the wire between them.
 class Wire {
  public:
@@ -221,9 +229,7 @@ TEST(H2ConnectionTest, AnswerToABusyServerSaysWhenToRetry) {
 
 TEST(H2ConnectionTest, HoldsEachBodyInTheBudgetUntilItsStreamCloses) {
   uint64_t held = 0;
-  H2ConnectionHooks hooks;
-  hooks.reserve_body = [&](uint64_t n) { return held += n, true; };
-  hooks.release_body = [&](uint64_t n) { held -= n; };
+  const H2ConnectionHooks hooks = CountingBudget(held);
   Wire wire(Limits(), hooks);
   wire.client().Submit(Post("/p", std::string(1000, 'a')));
   wire.client().Submit(Post("/p", std::string(500, 'b')));
@@ -241,9 +247,7 @@ TEST(H2ConnectionTest, HoldsEachBodyInTheBudgetUntilItsStreamCloses) {
 
 TEST(H2ConnectionTest, GivesTheBudgetBackForStreamsStillOpenWhenTheConnectionGoes) {
   uint64_t held = 0;
-  H2ConnectionHooks hooks;
-  hooks.reserve_body = [&](uint64_t n) { return held += n, true; };
-  hooks.release_body = [&](uint64_t n) { held -= n; };
+  const H2ConnectionHooks hooks = CountingBudget(held);
   {
     Wire wire(Limits(), hooks);
     wire.client().Submit(Post("/p", std::string(700, 'a')));
@@ -265,9 +269,7 @@ TEST(H2ConnectionTest, RefusesStreamsBeyondTheAdvertisedLimitSoTheClientRetries)
 
 TEST(H2ConnectionTest, ResetsARequestNotReceivedWholeWithinItsDeadline) {
   uint64_t held = 0;
-  H2ConnectionHooks hooks;
-  hooks.reserve_body = [&](uint64_t n) { return held += n, true; };
-  hooks.release_body = [&](uint64_t n) { held -= n; };
+  const H2ConnectionHooks hooks = CountingBudget(held);
   Wire wire(Limits(), hooks);
   const Clock::time_point start = Clock::now();
   Http2Call slow = Post("/p", "part of a body");
