@@ -62,7 +62,8 @@ class HostStrandingPlugin final : public Plugin {
   /// 0 where the node's host resources are unknown.
   [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,
                                   const GpuChoice& choice) const override;
-  /// host-stranding measuring against `workload`.
+  /// host-stranding measuring against `workload` (a learned mix) with its
+  /// own list blended in (MixedWithPrior).
   [[nodiscard]] std::shared_ptr<const Plugin> WithWorkload(
       std::shared_ptr<const TargetWorkload> workload) const override {
     return std::make_shared<const HostStrandingPlugin>(MixedWithPrior(*workload, *prior_), measure_, prior_);

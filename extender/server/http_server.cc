@@ -46,7 +46,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 using boost::system::error_code;
-using TlsStream = net::ssl::stream<tcp::socket>;
 
 // Longest we keep reading (and discarding) after answering 413/431/400, so
 // the client reads our answer instead of a reset (see Session::LingerClose).

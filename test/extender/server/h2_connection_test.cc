@@ -75,6 +75,12 @@ class Wire {
     ADD_FAILURE() << "the two sides kept talking";
   }
 
+  // Pump(), then the requests the server has received whole.
+  std::vector<H2Connection::Request> PassOver() {
+    Pump();
+    return server_->TakeRequests();
+  }
+
   H2Connection& server() { return *server_; }
   Http2ClientSession& client() { return client_; }
   absl::Status last_receive() const { return last_receive_; }
@@ -88,8 +94,7 @@ class Wire {
 TEST(H2ConnectionTest, HandsOverAWholeRequestAndSendsItsAnswerOnItsStream) {
   Wire wire(Limits());
   const int32_t id = wire.client().Submit(Post("/scheduler/filter", R"({"Pod":{}})"));
-  wire.Pump();
-  std::vector<H2Connection::Request> requests = wire.server().TakeRequests();
+  const std::vector<H2Connection::Request> requests = wire.PassOver();
   ASSERT_EQ(requests.size(), 1u);
   const HttpRequest& req = requests[0].request;
   EXPECT_EQ(requests[0].stream, static_cast<uint32_t>(id));
@@ -117,8 +122,7 @@ TEST(H2ConnectionTest, AnswersManyRequestsAtOnceInWhateverOrderTheyAreAnswered) 
   Wire wire(Limits());
   std::vector<int32_t> ids;
   for (int i = 0; i < 10; ++i) ids.push_back(wire.client().Submit(Post("/p", std::to_string(i))));
-  wire.Pump();
-  std::vector<H2Connection::Request> requests = wire.server().TakeRequests();
+  const std::vector<H2Connection::Request> requests = wire.PassOver();
   ASSERT_EQ(requests.size(), 10u);
   for (auto it = requests.rbegin(); it != requests.rend(); ++it) {
     wire.server().Answer(it->stream, Ok("echo " + it->request.body()));
@@ -134,8 +138,7 @@ TEST(H2ConnectionTest, CarriesABodyLargerThanTheDefaultFlowControlWindow) {
   Wire wire(Limits(size_t{4} << 20));
   const std::string big(3 << 20, 'x');  // 3 MiB: past 64 KiB, the protocol's initial window
   const int32_t id = wire.client().Submit(Post("/big", big));
-  wire.Pump();
-  std::vector<H2Connection::Request> requests = wire.server().TakeRequests();
+  const std::vector<H2Connection::Request> requests = wire.PassOver();
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_EQ(requests[0].request.body().size(), big.size());
   wire.server().Answer(requests[0].stream, Ok(std::string(2 << 20, 'y')));
@@ -146,8 +149,7 @@ TEST(H2ConnectionTest, CarriesABodyLargerThanTheDefaultFlowControlWindow) {
 TEST(H2ConnectionTest, DropsConnectionSpecificHeadersThatHttp2Forbids) {
   Wire wire(Limits());
   const int32_t id = wire.client().Submit(Post("/p", "x"));
-  wire.Pump();
-  std::vector<H2Connection::Request> requests = wire.server().TakeRequests();
+  const std::vector<H2Connection::Request> requests = wire.PassOver();
   ASSERT_EQ(requests.size(), 1u);
   HttpResponse res = Ok("{}");
   res.set(http::field::connection, "keep-alive");
@@ -233,8 +235,7 @@ TEST(H2ConnectionTest, HoldsEachBodyInTheBudgetUntilItsStreamCloses) {
   Wire wire(Limits(), hooks);
   wire.client().Submit(Post("/p", std::string(1000, 'a')));
   wire.client().Submit(Post("/p", std::string(500, 'b')));
-  wire.Pump();
-  std::vector<H2Connection::Request> requests = wire.server().TakeRequests();
+  const std::vector<H2Connection::Request> requests = wire.PassOver();
   ASSERT_EQ(requests.size(), 2u);
   EXPECT_EQ(held, 1500u);
   wire.server().Answer(requests[0].stream, Ok("{}"));
@@ -292,8 +293,7 @@ TEST(H2ConnectionTest, ResetsARequestNotReceivedWholeWithinItsDeadline) {
 TEST(H2ConnectionTest, IgnoresAnAnswerForAStreamTheClientGaveUpOn) {
   Wire wire(Limits());
   const int32_t id = wire.client().Submit(Post("/p", "x"));
-  wire.Pump();
-  std::vector<H2Connection::Request> requests = wire.server().TakeRequests();
+  const std::vector<H2Connection::Request> requests = wire.PassOver();
   ASSERT_EQ(requests.size(), 1u);
   wire.client().Reset(id);
   wire.Pump();
@@ -307,8 +307,7 @@ TEST(H2ConnectionTest, IgnoresAnAnswerForAStreamTheClientGaveUpOn) {
 TEST(H2ConnectionTest, ShutdownAnswersWhatItTookAndThenHasNothingLeftToDo) {
   Wire wire(Limits());
   const int32_t id = wire.client().Submit(Post("/p", "x"));
-  wire.Pump();
-  std::vector<H2Connection::Request> requests = wire.server().TakeRequests();
+  const std::vector<H2Connection::Request> requests = wire.PassOver();
   ASSERT_EQ(requests.size(), 1u);
   wire.server().Shutdown();
   wire.Pump();
