@@ -31,6 +31,7 @@
 #include "k8s/client/api_server_config.h"
 #include "scheduler/common/json_text.h"
 #include "scheduler/common/log.h"
+#include "scheduler/common/mutex_mode.h"
 
 ABSL_FLAG(std::string, node_name, "", "The node to annotate (default: $NODE_NAME, from the downward API).");
 ABSL_FLAG(std::string, kubeconfig, "", "Kubeconfig file (default: the in-cluster service account).");
@@ -132,6 +133,7 @@ int Serve(NvmlLibrary& nvml, const std::string& node_name, const NodeAgentOption
 int main(int argc, char** argv) {
   using namespace tessera;
   using namespace tessera::agent;
+  UseReleaseMutexMode();
   // Blocked before any thread starts, so every thread inherits the mask and
   // only Serve's sigwait takes them.
   sigset_t signals;

@@ -12,9 +12,11 @@
 #include "extender/program.h"
 #include "policies/builtin_registry.h"
 #include "scheduler/common/log.h"
+#include "scheduler/common/mutex_mode.h"
 
 int main(int argc, char** argv) {
   using namespace tessera;
+  UseReleaseMutexMode();
   absl::SetProgramUsageMessage("GPU-aware scheduler extender for kube-scheduler. See README.md.");
   AcceptDashedFlagNames(argc, argv);
   absl::ParseCommandLine(argc, argv);

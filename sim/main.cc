@@ -26,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "scheduler/model/absl_compat.h"
 #include "sim/experiment.h"
+#include "scheduler/common/mutex_mode.h"
 #include "sim/report.h"
 #include "sim/tenant_report.h"
 #include "sim/trace.h"
@@ -150,6 +151,7 @@ int ReportTenants(const std::vector<tessera::sim::RunSummary>& runs, const std::
 }  // namespace
 
 int main(int argc, char** argv) {
+  tessera::UseReleaseMutexMode();
   absl::SetProgramUsageMessage(
       "Replays a trace's pods through Tessera policies and reports placement quality "
       "(see README, \"Measure placement quality\").");
