@@ -9,7 +9,15 @@
 // (which leaves out the labelling itself; every pod's backoff has run out
 // before it, --settle_s):
 //   alone    kube-scheduler with no extender (the baseline);
-//   tessera  kube-scheduler calling tessera-extender for filter, prioritize and bind.
+//   tessera  kube-scheduler calling tessera-extender for filter, prioritize and bind;
+//   null     kube-scheduler calling an extender that does nothing
+//            (null_extender.h): its filter passes on the first node it is
+//            given at once, so kube-scheduler skips scoring as with Tessera's
+//            shortlist, and kube-scheduler binds: what calling any extender's
+//            filter costs, the ceiling of a filtering extender's ratio here;
+//   null-bind  the same extender binding too (one POST of the Binding, from
+//            threads of its own): the ceiling of an extender that binds, as
+//            Tessera does.
 // Prints pods/s for each and their ratio (and, reported only, the median
 // seconds of the whole batch and theirs), Tessera's latency per verb from its
 // /metrics, and an over-commit audit of the assignment annotations; exits 1
@@ -21,6 +29,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -28,17 +37,21 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "benchmarks/e2e/bind_clock.h"
+#include "benchmarks/e2e/null_extender.h"
 #include "k8s/annotations.h"
 #include "k8s/client/api_client.h"
 #include "test/testing/assignment_audit.h"
@@ -53,7 +66,9 @@ ABSL_FLAG(int, gpus_per_node, 8, "GPUs per node (A100 80 GB).");
 ABSL_FLAG(int, pods, 400, "Pods to schedule.");
 ABSL_FLAG(std::string, fraction, "0.5", "tessera.io/gpu-fraction of every pod.");
 ABSL_FLAG(int, creators, 16, "Threads creating nodes and pods (pods should arrive faster than they bind).");
-ABSL_FLAG(std::string, modes, "alone,tessera", "Which runs, in order: alone, tessera.");
+ABSL_FLAG(std::string, modes, "alone,tessera",
+          "Which runs, in order: alone, tessera, null, null-bind (an extender that only answers: filter, or filter "
+          "and bind; the ceiling of any extender's ratio).");
 ABSL_FLAG(int, rounds, 1,
           "Times to run the modes, in turn (1..20); the ratio is of the median pods/s. kube-scheduler alone swings by "
           "a third between runs on a small machine.");
@@ -94,6 +109,37 @@ constexpr int kSkipped = 77;  // benchmarks/CMakeLists.txt: SKIP_RETURN_CODE
 
 constexpr char kReadyLabel[] = "tessera.io/e2e";
 
+// kube-scheduler's configuration for the null runs: the same profiles and
+// client as ../shared/kube's templates, one extender with a filter verb (and,
+// for null-bind, a bind verb: @NULL_BIND_LINE@).
+constexpr char kNullSchedulerConfig[] = R"(apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: "@KUBECONFIG@"
+  qps: 500
+  burst: 1000
+leaderElection:
+  leaderElect: @LEADER_ELECT@
+  resourceNamespace: kube-system
+  resourceName: kube-scheduler
+  leaseDuration: @LEASE_DURATION@
+  renewDeadline: @RENEW_DEADLINE@
+  retryPeriod: @RETRY_PERIOD@
+percentageOfNodesToScore: 100
+profiles:
+  - schedulerName: default-scheduler
+  - schedulerName: tessera-scheduler
+extenders:
+  - urlPrefix: "http://127.0.0.1:@EXT_PORT@"
+    filterVerb: "filter"
+@NULL_BIND_LINE@
+    weight: 1
+    enableHTTPS: false
+    nodeCacheCapable: true
+    ignorable: false
+)";
+
+
 struct RunResult {
   std::string mode;
   int pods = 0;
@@ -101,7 +147,7 @@ struct RunResult {
   absl::Duration nine_tenths;   ///< Nodes labelled .. 90% bound.
   absl::Duration all;           ///< Nodes labelled .. every pod bound.
   testing::AssignmentAudit audit;
-  std::string tessera_metrics;  ///< Tessera's /metrics after the run ("" alone).
+  std::string tessera_metrics;  ///< Tessera's /metrics after the run ("" alone and null).
   std::string scheduler_metrics_before;  ///< kube-scheduler's /metrics at the labelling.
   std::string scheduler_metrics;         ///< ... and after the run.
 
@@ -228,14 +274,35 @@ absl::StatusOr<RunResult> SchedulePods(ControlPlane& plane, const std::string& m
   return result;
 }
 
+// Where Main wrote kNullSchedulerConfig, by mode.
+std::map<std::string, std::string> null_scheduler_configs;
+
+bool IsNullMode(const std::string& mode) { return mode == "null" || mode == "null-bind"; }
+
 absl::StatusOr<RunResult> Run(const std::string& mode, ControlPlane::Options options) {
   const int nodes = absl::GetFlag(FLAGS_nodes);
   const int gpus = absl::GetFlag(FLAGS_gpus_per_node);
   if (mode == "alone") options.scheduler_config_template = options.kube_dir + "/scheduler-config-alone.yaml.tmpl";
+  if (IsNullMode(mode)) options.scheduler_config_template = null_scheduler_configs.at(mode);
   absl::StatusOr<std::unique_ptr<ControlPlane>> plane = ControlPlane::Start(options);
   if (!plane.ok()) return plane.status();
   if (mode == "tessera") {
     if (absl::Status st = (*plane)->StartTessera(); !st.ok()) return st;
+  }
+  std::unique_ptr<NullExtender> null_extender;  // on the port kube-scheduler was told; stopped after the run
+  if (IsNullMode(mode)) {
+    std::unique_ptr<k8s::ApiClient> binder;
+    if (mode == "null-bind") {
+      // One kept connection per bind thread, as Tessera keeps them.
+      absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client =
+          (*plane)->AdminClient(k8s::ApiClientOptions{.max_idle_connections = 66});
+      if (!client.ok()) return client.status();
+      binder = *std::move(client);
+    }
+    absl::StatusOr<std::unique_ptr<NullExtender>> started =
+        NullExtender::Start((*plane)->TesseraPort(), std::move(binder));
+    if (!started.ok()) return started.status();
+    null_extender = *std::move(started);
   }
   if (absl::Status st = (*plane)->CreateNamespace(kNamespace); !st.ok()) return st;
   if (absl::Status st = CreateNodes(**plane, nodes, gpus); !st.ok()) return st;
@@ -259,10 +326,25 @@ absl::StatusOr<RunResult> Run(const std::string& mode, ControlPlane::Options opt
   return result;
 }
 
+// Count and mean (ms) of the samples of a kube-scheduler histogram added
+// during the batch: its /metrics after the run less at the labelling.
+std::pair<uint64_t, double> SchedulerDelta(const RunResult& r, std::string_view name, std::string_view label) {
+  const testing::HistogramReading a = testing::ReadHistogram(r.scheduler_metrics_before, name, label);
+  const testing::HistogramReading b = testing::ReadHistogram(r.scheduler_metrics, name, label);
+  const uint64_t n = b.count - std::min(a.count, b.count);
+  return std::make_pair(n, n == 0 ? 0.0 : (b.sum - a.sum) / static_cast<double>(n) * 1e3);
+}
+
+// kube-scheduler's mean scheduling cycle in the batch ("algorithm": its
+// filters and scoring, the extender's filter call included).
+double MeanCycleMs(const RunResult& r) {
+  return SchedulerDelta(r, "scheduler_scheduling_algorithm_duration_seconds", "").second;
+}
+
 void PrintRun(const RunResult& r) {
-  std::printf("%-8s %6d %6d %8.2f %8.2f %8.2f %9.1f", r.mode.c_str(), absl::GetFlag(FLAGS_nodes), r.pods,
+  std::printf("%-9s %6d %6d %8.2f %8.2f %8.2f %9.1f %9.3f", r.mode.c_str(), absl::GetFlag(FLAGS_nodes), r.pods,
               absl::ToDoubleSeconds(r.first_tenth), absl::ToDoubleSeconds(r.nine_tenths), absl::ToDoubleSeconds(r.all),
-              r.pods_per_second());
+              r.pods_per_second(), MeanCycleMs(r));
   if (r.mode == "tessera") {
     std::printf("   audit: %d pods hold shares of %d GPUs, %zu over-commit(s) or inconsistencies", r.audit.assigned_pods,
                 r.audit.gpus_in_use, r.audit.problems.size());
@@ -307,15 +389,9 @@ void PrintTesseraLatency(const std::string& metrics) {
 // runs from a pod's cycle to its bind, which runs beside the next cycles.
 void PrintSchedulerLatency(const std::map<std::string, std::vector<RunResult>>& results) {
   std::printf("\nkube-scheduler per pod of the batch (its /metrics, last run of each mode):\n");
-  std::printf("%-8s %9s %14s %14s %14s %14s %12s\n", "mode", "attempts", "algorithm ms", "its filters ms",
+  std::printf("%-9s %9s %14s %14s %14s %14s %12s\n", "mode", "attempts", "algorithm ms", "its filters ms",
               "its scoring ms", "attempt ms", "failed");
-  // Count and mean of the samples added between the two readings.
-  auto delta = [](const RunResult& r, std::string_view name, std::string_view label) {
-    const testing::HistogramReading a = testing::ReadHistogram(r.scheduler_metrics_before, name, label);
-    const testing::HistogramReading b = testing::ReadHistogram(r.scheduler_metrics, name, label);
-    const uint64_t n = b.count - std::min(a.count, b.count);
-    return std::make_pair(n, n == 0 ? 0.0 : (b.sum - a.sum) / static_cast<double>(n) * 1e3);
-  };
+  const auto delta = SchedulerDelta;
   for (const auto& [mode, runs] : results) {
     const RunResult& r = runs.back();
     if (r.scheduler_metrics.empty() || r.scheduler_metrics_before.empty()) continue;
@@ -328,7 +404,7 @@ void PrintSchedulerLatency(const std::map<std::string, std::vector<RunResult>>& 
     const auto [filters, filter_ms] = delta(r, points, "extension_point=\"Filter\"");
     const auto [prescores, prescore_ms] = delta(r, points, "extension_point=\"PreScore\"");
     const auto [scores, score_ms] = delta(r, points, "extension_point=\"Score\"");
-    std::printf("%-8s %9llu %14.3f %14.3f %14.3f %14.3f %12llu\n", mode.c_str(),
+    std::printf("%-9s %9llu %14.3f %14.3f %14.3f %14.3f %12llu\n", mode.c_str(),
                 static_cast<unsigned long long>(scheduled + failed), algorithm_ms, prefilter_ms + filter_ms,
                 prescore_ms + score_ms, attempt_ms, static_cast<unsigned long long>(failed));
   }
@@ -384,16 +460,37 @@ int Main() {
     std::fprintf(stderr, "e2e_throughput: --rounds must be in 1..20; got %d\n", rounds);
     return 2;
   }
-  std::map<std::string, std::vector<RunResult>> results;
-  std::printf("%-8s %6s %6s %8s %8s %8s %9s   (seconds from the nodes' labelling)\n", "mode", "nodes", "pods",
-              "10% s", "90% s", "all s", "pods/s");
   const std::vector<std::string> modes = absl::StrSplit(absl::GetFlag(FLAGS_modes), ',', absl::SkipEmpty());
+  for (const std::string& mode : modes) {
+    if (mode != "alone" && mode != "tessera" && !IsNullMode(mode)) {
+      std::fprintf(stderr, "e2e_throughput: unknown mode '%s' (alone, tessera, null, null-bind)\n", mode.c_str());
+      return 2;
+    }
+  }
+  struct RemoveAtExit {
+    std::vector<std::string> paths;
+    ~RemoveAtExit() {
+      for (const std::string& path : paths) std::remove(path.c_str());
+    }
+  } null_config_files;
+  for (const std::string& mode : modes) {
+    if (!IsNullMode(mode) || null_scheduler_configs.contains(mode)) continue;
+    const std::string path = absl::StrCat(std::filesystem::temp_directory_path().string(), "/tessera-e2e-", mode, "-",
+                                          getpid(), ".yaml.tmpl");
+    null_config_files.paths.push_back(path);
+    null_scheduler_configs[mode] = path;
+    const std::string config = absl::StrReplaceAll(
+        kNullSchedulerConfig, {{"@NULL_BIND_LINE@", mode == "null-bind" ? "    bindVerb: \"bind\"" : ""}});
+    if (!(std::ofstream(path) << config)) {
+      std::fprintf(stderr, "e2e_throughput: cannot write %s\n", path.c_str());
+      return 1;
+    }
+  }
+  std::map<std::string, std::vector<RunResult>> results;
+  std::printf("%-9s %6s %6s %8s %8s %8s %9s %9s   (seconds from the nodes' labelling; kube-scheduler's mean cycle)\n",
+              "mode", "nodes", "pods", "10% s", "90% s", "all s", "pods/s", "cycle ms");
   for (int round = 0; round < rounds; ++round) {
     for (const std::string& mode : modes) {
-      if (mode != "alone" && mode != "tessera") {
-        std::fprintf(stderr, "e2e_throughput: unknown mode '%s' (alone, tessera)\n", mode.c_str());
-        return 2;
-      }
       absl::StatusOr<RunResult> r = Run(mode, options);
       if (!r.ok()) {
         std::fprintf(stderr, "e2e_throughput: the %s run failed: %s\n", mode.c_str(),
@@ -431,6 +528,17 @@ int Main() {
       std::printf("below --min_ratio=%.2f\n", absl::GetFlag(FLAGS_min_ratio));
       ok = false;
     }
+  }
+  for (const char* null_mode : {"null", "null-bind"}) {
+    if (!results.contains("alone") || !results.contains(null_mode)) continue;
+    // What kube-scheduler pays for calling an extender with nothing done
+    // behind it: the most an extender's ratio can be on this machine.
+    const double alone = MedianPodsPerSecond(results["alone"]);
+    const double pods = MedianPodsPerSecond(results[null_mode]);
+    const double alone_batch = MedianBatchSeconds(results["alone"]);
+    const double batch = MedianBatchSeconds(results[null_mode]);
+    std::printf("%s extender (a ceiling): median %.1f pods/s, ratio %.2f; whole batch %.2f s, ratio %.2f\n", null_mode,
+                pods, pods / alone, batch, batch > 0 ? alone_batch / batch : 0.0);
   }
   return ok ? 0 : 1;
 }

@@ -485,10 +485,10 @@ absl::Status Expect(const absl::StatusOr<k8s::ApiResponse>& r, std::string_view 
 }
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<k8s::ApiClient>> ControlPlane::AdminClient() const {
+absl::StatusOr<std::unique_ptr<k8s::ApiClient>> ControlPlane::AdminClient(k8s::ApiClientOptions options) const {
   absl::StatusOr<k8s::ApiServerConfig> config = k8s::LoadKubeconfig(run_dir_ + "/admin.kubeconfig");
   if (!config.ok()) return config.status();
-  return k8s::ApiClient::Create(*std::move(config));
+  return k8s::ApiClient::Create(*std::move(config), std::move(options));
 }
 
 absl::StatusOr<std::string> ControlPlane::SchedulerMetrics(int replica) const {

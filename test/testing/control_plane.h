@@ -184,7 +184,7 @@ class ControlPlane {
   /// a pod written by hand); `body` JSON unless `content_type` says otherwise.
   /// A client of its own as admin, for tests that hand one to Tessera's own
   /// components (the lease, the capacity publisher) or call from threads.
-  absl::StatusOr<std::unique_ptr<k8s::ApiClient>> AdminClient() const;
+  absl::StatusOr<std::unique_ptr<k8s::ApiClient>> AdminClient(k8s::ApiClientOptions options = {}) const;
   /// kube-scheduler's /metrics (replica's), read as admin.
   absl::StatusOr<std::string> SchedulerMetrics(int replica = 0) const;
   absl::StatusOr<k8s::ApiResponse> Send(std::string_view method, const std::string& target,

@@ -1,0 +1,45 @@
+// An extender that does nothing but answer: what kube-scheduler pays for
+// calling any extender, measured beside Tessera (e2e_throughput's null modes).
+//
+// Its filter passes on the first node it is given, at once (as Tessera's
+// shortlist of one, so kube-scheduler skips scoring); with a binder, its bind
+// posts the pod's Binding and answers, as Tessera's bind does, from a pool of
+// threads of its own. It keeps no model, reads nothing but the request, and
+// places pods without regard to GPUs: a ceiling to compare against, not a
+// scheduler.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include <boost/asio/thread_pool.hpp>
+
+#include "absl/status/statusor.h"
+#include "extender/server/http_server.h"
+#include "k8s/client/api_client.h"
+
+namespace tessera::bench {
+
+class NullExtender {
+ public:
+  /// Listens on 127.0.0.1:`port`. `binder` null: filter only (kube-scheduler
+  /// binds); else bind posts through it on `bind_threads` threads.
+  static absl::StatusOr<std::unique_ptr<NullExtender>> Start(uint16_t port, std::unique_ptr<k8s::ApiClient> binder,
+                                                             int bind_threads = 64);
+  ~NullExtender();
+  NullExtender(const NullExtender&) = delete;
+  NullExtender& operator=(const NullExtender&) = delete;
+
+ private:
+  NullExtender() = default;
+
+  std::unique_ptr<k8s::ApiClient> binder_;
+  std::unique_ptr<boost::asio::thread_pool> bind_pool_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+/// kube-scheduler's answer to a filter call: the first of the request's
+/// NodeNames (nodeCacheCapable), or an Error naming what is missing.
+HttpResponse NullFilterResponse(const HttpRequest& request);
+
+}  // namespace tessera::bench
