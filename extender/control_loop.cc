@@ -1,5 +1,7 @@
 #include "extender/control_loop.h"
 
+#include "scheduler/common/thread_name.h"
+
 #include <chrono>
 #include <csignal>
 #include <thread>
@@ -44,7 +46,10 @@ struct ControlLoop::State {
     WaitHup();
     Every(poll, actions.poll_every, actions.on_poll);
     Every(chore, actions.chore_every, actions.on_chore);
-    thread = std::thread([this] { io.run(); });
+    thread = std::thread([this] {
+      NameThisThread("control-loop");
+      io.run();
+    });
   }
 
   ControlActions actions;

@@ -15,6 +15,7 @@
 #include "k8s/client/api_server_config.h"
 #include "k8s/sync/pending_requeue.h"
 #include "scheduler/common/log.h"
+#include "scheduler/common/thread_name.h"
 #include "scheduler/framework/cluster_cpu.h"
 #include "scheduler/model/absl_compat.h"
 
@@ -373,7 +374,10 @@ void Program::Chore() {
   }
   if (nudged_) return;
   nudged_ = true;
-  std::thread([nudge = nudge_] { nudge->Run(); }).detach();
+  std::thread([nudge = nudge_] {
+    NameThisThread("ready-nudge");
+    nudge->Run();
+  }).detach();
 }
 
 HttpServerOptions Program::ExtenderServerOptions() const {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "k8s/gpu_utilization.h"
 #include "scheduler/common/log.h"
+#include "scheduler/common/thread_name.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera {
@@ -103,7 +104,12 @@ absl::Status TelemetryRefresher::Configure(std::optional<TelemetrySettings> sett
     settings_ = std::move(settings);
     wake_ = true;
     start = mode_ == Mode::kBackground && settings_.has_value() && !thread_.joinable() && !stopping_;
-    if (start) thread_ = std::thread([this] { Loop(); });
+    if (start) {
+      thread_ = std::thread([this] {
+        NameThisThread("telemetry");
+        Loop();
+      });
+    }
     keep_prometheus = source_ != nullptr;
     keep_annotations = settings_.has_value() && settings_->node_annotations;
   }

@@ -37,6 +37,7 @@
 #include "extender/server/http_parse.h"
 #include "extender/server/server_core.h"
 #include "scheduler/common/json_text.h"
+#include "scheduler/common/thread_name.h"
 
 namespace tessera {
 namespace {
@@ -641,6 +642,7 @@ void ServerCore::Wait() {
 }
 
 void ServerCore::RunIoThread() {
+  NameThisThread("http-io");
   // Handlers catch what they can; this is the last line so that a stray
   // exception costs one handler, not the io thread.
   for (;;) {

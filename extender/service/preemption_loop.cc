@@ -149,7 +149,7 @@ bool PreemptionLoop::PreemptFor(const Waiting& w, absl::Time now) {
 }
 
 void PreemptionLoop::Start() {
-  thread_.Start(options_.round, [this] { (void)RunOnce(); });
+  thread_.Start("preemption", options_.round, [this] { (void)RunOnce(); });
 }
 
 void PreemptionLoop::Stop() { thread_.Stop(); }

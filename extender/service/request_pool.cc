@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "scheduler/common/thread_name.h"
+
 namespace tessera {
 
 RequestPool::RequestPool(std::string name, int threads, size_t max_queued, MetricsRegistry& metrics)
@@ -17,7 +20,12 @@ RequestPool::RequestPool(std::string name, int threads, size_t max_queued, Metri
                               {{"pool", name_}}, DefaultLatencyBuckets())) {
   const int n = threads < 1 ? 1 : threads;
   threads_.reserve(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { ThreadMain(); });
+  for (int i = 0; i < n; ++i) {
+    threads_.emplace_back([this] {
+      NameThisThread(absl::StrCat("pool-", name_));
+      ThreadMain();
+    });
+  }
 }
 
 RequestPool::~RequestPool() {

@@ -1,5 +1,7 @@
 #include "k8s/client/connection_warmer.h"
 
+#include "scheduler/common/thread_name.h"
+
 namespace tessera::k8s {
 
 ConnectionWarmer::ConnectionWarmer(ApiClient& client, size_t connections, absl::Duration every)
@@ -14,6 +16,7 @@ ConnectionWarmer::~ConnectionWarmer() {
 }
 
 void ConnectionWarmer::Run() {
+  NameThisThread("api-warmer");
   while (true) {
     // A round never outlasts the period; an unreachable API server only
     // means the next round tries again (the watch reports the outage).

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "k8s/client/watch_event.h"
 #include "scheduler/common/log.h"
+#include "scheduler/common/thread_name.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera::k8s {
@@ -86,7 +87,10 @@ Reflector::~Reflector() { Stop(); }
 
 void Reflector::Start() {
   if (thread_.joinable()) return;
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    NameThisThread("watch");
+    Run();
+  });
 }
 
 void Reflector::Stop() {

@@ -110,7 +110,7 @@ int CapacityPublisher::PublishRound(absl::Time now) {
 }
 
 void CapacityPublisher::Start() {
-  thread_.Start(options_.round, [this] { (void)PublishRound(absl::Now()); });
+  thread_.Start("capacity", options_.round, [this] { (void)PublishRound(absl::Now()); });
 }
 
 void CapacityPublisher::Stop() { thread_.Stop(); }

@@ -12,6 +12,7 @@
 #include "k8s/internal/json.h"
 #include "scheduler/common/json_text.h"
 #include "scheduler/common/log.h"
+#include "scheduler/common/thread_name.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera::k8s {
@@ -223,7 +224,10 @@ std::string LeaderLease::LastSeenHolder() const {
 void LeaderLease::Start() {
   if (thread_.joinable()) return;
   stop_ = false;
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    NameThisThread("lease");
+    Loop();
+  });
 }
 
 void LeaderLease::Stop(bool release) {

@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <functional>
+#include <string>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "scheduler/common/thread_name.h"
 
 namespace tessera {
 
@@ -20,11 +22,13 @@ class PeriodicThread {
   PeriodicThread& operator=(const PeriodicThread&) = delete;
 
   /// Runs `job` now and then every `period` after each run ends, on a
-  /// thread of its own. A second Start() while running does nothing.
-  void Start(absl::Duration period, std::function<void()> job) {
+  /// thread of its own called `name` (thread_name.h). A second Start()
+  /// while running does nothing.
+  void Start(std::string name, absl::Duration period, std::function<void()> job) {
     if (thread_.joinable()) return;
     stop_ = false;
-    thread_ = std::thread([this, period, job = std::move(job)] {
+    thread_ = std::thread([this, name = std::move(name), period, job = std::move(job)] {
+      NameThisThread(name);
       while (true) {
         job();
         absl::MutexLock lock(&wake_mu_);

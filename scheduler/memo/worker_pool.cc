@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "scheduler/common/thread_name.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera {
@@ -30,7 +31,12 @@ struct WorkerPool::Loop {
 
 WorkerPool::WorkerPool(int threads) {
   helpers_.reserve(static_cast<size_t>(std::max(0, threads)));
-  for (int i = 0; i < threads; ++i) helpers_.emplace_back([this] { HelperMain(); });
+  for (int i = 0; i < threads; ++i) {
+    helpers_.emplace_back([this] {
+      NameThisThread("score-helper");
+      HelperMain();
+    });
+  }
 }
 
 WorkerPool::~WorkerPool() {
