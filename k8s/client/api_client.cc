@@ -3,9 +3,11 @@
 #include <openssl/ssl.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -15,6 +17,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "k8s/internal/json.h"
 #include "scheduler/model/absl_compat.h"
@@ -42,6 +45,16 @@ bool IsIpAddress(const std::string& host) {
   boost::system::error_code ec;
   (void)asio::ip::make_address(host, ec);
   return !ec;
+}
+
+// `host`:`port` as an endpoint when both are numbers (an IPv4 or IPv6
+// address, a port 1..65535); nullopt when the host is a name to look up.
+std::optional<tcp::endpoint> NumericEndpoint(const std::string& host, const std::string& port) {
+  boost::system::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(host, ec);
+  uint32_t number = 0;
+  if (ec || !absl::SimpleAtoi(port, &number) || number == 0 || number > 65535) return std::nullopt;
+  return tcp::endpoint(address, static_cast<uint16_t>(number));
 }
 
 absl::Status TransportError(std::string_view what, const beast::error_code& ec) {
@@ -125,24 +138,36 @@ absl::StatusOr<std::unique_ptr<ApiClient::Connection>> ApiClient::Connect(absl::
     c->stream.set_verify_callback(ssl::host_name_verification(config_.host));
   }
 
-  tcp::resolver resolver(c->io);
   beast::tcp_stream& socket = beast::get_lowest_layer(c->stream);
   beast::error_code result;
   std::string_view step = "resolve";
   bool done = false;
   socket.expires_after(Until(deadline));
-  resolver.async_resolve(config_.host, config_.port, [&](beast::error_code ec, tcp::resolver::results_type found) {
-    if (ec) { result = ec; done = true; return; }
+  auto connect_then_handshake = [&](const auto& endpoints) {
     step = "connect";
-    socket.async_connect(found, [&](beast::error_code ec2, const tcp::endpoint&) {
-      if (ec2) { result = ec2; done = true; return; }
+    socket.async_connect(endpoints, [&](beast::error_code ec, const tcp::endpoint&) {
+      if (ec) { result = ec; done = true; return; }
       step = "TLS handshake";
-      c->stream.async_handshake(ssl::stream_base::client, [&](beast::error_code ec3) {
-        result = ec3;
+      c->stream.async_handshake(ssl::stream_base::client, [&](beast::error_code ec2) {
+        result = ec2;
         done = true;
       });
     });
-  });
+  };
+  // An address needs no lookup; Asio runs each io_context's lookups on a
+  // thread of its own, which would then idle beside every kept connection
+  // (64 of them for the binds). In a cluster the API server is an address
+  // (KUBERNETES_SERVICE_HOST); a kubeconfig may name a host.
+  std::optional<tcp::resolver> resolver;
+  if (const std::optional<tcp::endpoint> address = NumericEndpoint(config_.host, config_.port)) {
+    connect_then_handshake(std::array<tcp::endpoint, 1>{*address});
+  } else {
+    resolver.emplace(c->io);
+    resolver->async_resolve(config_.host, config_.port, [&](beast::error_code ec, tcp::resolver::results_type found) {
+      if (ec) { result = ec; done = true; return; }
+      connect_then_handshake(found);
+    });
+  }
   c->RunUntil(done, nullptr);
   if (result) {
     return TransportError(absl::StrCat(Absl(step), " to https://", config_.host, ":", config_.port), result);

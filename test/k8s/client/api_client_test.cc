@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -152,6 +153,38 @@ TEST(ApiClient, ABurstOfRequestsUsesTheConnectionsKeptWarmAndOpensNoneOfItsOwn) 
   EXPECT_EQ(answered.load(), 4);
   EXPECT_EQ(server.AcceptedConnections(), 4) << "the burst opened connections of its own";
   EXPECT_EQ(*client->KeepWarm(4, absl::Now() + absl::Seconds(10)), 0u) << "all four came back to the pool";
+}
+
+// Threads of this process now (each a /proc/self/task entry).
+size_t ThreadsOfThisProcess() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+absl::StatusOr<std::unique_ptr<ApiClient>> ClientForHost(FakeApiServer& server, const std::string& host) {
+  absl::StatusOr<std::string> path = server.WriteKubeconfig({});
+  if (!path.ok()) return path.status();
+  absl::StatusOr<ApiServerConfig> config = LoadKubeconfig(*path);
+  if (!config.ok()) return config.status();
+  config->host = host;
+  config->insecure_skip_tls_verify = true;  // the test certificate names 127.0.0.1 only
+  return ApiClient::Create(*config, {});
+}
+
+TEST(ApiClient, ConnectionsToAnAddressStartNoThreadOfTheirOwnAndToANameTheyStillConnect) {
+  FakeApiServer server(WithToken());
+  ASSERT_TRUE(server.Start().ok());
+  auto by_address = *ClientForHost(server, "127.0.0.1");
+  const size_t before = ThreadsOfThisProcess();
+  ASSERT_EQ(*by_address->KeepWarm(8, absl::Now() + absl::Seconds(10)), 8u);
+  EXPECT_EQ(ThreadsOfThisProcess(), before) << "a lookup thread idles beside each connection";
+  EXPECT_EQ(by_address->Get("/api/v1/nodes")->status, 200);
+
+  // A name is looked up (Asio's lookup thread for the connection) and works.
+  auto by_name = *ClientForHost(server, "localhost");
+  ASSERT_EQ(*by_name->KeepWarm(1, absl::Now() + absl::Seconds(10)), 1u);
+  EXPECT_EQ(by_name->Get("/api/v1/nodes")->status, 200);
 }
 
 TEST(ApiClient, AConnectionIdlePastItsAgeIsReplacedNotReused) {
