@@ -43,6 +43,7 @@
 #include "absl/flags/parse.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -348,6 +349,15 @@ void PrintRun(const RunResult& r) {
   if (r.mode == "tessera") {
     std::printf("   audit: %d pods hold shares of %d GPUs, %zu over-commit(s) or inconsistencies", r.audit.assigned_pods,
                 r.audit.gpus_in_use, r.audit.problems.size());
+    // A bind that failed sends its pod to kube-scheduler's backoff (a second
+    // or more): the run's last pods then bind late.
+    for (const absl::string_view line : absl::StrSplit(r.tessera_metrics, '\n')) {
+      if (!absl::StartsWith(line, "tessera_binds_total{") || absl::StrContains(line, "result=\"success\"") ||
+          absl::EndsWith(line, " 0")) {
+        continue;
+      }
+      std::printf("; %s", std::string(line).c_str());
+    }
   }
   std::printf("\n");
   for (const std::string& p : r.audit.problems) std::printf("  audit: %s\n", p.c_str());
