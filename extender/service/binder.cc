@@ -62,9 +62,10 @@ GpuVendor VendorOf(const ClusterSnapshot& snapshot, const GpuAssignment& assignm
 }  // namespace
 
 absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpuRequest& request,
-                                              std::string_view node, bool* fresh) {
+                                              std::string_view node, bool* fresh, bool assuming) {
   *fresh = false;
   const std::string pod_key = absl::StrCat(pod.namespace_name, "/", pod.name);
+  const absl::Time expires_at = absl::Now() + (assuming ? options_.assume_ttl : options_.reservation_ttl);
   absl::MutexLock lock(&reserve_mu_);
   if (std::optional<PodHolding> held = model_.FindPod(pod.uid)) {
     // The watch already shows the pod bound with its assignment: this is a
@@ -74,14 +75,24 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
         absl::StrCat("pod ", pod_key, " already holds GPUs on node ", held->assignment.node));
   }
   if (std::optional<PodHolding> reserved = model_.FindReservation(pod.uid)) {
+    const bool was_assumed = assumed_.contains(pod.uid);
+    // A bind in flight is the bind's: a filter of the same pod leaves it.
+    if (assuming && !was_assumed) return absl::AlreadyExistsError(absl::StrCat("pod ", pod_key, " is being bound"));
     if (reserved->assignment.node == node) {
-      // Same pod, same node, bind retried: keep its GPUs, restart the clock.
-      if (absl::Status kept = model_.Reserve(*reserved, absl::Now() + options_.reservation_ttl); !kept.ok()) {
-        return absl::FailedPreconditionError(absl::StrCat("pod ", pod_key, ": ", kept.message()));
+      // Same pod, same node (a bind retried, or the bind of a pod filter
+      // assumed): keep its GPUs, restart the clock. (Nothing the snapshot
+      // shows changes, so nothing is published.)
+      if (!model_.ExtendReservation(pod.uid, expires_at)) {
+        return absl::FailedPreconditionError(absl::StrCat("pod ", pod_key, ": its reservation is gone"));
+      }
+      if (was_assumed && !assuming) {
+        assumed_.erase(pod.uid);
+        *fresh = true;  // the bind's now: released if the bind fails
       }
       return reserved->assignment;
     }
     model_.ReleaseReservation(pod.uid);  // retried onto another node
+    assumed_.erase(pod.uid);
   }
   const std::shared_ptr<const ClusterSnapshot> snapshot = model_.Publish();
   const std::optional<NodeIndex> index = snapshot->FindNode(node);
@@ -115,12 +126,12 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
   holding.tenant_label = pod.tenant_label;
   // The model checks capacity itself: a policy whose GPU choice ignores what
   // pods hold is refused here rather than over-committing a GPU.
-  if (absl::Status reserved = model_.Reserve(std::move(holding), absl::Now() + options_.reservation_ttl);
-      !reserved.ok()) {
+  if (absl::Status reserved = model_.Reserve(std::move(holding), expires_at); !reserved.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("node ", Absl(node), " can no longer take pod ", pod_key, ": ", reserved.message()));
   }
   model_.Publish();
+  if (assuming) assumed_.insert(pod.uid);
   *fresh = true;
   return assignment;
 }
@@ -223,7 +234,29 @@ void Binder::Pending::Abandon() {
 }
 
 void Binder::Release(const std::string& uid) {
+  absl::MutexLock lock(&reserve_mu_);
+  assumed_.erase(uid);
   if (model_.ReleaseReservation(uid)) model_.Publish();
+}
+
+void Binder::Assume(std::string_view uid, std::string_view node) {
+  std::optional<PodRecord> pod = pods_.Find(uid);
+  if (!pod.has_value()) return;
+  absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(pod->annotations);
+  if (!request.ok() || !request->has_value()) return;
+  if (!pod->host_error.ok()) pod->host = HostRequest{};
+  bool fresh = false;
+  const absl::StatusOr<GpuAssignment> assumed =
+      Reserve(*pod, ProfileRequest(**request, pod->host), node, &fresh, /*assuming=*/true);
+  // Refused (the node filled since the filter read it, a bind in flight):
+  // nothing held; the bind decides as it would have.
+  const char* result = assumed.ok() ? "assumed" : "not_assumed";
+  metrics_
+      .Counter("tessera_filter_assumptions_total",
+               "Pods whose GPUs filter reserved on the one node it passed them on to, until their bind "
+               "(assumed), or could not (not_assumed: the node filled meanwhile, or a bind was in flight).",
+               {{"result", result}})
+      .Inc();
 }
 
 Binder::Pending Binder::Begin(const k8s::ExtenderBindingArgs& args, absl::Time deadline) {
@@ -338,18 +371,45 @@ absl::Status Binder::Finish(Pending p) {
 
 size_t Binder::ExpireReservations(absl::Time now) {
   std::vector<PodHolding> expired;
+  std::vector<bool> was_assumed;
   {
     absl::MutexLock lock(&reserve_mu_);
     expired = model_.ExpireReservations(now);
     if (!expired.empty()) model_.Publish();
+    for (const PodHolding& p : expired) was_assumed.push_back(assumed_.erase(p.uid) > 0);
+    // An assumption the watch confirmed (the pod bound without this
+    // binder, e.g. by another replica) is no longer a reservation.
+    for (auto it = assumed_.begin(); it != assumed_.end();) {
+      if (model_.FindReservation(*it).has_value()) {
+        ++it;
+      } else {
+        assumed_.erase(it++);
+      }
+    }
   }
-  for (const PodHolding& p : expired) {
+  size_t binds = 0;
+  for (size_t i = 0; i < expired.size(); ++i) {
+    const PodHolding& p = expired[i];
+    if (was_assumed[i]) {
+      // kube-scheduler did not bind the pod filter passed on (a plugin of its
+      // own stopped it, or it is still waiting): not an error.
+      LogInfo(absl::StrCat("pod ", p.pod_key, " was not bound to ", p.assignment.node,
+                           " within the assumption's TTL after filter; its GPUs are free again"));
+      continue;
+    }
+    ++binds;
     LogWarning(absl::StrCat("bind of pod ", p.pod_key, " to ", p.assignment.node,
                             " was not confirmed by the watch within the TTL; its GPUs, CPU and memory are released"));
   }
-  if (!expired.empty()) {
+  if (binds > 0) {
     metrics_.Counter("tessera_reservations_expired_total", "Bind reservations released unconfirmed after the TTL.")
-        .Inc(static_cast<double>(expired.size()));
+        .Inc(static_cast<double>(binds));
+  }
+  if (expired.size() > binds) {
+    metrics_
+        .Counter("tessera_filter_assumptions_expired_total",
+                 "Filter's assumptions released after their TTL with no bind of the pod.")
+        .Inc(static_cast<double>(expired.size() - binds));
   }
   return expired.size();
 }

@@ -333,6 +333,11 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
       const size_t dropped = KeepShortlist(*score_memo_.For(*policy, route.profile()), policy->shortlist(), cycle,
                                            candidates, args->pod, result.passed);
       if (dropped > 0) shortlist_dropped_.Inc(static_cast<double>(dropped));
+      // One node: kube-scheduler will bind the pod there, and may send the
+      // next pod's filter before this bind (binder.h). Its GPUs count from now.
+      if (result.passed.size() == 1 && sources_.binder != nullptr && !args->pod.uid.empty()) {
+        sources_.binder->Assume(args->pod.uid, NodeName(*args, result.passed[0]));
+      }
     }
     const bool preemption_may_help = result.passed.empty() && !result.failed.empty() && result.error.empty() &&
                                      wants_gpus && !args->pod.never_preempts && !args->pod.uid.empty();

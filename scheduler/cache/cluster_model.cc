@@ -269,6 +269,14 @@ absl::Status ClusterModel::Reserve(PodHolding pod, absl::Time expires_at) {
   return absl::OkStatus();
 }
 
+bool ClusterModel::ExtendReservation(std::string_view uid, absl::Time expires_at) {
+  absl::MutexLock lock(&mu_);
+  auto r = reservations_.find(Absl(uid));
+  if (r == reservations_.end()) return false;
+  r->second.expires_at = expires_at;
+  return true;
+}
+
 bool ClusterModel::ReleaseReservation(std::string_view uid) {
   absl::MutexLock lock(&mu_);
   if (!reservations_.contains(Absl(uid))) return false;

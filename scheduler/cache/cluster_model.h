@@ -63,6 +63,9 @@ class ClusterModel {
   /// \return ResourceExhausted (over capacity) or FailedPrecondition (no such
   ///   GPU), naming the node, the GPU and the numbers.
   absl::Status Reserve(PodHolding pod, absl::Time expires_at);
+  /// Moves the expiry of the reservation of `uid` to `expires_at`, its GPUs
+  /// as they are (no snapshot changes); false when it has none.
+  bool ExtendReservation(std::string_view uid, absl::Time expires_at);
   /// \return whether `uid` had a reservation.
   bool ReleaseReservation(std::string_view uid);
   /// Drops reservations that expired before `now`; returns them.

@@ -74,6 +74,28 @@ class BindsInFlight : public ::testing::Test {
   FakeApiServer api_;
 };
 
+// kube-scheduler binds on a goroutine and goes on to the next pod, so under
+// load the next pod's filter often arrives before this pod's bind. A filter
+// that passes its pod on to one node holds the pod's shares from its answer on.
+TEST_F(BindsInFlight, TheNextPodsFilterSentBeforeThisPodsBindSeesTheSharesThisPodWasGiven) {
+  ASSERT_TRUE(api_.AddNode(GpuNode("small", 1)).ok());
+  Tessera tessera(api_);
+  ASSERT_TRUE(tessera.WaitForSync());
+  const std::vector<nlohmann::json> pods = AddPods(2, "0.6");
+  ASSERT_TRUE(WaitFor([&] { return tessera.KnownPods() == 2; }));
+  testing::HttpClient http(tessera.port());
+  const std::string first = http.Post("/filter", FilterArgs(pods[0], {"small"})).body;
+  EXPECT_THAT(first, HasSubstr(R"("NodeNames":["small"])"));
+  EXPECT_EQ(tessera.Held("small", 0), 600) << "held from the filter's answer, before any bind";
+  // The second pod's filter, before the first pod's bind: the GPU is taken.
+  const std::string second = http.Post("/filter", FilterArgs(pods[1], {"small"})).body;
+  EXPECT_THAT(second, HasSubstr(R"("NodeNames":[])"));
+  // The first pod's bind takes its shares over: one share, one Binding.
+  EXPECT_EQ(http.Post("/bind", BindArgs(pods[0], "small")).body, kBound);
+  EXPECT_EQ(tessera.Held("small", 0), 600);
+  EXPECT_THAT(tessera.Metrics(), HasSubstr(R"(tessera_filter_assumptions_total{result="assumed"} 1)"));
+}
+
 TEST_F(BindsInFlight, SixteenBindsWaitingOnTheApiServerAreInFlightTogetherWhileProbesAndFilterAnswer) {
   Tessera tessera(api_);  // 2 io threads, 64 bind threads: the program's defaults
   ASSERT_TRUE(tessera.WaitForSync());

@@ -430,6 +430,97 @@ TEST_F(BinderTest, UnconfirmedReservationsExpireAfterTheTtl) {
   EXPECT_EQ(Held("n1", 0), 0);
 }
 
+// Filter's assumption (Binder::Assume): kube-scheduler may send the next
+// pod's filter before this pod's bind, so filter holds the pod's GPUs on the
+// one node it passed it on to, and the bind takes them over.
+
+TEST_F(BinderTest, AFiltersAssumptionHoldsTheGpusSoTheNextPodCannotTakeThemBeforeTheBind) {
+  const PodRecord first = PendingPod("first", "0.6");
+  const PodRecord second = PendingPod("second", "0.6");
+  Known(first);
+  Known(second);
+  binder_->Assume(first.uid, "n1");
+  EXPECT_EQ(Held("n1", 0), 600) << "counted from the filter's answer on";
+  EXPECT_THAT(binder_->Bind(Args(second, "n1")).message(), HasSubstr("node n1 can no longer take pod ml/second"));
+  ASSERT_TRUE(binder_->Bind(Args(first, "n1")).ok());
+  EXPECT_THAT(api_.calls(), ElementsAre("bind ml/first n1 with annotations"));
+  EXPECT_EQ(Held("n1", 0), 600) << "the bind took the assumption over, not a second share";
+  EXPECT_EQ(model_.reservation_count(), 1u);
+}
+
+TEST_F(BinderTest, AnAssumptionNoBindFollowsIsReleasedAfterItsShortTtl) {
+  const PodRecord assumed = PendingPod("assumed", "0.5");
+  const PodRecord bound = PendingPod("bound", "0.5");
+  Known(assumed);
+  Known(bound);
+  binder_->Assume(assumed.uid, "n2");
+  ASSERT_TRUE(binder_->Bind(Args(bound, "n1")).ok());
+  // Past the assumption's 30 s, before the bind's minute.
+  EXPECT_EQ(binder_->ExpireReservations(absl::Now() + absl::Seconds(31)), 1u);
+  EXPECT_EQ(Held("n2", 0) + Held("n2", 1), 0);
+  EXPECT_EQ(Held("n1", 0), 500);
+}
+
+TEST_F(BinderTest, TheBindOfAnAssumedPodRestartsItsClockAsABindsReservation) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  binder_->Assume(pod.uid, "n1");
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
+  EXPECT_EQ(binder_->ExpireReservations(absl::Now() + absl::Seconds(31)), 0u);
+  EXPECT_EQ(Held("n1", 0), 500);
+}
+
+TEST_F(BinderTest, AFailedBindOfAnAssumedPodReleasesTheGpusTheFilterHeld) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  binder_->Assume(pod.uid, "n1");
+  api_.FailBind(absl::UnavailableError("connection reset"));
+  EXPECT_FALSE(binder_->Bind(Args(pod, "n1")).ok());
+  EXPECT_EQ(Held("n1", 0), 0);
+  EXPECT_EQ(model_.reservation_count(), 0u);
+}
+
+TEST_F(BinderTest, ABindOfAnAssumedPodDroppedBetweenItsStepsReleasesTheGpus) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  binder_->Assume(pod.uid, "n1");
+  { Binder::Pending dropped = binder_->Begin(Args(pod, "n1")); }  // a full bind queue, a shutdown
+  EXPECT_EQ(Held("n1", 0), 0) << "the bind had taken the assumption over as its own";
+  EXPECT_EQ(model_.reservation_count(), 0u);
+}
+
+TEST_F(BinderTest, AFilterOfAPodWhoseBindIsInFlightLeavesTheBindsReservation) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  Binder::Pending pending = binder_->Begin(Args(pod, "n2"));
+  binder_->Assume(pod.uid, "n1");
+  EXPECT_EQ(Held("n1", 0), 0);
+  EXPECT_EQ(Held("n2", 0) + Held("n2", 1), 500);
+  ASSERT_TRUE(binder_->Finish(std::move(pending)).ok());
+}
+
+TEST_F(BinderTest, ASecondFilterOfTheSamePodMovesItsAssumption) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  binder_->Assume(pod.uid, "n1");
+  binder_->Assume(pod.uid, "n2");
+  EXPECT_EQ(Held("n1", 0), 0);
+  EXPECT_EQ(Held("n2", 0) + Held("n2", 1), 500);
+  EXPECT_EQ(model_.reservation_count(), 1u);
+}
+
+TEST_F(BinderTest, NothingIsAssumedForAPodTheWatchHasNotDeliveredOrOneAskingForNoGpu) {
+  const PodRecord unseen = PendingPod("unseen", "0.5");
+  api_.Add(unseen);  // on the server, not in the directory
+  PodRecord cpu_only = PendingPod("cpu");
+  cpu_only.annotations.clear();
+  Known(cpu_only);
+  binder_->Assume(unseen.uid, "n1");
+  binder_->Assume(cpu_only.uid, "n1");
+  EXPECT_EQ(model_.reservation_count(), 0u);
+  EXPECT_EQ(Held("n1", 0), 0);
+}
+
 }  // namespace
 }  // namespace tessera
 
