@@ -61,6 +61,7 @@
 #include "test/testing/tls_scheduler_config.h"
 #include "test/testing/tls_test_certs.h"
 #include "test/testing/metrics_text.h"
+#include "test/testing/scheduler_config_head.h"
 
 ABSL_FLAG(int, nodes, 50, "GPU nodes to create.");
 ABSL_FLAG(int, gpus_per_node, 8, "GPUs per node (A100 80 GB).");
@@ -110,27 +111,10 @@ constexpr int kSkipped = 77;  // benchmarks/CMakeLists.txt: SKIP_RETURN_CODE
 
 constexpr char kReadyLabel[] = "tessera.io/e2e";
 
-// kube-scheduler's configuration for the null runs: the same profiles and
-// client as ../shared/kube's templates, one extender with a filter verb (and,
-// for null-bind, a bind verb: @NULL_BIND_LINE@).
-constexpr char kNullSchedulerConfig[] = R"(apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: "@KUBECONFIG@"
-  qps: 500
-  burst: 1000
-leaderElection:
-  leaderElect: @LEADER_ELECT@
-  resourceNamespace: kube-system
-  resourceName: kube-scheduler
-  leaseDuration: @LEASE_DURATION@
-  renewDeadline: @RENEW_DEADLINE@
-  retryPeriod: @RETRY_PERIOD@
-percentageOfNodesToScore: 100
-profiles:
-  - schedulerName: default-scheduler
-  - schedulerName: tessera-scheduler
-extenders:
+// kube-scheduler's configuration for the null runs, after the head every
+// template shares (scheduler_config_head.h): one extender with a filter verb
+// (and, for null-bind, a bind verb: @NULL_BIND_LINE@).
+constexpr char kNullExtenders[] = R"(extenders:
   - urlPrefix: "http://127.0.0.1:@EXT_PORT@"
     filterVerb: "filter"
 @NULL_BIND_LINE@
@@ -489,8 +473,10 @@ int Main() {
                                           getpid(), ".yaml.tmpl");
     null_config_files.paths.push_back(path);
     null_scheduler_configs[mode] = path;
-    const std::string config = absl::StrReplaceAll(
-        kNullSchedulerConfig, {{"@NULL_BIND_LINE@", mode == "null-bind" ? "    bindVerb: \"bind\"" : ""}});
+    const std::string config =
+        absl::StrCat(testing::kSchedulerConfigHead,
+                     absl::StrReplaceAll(kNullExtenders,
+                                         {{"@NULL_BIND_LINE@", mode == "null-bind" ? "    bindVerb: \"bind\"" : ""}}));
     if (!(std::ofstream(path) << config)) {
       std::fprintf(stderr, "e2e_throughput: cannot write %s\n", path.c_str());
       return 1;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "test/testing/scheduler_config_head.h"
 #include "test/testing/tls_test_certs.h"
 
 namespace tessera::testing {
@@ -15,24 +16,7 @@ namespace tessera::testing {
 /// (ExtenderTLSConfig: caFile checks Tessera's certificate, certFile and
 /// keyFile are kube-scheduler's client certificate).
 inline std::string TlsSchedulerConfigTemplate(const testing::TlsTestCertFiles& files) {
-  return absl::StrCat(R"(apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: "@KUBECONFIG@"
-  qps: 500
-  burst: 1000
-leaderElection:
-  leaderElect: @LEADER_ELECT@
-  resourceNamespace: kube-system
-  resourceName: kube-scheduler
-  leaseDuration: @LEASE_DURATION@
-  renewDeadline: @RENEW_DEADLINE@
-  retryPeriod: @RETRY_PERIOD@
-percentageOfNodesToScore: 100
-profiles:
-  - schedulerName: default-scheduler
-  - schedulerName: tessera-scheduler
-extenders:
+  return absl::StrCat(kSchedulerConfigHead, R"(extenders:
   - urlPrefix: "https://127.0.0.1:@EXT_PORT@@EXT_URL_PATH@"
     filterVerb: "filter"
     prioritizeVerb: "prioritize"
