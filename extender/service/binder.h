@@ -176,6 +176,8 @@ class Binder {
   MetricsRegistry& metrics_;
   BinderOptions options_;
   absl::Mutex reserve_mu_;  // check-and-reserve is one step
+  Counter& assumed_count_;      // tessera_filter_assumptions_total{result="assumed"}
+  Counter& not_assumed_count_;  // ... {result="not_assumed"}
   // Uids whose reservation a filter made (Assume) and no bind has taken over.
   absl::flat_hash_set<std::string> assumed_ ABSL_GUARDED_BY(reserve_mu_);
 };
