@@ -1,7 +1,5 @@
 #include "extender/control_loop.h"
 
-#include "scheduler/common/thread_name.h"
-
 #include <chrono>
 #include <csignal>
 #include <thread>
@@ -10,6 +8,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+
+#include "scheduler/common/thread_name.h"
 
 namespace tessera {
 

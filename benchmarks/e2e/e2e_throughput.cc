@@ -117,13 +117,11 @@ constexpr char kReadyLabel[] = "tessera.io/e2e";
 constexpr char kNullExtenders[] = R"(extenders:
   - urlPrefix: "http://127.0.0.1:@EXT_PORT@"
     filterVerb: "filter"
-@NULL_BIND_LINE@
-    weight: 1
+@NULL_BIND_LINE@    weight: 1
     enableHTTPS: false
     nodeCacheCapable: true
     ignorable: false
 )";
-
 
 struct RunResult {
   std::string mode;
@@ -259,7 +257,7 @@ absl::StatusOr<RunResult> SchedulePods(ControlPlane& plane, const std::string& m
   return result;
 }
 
-// Where Main wrote kNullSchedulerConfig, by mode.
+// Where Main wrote each null mode's scheduler configuration.
 std::map<std::string, std::string> null_scheduler_configs;
 
 bool IsNullMode(const std::string& mode) { return mode == "null" || mode == "null-bind"; }
@@ -385,19 +383,18 @@ void PrintSchedulerLatency(const std::map<std::string, std::vector<RunResult>>& 
   std::printf("\nkube-scheduler per pod of the batch (its /metrics, last run of each mode):\n");
   std::printf("%-9s %9s %14s %14s %14s %14s %12s\n", "mode", "attempts", "algorithm ms", "its filters ms",
               "its scoring ms", "attempt ms", "failed");
-  const auto delta = SchedulerDelta;
   for (const auto& [mode, runs] : results) {
     const RunResult& r = runs.back();
     if (r.scheduler_metrics.empty() || r.scheduler_metrics_before.empty()) continue;
-    const auto [scheduled, attempt_ms] = delta(r, "scheduler_scheduling_attempt_duration_seconds", "result=\"scheduled\"");
-    const auto [failed, failed_ms] = delta(r, "scheduler_scheduling_attempt_duration_seconds", "result=\"unschedulable\"");
-    const auto [cycles, algorithm_ms] = delta(r, "scheduler_scheduling_algorithm_duration_seconds", "");
+    const auto [scheduled, attempt_ms] = SchedulerDelta(r, "scheduler_scheduling_attempt_duration_seconds", "result=\"scheduled\"");
+    const auto [failed, failed_ms] = SchedulerDelta(r, "scheduler_scheduling_attempt_duration_seconds", "result=\"unschedulable\"");
+    const auto [cycles, algorithm_ms] = SchedulerDelta(r, "scheduler_scheduling_algorithm_duration_seconds", "");
     // Sampled by kube-scheduler (about one cycle in ten): means, not totals.
     const std::string_view points = "scheduler_framework_extension_point_duration_seconds";
-    const auto [prefilters, prefilter_ms] = delta(r, points, "extension_point=\"PreFilter\"");
-    const auto [filters, filter_ms] = delta(r, points, "extension_point=\"Filter\"");
-    const auto [prescores, prescore_ms] = delta(r, points, "extension_point=\"PreScore\"");
-    const auto [scores, score_ms] = delta(r, points, "extension_point=\"Score\"");
+    const auto [prefilters, prefilter_ms] = SchedulerDelta(r, points, "extension_point=\"PreFilter\"");
+    const auto [filters, filter_ms] = SchedulerDelta(r, points, "extension_point=\"Filter\"");
+    const auto [prescores, prescore_ms] = SchedulerDelta(r, points, "extension_point=\"PreScore\"");
+    const auto [scores, score_ms] = SchedulerDelta(r, points, "extension_point=\"Score\"");
     std::printf("%-9s %9llu %14.3f %14.3f %14.3f %14.3f %12llu\n", mode.c_str(),
                 static_cast<unsigned long long>(scheduled + failed), algorithm_ms, prefilter_ms + filter_ms,
                 prescore_ms + score_ms, attempt_ms, static_cast<unsigned long long>(failed));
@@ -476,7 +473,7 @@ int Main() {
     const std::string config =
         absl::StrCat(testing::kSchedulerConfigHead,
                      absl::StrReplaceAll(kNullExtenders,
-                                         {{"@NULL_BIND_LINE@", mode == "null-bind" ? "    bindVerb: \"bind\"" : ""}}));
+                                         {{"@NULL_BIND_LINE@", mode == "null-bind" ? "    bindVerb: \"bind\"\n" : ""}}));
     if (!(std::ofstream(path) << config)) {
       std::fprintf(stderr, "e2e_throughput: cannot write %s\n", path.c_str());
       return 1;

@@ -48,8 +48,8 @@ std::string Bind(k8s::ApiClient& client, const std::string& body) {
   return "";
 }
 
-}  // namespace
-
+// kube-scheduler's answer to a filter call: the first of the request's
+// NodeNames (nodeCacheCapable), or an Error naming what is missing.
 HttpResponse NullFilterResponse(const HttpRequest& request) {
   const json args = json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
   json result = {{"NodeNames", json::array()}, {"FailedNodes", json::object()}, {"Error", ""}};
@@ -61,6 +61,8 @@ HttpResponse NullFilterResponse(const HttpRequest& request) {
   }
   return JsonAnswer(request.version(), result);
 }
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<NullExtender>> NullExtender::Start(uint16_t port,
                                                                   std::unique_ptr<k8s::ApiClient> binder,

@@ -38,8 +38,4 @@ class NullExtender {
   std::unique_ptr<HttpServer> server_;
 };
 
-/// kube-scheduler's answer to a filter call: the first of the request's
-/// NodeNames (nodeCacheCapable), or an Error naming what is missing.
-HttpResponse NullFilterResponse(const HttpRequest& request);
-
 }  // namespace tessera::bench

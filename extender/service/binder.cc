@@ -258,15 +258,12 @@ void Binder::Release(const std::string& uid) {
   if (model_.ReleaseReservation(uid)) model_.Publish();
 }
 
-void Binder::Assume(std::string_view uid, std::string_view node) {
-  std::optional<PodRecord> pod = pods_.Find(uid);
+void Binder::Assume(std::string_view uid, std::string_view node, const PodGpuRequest& request) {
+  if (request.count == 0) return;
+  const std::optional<PodRecord> pod = pods_.Find(uid);
   if (!pod.has_value()) return;
-  absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(pod->annotations);
-  if (!request.ok() || !request->has_value()) return;
-  if (!pod->host_error.ok()) pod->host = HostRequest{};
   bool fresh = false;
-  const absl::StatusOr<GpuAssignment> assumed =
-      Reserve(*pod, ProfileRequest(**request, pod->host), node, &fresh, /*assuming=*/true);
+  const absl::StatusOr<GpuAssignment> assumed = Reserve(*pod, request, node, &fresh, /*assuming=*/true);
   // Refused (the node filled since the filter read it, a bind in flight):
   // nothing held; the bind decides as it would have.
   (assumed.ok() ? assumed_count_ : not_assumed_count_).Inc();

@@ -131,11 +131,12 @@ class Binder {
 
   /// Filter passed the pod on to `node` alone, so kube-scheduler will bind it
   /// there: reserves its GPUs now, until its bind takes them over or
-  /// BinderOptions::assume_ttl passes (see the file comment). Does nothing
-  /// for a pod the watch has not delivered, one without a GPU request, one
-  /// bound or with a bind in flight, or when the node can no longer take it
-  /// (the bind will say so). Thread-safe; a few microseconds.
-  void Assume(std::string_view uid, std::string_view node);
+  /// BinderOptions::assume_ttl passes (see the file comment). `request` is
+  /// the one filter read from the pod (its GPUs and host request), not read
+  /// again. Does nothing for a pod the watch has not delivered, a request for
+  /// no GPU, a pod bound or with a bind in flight, or when the node can no
+  /// longer take it (the bind will say so). Thread-safe; a few microseconds.
+  void Assume(std::string_view uid, std::string_view node, const PodGpuRequest& request);
 
   /// Releases reservations the watch never confirmed within the TTL.
   /// \return how many were released.

@@ -336,7 +336,7 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
       // One node: kube-scheduler will bind the pod there, and may send the
       // next pod's filter before this bind (binder.h). Its GPUs count from now.
       if (result.passed.size() == 1 && sources_.binder != nullptr && !args->pod.uid.empty()) {
-        sources_.binder->Assume(args->pod.uid, NodeName(*args, result.passed[0]));
+        sources_.binder->Assume(args->pod.uid, NodeName(*args, result.passed[0]), cycle.request());
       }
     }
     const bool preemption_may_help = result.passed.empty() && !result.failed.empty() && result.error.empty() &&

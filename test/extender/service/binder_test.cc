@@ -13,9 +13,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "config/policy_loader.h"
+#include "extender/service/profile_request.h"
 #include "k8s/annotations.h"
 #include "k8s/gpu_assignment.h"
 #include "k8s/node_inventory.h"
+#include "k8s/pod_gpu_request.h"
 #include "policies/builtin_registry.h"
 #include "scheduler/model/absl_compat.h"
 #include "test/testing/builders.h"
@@ -67,6 +69,13 @@ class BinderTest : public ::testing::Test {
   void Known(const PodRecord& p) {
     directory_.Upsert(p);
     api_.Add(p);
+  }
+  // Filter's assumption for `p` on `node`, with the request filter reads from
+  // the pod (its GPU annotations and host request).
+  void Assume(const PodRecord& p, std::string_view node) {
+    absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(p.annotations);
+    ASSERT_TRUE(request.ok()) << request.status();
+    binder_->Assume(p.uid, node, ProfileRequest(*request, p.host));
   }
   int64_t Held(std::string_view node, int32_t gpu) {
     const auto s = model_.Current();
@@ -439,7 +448,7 @@ TEST_F(BinderTest, AFiltersAssumptionHoldsTheGpusSoTheNextPodCannotTakeThemBefor
   const PodRecord second = PendingPod("second", "0.6");
   Known(first);
   Known(second);
-  binder_->Assume(first.uid, "n1");
+  Assume(first, "n1");
   EXPECT_EQ(Held("n1", 0), 600) << "counted from the filter's answer on";
   EXPECT_THAT(binder_->Bind(Args(second, "n1")).message(), HasSubstr("node n1 can no longer take pod ml/second"));
   ASSERT_TRUE(binder_->Bind(Args(first, "n1")).ok());
@@ -453,7 +462,7 @@ TEST_F(BinderTest, AnAssumptionNoBindFollowsIsReleasedAfterItsShortTtl) {
   const PodRecord bound = PendingPod("bound", "0.5");
   Known(assumed);
   Known(bound);
-  binder_->Assume(assumed.uid, "n2");
+  Assume(assumed, "n2");
   ASSERT_TRUE(binder_->Bind(Args(bound, "n1")).ok());
   // Past the assumption's 30 s, before the bind's minute.
   EXPECT_EQ(binder_->ExpireReservations(absl::Now() + absl::Seconds(31)), 1u);
@@ -464,7 +473,7 @@ TEST_F(BinderTest, AnAssumptionNoBindFollowsIsReleasedAfterItsShortTtl) {
 TEST_F(BinderTest, TheBindOfAnAssumedPodRestartsItsClockAsABindsReservation) {
   const PodRecord pod = PendingPod("p", "0.5");
   Known(pod);
-  binder_->Assume(pod.uid, "n1");
+  Assume(pod, "n1");
   ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
   EXPECT_EQ(binder_->ExpireReservations(absl::Now() + absl::Seconds(31)), 0u);
   EXPECT_EQ(Held("n1", 0), 500);
@@ -473,7 +482,7 @@ TEST_F(BinderTest, TheBindOfAnAssumedPodRestartsItsClockAsABindsReservation) {
 TEST_F(BinderTest, AFailedBindOfAnAssumedPodReleasesTheGpusTheFilterHeld) {
   const PodRecord pod = PendingPod("p", "0.5");
   Known(pod);
-  binder_->Assume(pod.uid, "n1");
+  Assume(pod, "n1");
   api_.FailBind(absl::UnavailableError("connection reset"));
   EXPECT_FALSE(binder_->Bind(Args(pod, "n1")).ok());
   EXPECT_EQ(Held("n1", 0), 0);
@@ -483,7 +492,7 @@ TEST_F(BinderTest, AFailedBindOfAnAssumedPodReleasesTheGpusTheFilterHeld) {
 TEST_F(BinderTest, ABindOfAnAssumedPodDroppedBetweenItsStepsReleasesTheGpus) {
   const PodRecord pod = PendingPod("p", "0.5");
   Known(pod);
-  binder_->Assume(pod.uid, "n1");
+  Assume(pod, "n1");
   { Binder::Pending dropped = binder_->Begin(Args(pod, "n1")); }  // a full bind queue, a shutdown
   EXPECT_EQ(Held("n1", 0), 0) << "the bind had taken the assumption over as its own";
   EXPECT_EQ(model_.reservation_count(), 0u);
@@ -493,7 +502,7 @@ TEST_F(BinderTest, AFilterOfAPodWhoseBindIsInFlightLeavesTheBindsReservation) {
   const PodRecord pod = PendingPod("p", "0.5");
   Known(pod);
   Binder::Pending pending = binder_->Begin(Args(pod, "n2"));
-  binder_->Assume(pod.uid, "n1");
+  Assume(pod, "n1");
   EXPECT_EQ(Held("n1", 0), 0);
   EXPECT_EQ(Held("n2", 0) + Held("n2", 1), 500);
   ASSERT_TRUE(binder_->Finish(std::move(pending)).ok());
@@ -502,8 +511,8 @@ TEST_F(BinderTest, AFilterOfAPodWhoseBindIsInFlightLeavesTheBindsReservation) {
 TEST_F(BinderTest, ASecondFilterOfTheSamePodMovesItsAssumption) {
   const PodRecord pod = PendingPod("p", "0.5");
   Known(pod);
-  binder_->Assume(pod.uid, "n1");
-  binder_->Assume(pod.uid, "n2");
+  Assume(pod, "n1");
+  Assume(pod, "n2");
   EXPECT_EQ(Held("n1", 0), 0);
   EXPECT_EQ(Held("n2", 0) + Held("n2", 1), 500);
   EXPECT_EQ(model_.reservation_count(), 1u);
@@ -515,8 +524,8 @@ TEST_F(BinderTest, NothingIsAssumedForAPodTheWatchHasNotDeliveredOrOneAskingForN
   PodRecord cpu_only = PendingPod("cpu");
   cpu_only.annotations.clear();
   Known(cpu_only);
-  binder_->Assume(unseen.uid, "n1");
-  binder_->Assume(cpu_only.uid, "n1");
+  Assume(unseen, "n1");
+  Assume(cpu_only, "n1");
   EXPECT_EQ(model_.reservation_count(), 0u);
   EXPECT_EQ(Held("n1", 0), 0);
 }
