@@ -1,5 +1,6 @@
 #include "benchmarks/e2e/null_extender.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -69,7 +70,12 @@ absl::StatusOr<std::unique_ptr<NullExtender>> NullExtender::Start(uint16_t port,
                                                                   int bind_threads) {
   std::unique_ptr<NullExtender> extender(new NullExtender);
   extender->binder_ = std::move(binder);
-  if (extender->binder_) extender->bind_pool_ = std::make_unique<boost::asio::thread_pool>(bind_threads);
+  if (extender->binder_) {
+    extender->bind_pool_ = std::make_unique<boost::asio::thread_pool>(bind_threads);
+    // As many as Tessera keeps warm for its bind threads (at most 64).
+    extender->warmer_ = std::make_unique<k8s::ConnectionWarmer>(
+        *extender->binder_, std::min<size_t>(static_cast<size_t>(bind_threads), 64));
+  }
   HttpServerOptions options;
   options.port = port;
   k8s::ApiClient* client = extender->binder_.get();

@@ -4,7 +4,9 @@
 // Its filter passes on the first node it is given, at once (as Tessera's
 // shortlist of one, so kube-scheduler skips scoring); with a binder, its bind
 // posts the pod's Binding and answers, as Tessera's bind does, from a pool of
-// threads of its own. It keeps no model, reads nothing but the request, and
+// threads of its own, over connections kept open and warm as Tessera keeps
+// them (k8s::ConnectionWarmer): cold, the burst's first binds would each
+// open one, slowing its start as Tessera's is not. It keeps no model, reads nothing but the request, and
 // places pods without regard to GPUs: a ceiling to compare against, not a
 // scheduler.
 #pragma once
@@ -17,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "extender/server/http_server.h"
 #include "k8s/client/api_client.h"
+#include "k8s/client/connection_warmer.h"
 
 namespace tessera::bench {
 
@@ -34,6 +37,7 @@ class NullExtender {
   NullExtender() = default;
 
   std::unique_ptr<k8s::ApiClient> binder_;
+  std::unique_ptr<k8s::ConnectionWarmer> warmer_;  // of binder_'s connections; stops before binder_ goes
   std::unique_ptr<boost::asio::thread_pool> bind_pool_;
   std::unique_ptr<HttpServer> server_;
 };
