@@ -29,9 +29,6 @@ absl::Status Prefixed(std::string_view prefix, const absl::Status& status) {
 // How often binds the watch never confirmed are looked for, and the watch's
 // first sync (which starts the nudge) is checked.
 constexpr absl::Duration kChoreInterval = absl::Seconds(1);
-// Bind connections kept open (k8s/client/connection_warmer.h): one per bind
-// thread, up to this many; a burst past them opens more as it goes.
-constexpr size_t kWarmConnectionsMax = 64;
 
 // Requests that may wait for each thread of a pool before the next is
 // refused "busy" (kube-scheduler then retries the pod).
@@ -159,7 +156,7 @@ absl::Status Program::OpenApiServer() {
   if (!client.ok()) return Prefixed("cannot configure the API-server client: ", client.status());
   api_client_ = *std::move(client);
   warmer_ = std::make_unique<k8s::ConnectionWarmer>(
-      *api_client_, std::min<size_t>(static_cast<size_t>(options_.bind_threads), kWarmConnectionsMax));
+      *api_client_, std::min(static_cast<size_t>(options_.bind_threads), k8s::ConnectionWarmer::kMaxConnections));
   watch_ = std::make_unique<k8s::ClusterWatch>(*api_client_, model_, pods_, &metrics_);
   pod_api_ = std::make_unique<k8s::KubePodApi>(*api_client_);
   binder_ = std::make_unique<Binder>(model_, pods_, *pod_api_, [this] { return store_->Current(); }, metrics_,

@@ -72,9 +72,9 @@ absl::StatusOr<std::unique_ptr<NullExtender>> NullExtender::Start(uint16_t port,
   extender->binder_ = std::move(binder);
   if (extender->binder_) {
     extender->bind_pool_ = std::make_unique<boost::asio::thread_pool>(bind_threads);
-    // As many as Tessera keeps warm for its bind threads (at most 64).
+    // As many as Tessera keeps warm for its bind threads.
     extender->warmer_ = std::make_unique<k8s::ConnectionWarmer>(
-        *extender->binder_, std::min<size_t>(static_cast<size_t>(bind_threads), 64));
+        *extender->binder_, std::min(static_cast<size_t>(bind_threads), k8s::ConnectionWarmer::kMaxConnections));
   }
   HttpServerOptions options;
   options.port = port;

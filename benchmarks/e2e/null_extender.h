@@ -4,11 +4,11 @@
 // Its filter passes on the first node it is given, at once (as Tessera's
 // shortlist of one, so kube-scheduler skips scoring); with a binder, its bind
 // posts the pod's Binding and answers, as Tessera's bind does, from a pool of
-// threads of its own, over connections kept open and warm as Tessera keeps
-// them (k8s::ConnectionWarmer): cold, the burst's first binds would each
-// open one, slowing its start as Tessera's is not. It keeps no model, reads nothing but the request, and
-// places pods without regard to GPUs: a ceiling to compare against, not a
-// scheduler.
+// threads of its own, over connections kept warm as Tessera keeps them
+// (k8s::ConnectionWarmer): cold, the burst's first binds would each open one,
+// slowing its start as Tessera's is not. It keeps no model, reads nothing
+// but the request, and places pods without regard to GPUs: a ceiling to
+// compare against, not a scheduler.
 #pragma once
 
 #include <cstdint>

@@ -22,6 +22,10 @@ namespace tessera::k8s {
 
 class ConnectionWarmer {
  public:
+  /// Connections worth keeping warm for binds: one per bind thread, up to
+  /// this many; a burst past them opens more as it goes.
+  static constexpr size_t kMaxConnections = 64;
+
   /// Calls client.KeepWarm(connections) now and then every `every` on a
   /// thread of its own. `client` must outlive the warmer.
   ConnectionWarmer(ApiClient& client, size_t connections, absl::Duration every = absl::Seconds(20));
