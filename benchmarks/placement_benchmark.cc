@@ -19,6 +19,12 @@
 //                                    the score memo has not seen. The nodes
 //                                    are the trace's, replayed to 80% of
 //                                    capacity with the policy, repeated to the size.
+//   BM_LeftoverOutlookBuild/<mix>    fgd's `leftover: outlook` tables, built
+//                                    once per learned mix, off the request
+//                                    path: 0 = the default trace's typical
+//                                    pods, 1 = 128 kinds of distinct CPU
+//                                    (past the learner's 64 and the 64 CPU
+//                                    levels kept: the most it walks)
 //
 // Policies: 0 = fgd, 1 = the default policy (config/examples/default-policy.yaml),
 // 2 = gpu-share binpack (the previous default, for comparison).
@@ -32,6 +38,7 @@
 #include <benchmark/benchmark.h>
 
 #include "policies/builtin_registry.h"
+#include "policies/expected_waste.h"
 #include "scheduler/framework/profile.h"
 #include "sim/experiment.h"
 #include "sim/fleet.h"
@@ -138,9 +145,35 @@ void BM_Prioritize(benchmark::State& state) {
   }
 }
 
+void BM_LeftoverOutlookBuild(benchmark::State& state) {
+  std::vector<WorkloadPod> kinds = DefaultTrace().typical;
+  if (state.range(0) == 1) {
+    kinds.clear();
+    for (int64_t i = 1; i <= 128; ++i) {
+      WorkloadPod kind;
+      kind.weight = i;
+      kind.cpu = MilliCpu(500 * i);
+      kind.gpus = 1;
+      kind.milli = MilliGpu(7 * i);
+      kinds.push_back(std::move(kind));
+    }
+  }
+  const absl::StatusOr<TargetWorkload> workload = TargetWorkload::Create(kinds);
+  if (!workload.ok()) {
+    state.SkipWithError(std::string(workload.status().message()).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    const ExpectedWaste outlook(*workload);
+    benchmark::DoNotOptimize(outlook.Of(500));
+  }
+  state.counters["kinds"] = static_cast<double>(kinds.size());
+}
+
 BENCHMARK(BM_ReplayDefaultTrace)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReplayMixedFleet)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Prioritize)->ArgsProduct({{0, 1, 2}, {1000, 5000}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LeftoverOutlookBuild)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tessera::sim

@@ -19,12 +19,26 @@
 // scarcity. Models and GPU memory are not in it: every kind that asks for
 // GPUs counts on every GPU.
 //
+// The node's CPU. A kind the node's free CPU cannot host does not fill its
+// GPUs, so W is walked once per CPU level, over the kinds asking at most
+// that much CPU, and read at the node's free CPU (no kind hosted: W(f) = f).
+// A share on a node with c free CPU before the pod and c' after it lowers W
+// by W_c(f) − W_c'(f − m): a pod that takes the CPU its GPU's leftover
+// needs is charged for it, and filling a GPU the node's CPU has stranded
+// gains what would otherwise be lost. The walk does not follow the CPU down
+// as the kinds fill the GPU, nor share it with the node's other GPUs: it is
+// the first-order correction (README, "The leftover's outlook", measured).
+//
 // Integers: W is kept in thousandths of a milli-GPU (weights ≤ 2^30, W ≤
-// 10^6: products below 2^50), computed once per workload, 1001 entries.
+// 10^6: products below 2^50), computed once per workload: 1001 entries per
+// CPU level, at most kMaxCpuLevels levels.
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "scheduler/model/target_workload.h"
 
@@ -35,18 +49,31 @@ class ExpectedWaste {
   /// Thousandths of a milli-GPU per milli-GPU.
   static constexpr int64_t kScale = 1000;
 
+  /// At most this many CPU levels (tables of 1001): a workload with more
+  /// distinct CPU requests keeps every k-th and the highest, and a node's CPU
+  /// is read at the highest kept level at most its free (its kinds may then
+  /// be fewer than it hosts).
+  static constexpr size_t kMaxCpuLevels = 64;
+
   explicit ExpectedWaste(const TargetWorkload& workload);
 
-  /// W(f) · kScale for f free milli-GPU (clamped to 0..1000).
-  [[nodiscard]] int64_t Of(int64_t free_milli) const;
-  /// How much a share of `share` milli-GPU on a GPU with `free_milli` free
-  /// lowers W (· kScale; negative: the GPU is expected to waste more).
-  [[nodiscard]] int64_t DecreaseOf(int64_t free_milli, int64_t share) const {
-    return Of(free_milli) - Of(free_milli - share);
+  /// W(f) · kScale for f free milli-GPU (clamped to 0..1000) on a node
+  /// with `cpu_free` free milli-CPU (nullopt: unknown, every kind counts).
+  [[nodiscard]] int64_t Of(int64_t free_milli, std::optional<int64_t> cpu_free = std::nullopt) const;
+  /// How much a share of `share` milli-GPU lowers W (· kScale; negative:
+  /// the GPU is expected to waste more) on a GPU with `free_milli` free, on
+  /// a node with `cpu_before` free CPU before the pod and `cpu_after` after.
+  [[nodiscard]] int64_t DecreaseOf(int64_t free_milli, int64_t share, std::optional<int64_t> cpu_before = std::nullopt,
+                                   std::optional<int64_t> cpu_after = std::nullopt) const {
+    return Of(free_milli, cpu_before) - Of(free_milli - share, cpu_after);
   }
+  /// The CPU levels walked (ascending milli-CPU); the last hosts every kind.
+  [[nodiscard]] const std::vector<int64_t>& cpu_levels() const { return cpu_levels_; }
 
  private:
-  std::array<int64_t, 1001> scaled_{};  // W(f) · kScale
+  using Table = std::array<int64_t, 1001>;  // W(f) · kScale
+  std::vector<int64_t> cpu_levels_;         // ascending
+  std::vector<Table> tables_;               // [r]: the kinds asking at most cpu_levels_[r]; never empty
 };
 
 }  // namespace tessera

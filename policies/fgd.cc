@@ -208,17 +208,20 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const C
   measured.resize(fitting.size());
   for (size_t k = 0; k < fitting.size(); ++k) {
     measured[k].index = node.gpu_states[fitting[k]].index();
-    measured[k].decrease = decreases[like[k]] + (outlook ? OutlookDecrease(now.gpu[fitting[k]], share) : 0);
+    measured[k].decrease =
+        decreases[like[k]] + (outlook ? OutlookDecrease(now.gpu[fitting[k]], share, now.cpu, now.cpu_after) : 0);
   }
   return measured;
 }
 
 bool FgdPlugin::OutlookApplies(const NodeGpuAccess& access) { return access.uniform() && access.open(); }
 
-int64_t FgdPlugin::OutlookDecrease(int64_t free_milli, int64_t share) const {
+int64_t FgdPlugin::OutlookDecrease(int64_t free_milli, int64_t share, std::optional<int64_t> cpu_before,
+                                   std::optional<int64_t> cpu_after) const {
   if (outlook_ == nullptr) return 0;
   // A decrease is at most 1000 · kScale = 10^6 and the total weight ≤ 2^30: the product fits in 64 bits.
-  return outlook_->DecreaseOf(free_milli, share) * workload_->total_weight() / ExpectedWaste::kScale;
+  return outlook_->DecreaseOf(free_milli, share, cpu_before, cpu_after) * workload_->total_weight() /
+         ExpectedWaste::kScale;
 }
 
 int64_t FgdPlugin::ScoreOf(int64_t decrease) const {
@@ -276,9 +279,10 @@ int64_t FgdPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, cons
   const PodGpuRequest& r = cycle.request();
   int64_t decrease = PlacementFragmentationDecrease(*workload_, MeasureOptions(), r, node, choice);
   if (outlook_ != nullptr && SharesOneGpu(r) && OutlookApplies(NodeGpuAccess(*workload_, node.gpus))) {
+    const NodeFree now = FreeOf(node, r, {});
     for (int32_t index : choice.gpu_indices) {
       for (const GpuState& g : node.gpu_states) {
-        if (g.index() == index) decrease += OutlookDecrease(FreeMilli(g), PerGpuMilli(r));
+        if (g.index() == index) decrease += OutlookDecrease(FreeMilli(g), PerGpuMilli(r), now.cpu, now.cpu_after);
       }
     }
   }

@@ -144,8 +144,11 @@ class FgdPlugin final : public Plugin {
   // FGD's score of a decrease of F · W.
   [[nodiscard]] int64_t ScoreOf(int64_t decrease) const;
   // With the outlook: how much a share of one GPU lowers the expected waste
-  // of a GPU with `free_milli` free, in F · W's units (milli-GPU × weight); else 0.
-  [[nodiscard]] int64_t OutlookDecrease(int64_t free_milli, int64_t share) const;
+  // of a GPU with `free_milli` free, on a node with `cpu_before` free CPU
+  // before the pod and `cpu_after` after (nullopt: unknown), in F · W's
+  // units (milli-GPU × weight); else 0.
+  [[nodiscard]] int64_t OutlookDecrease(int64_t free_milli, int64_t share, std::optional<int64_t> cpu_before,
+                                        std::optional<int64_t> cpu_after) const;
   // Whether the outlook's walk holds on a node: every kind that asks for
   // GPUs may use every GPU of it (kinds that name models make it a guess
   // elsewhere: on the Alibaba traces whose pods do, counting it on every

@@ -1,5 +1,7 @@
 // fgd's `leftover: outlook`: a share also counts how much it lowers its
 // GPU's expected final waste (policies/expected_waste.h).
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,58 @@ TEST(ExpectedWasteTest, ADecreaseIsWhatTheShareTakesOutOfTheWalk) {
   EXPECT_EQ(w.DecreaseOf(350, 320), 75'000 - 30'000);
 }
 
+TEST(ExpectedWasteTest, CountsOnlyTheKindsTheNodesCpuHosts) {
+  // 700 free: with both kinds, a 500 leaves 200 (nothing fits) and a 300
+  // leaves 400 (then a 300: 100), so W = (200 + 100) / 2; with 2 cores
+  // only the 300 kind is hosted: 700 → 400 → 100.
+  const ExpectedWaste w(Workload({"1 cpu=4000m gpu=500m", "1 cpu=1000m gpu=300m", "3 cpu=2000m"}));
+  struct Case {
+    std::string name;
+    std::optional<int64_t> cpu_free;
+    int64_t expected;  // W(700) · kScale
+  };
+  const std::vector<Case> cases = {
+      {"CPU unknown: every kind", std::nullopt, 150'000},
+      {"CPU for every kind", 8000, 150'000},
+      {"CPU for exactly the larger kind's request", 4000, 150'000},
+      {"CPU for the smaller kind only", 2000, 100'000},
+      {"CPU for no kind: all of it is waste", 500, 700'000},
+      {"no CPU at all", 0, 700'000},
+      {"a node over-committed below zero", -1000, 700'000},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(w.Of(700, c.cpu_free), c.expected);
+  }
+  EXPECT_EQ(w.cpu_levels(), (std::vector<int64_t>{1000, 4000})) << "pods without GPUs are no level";
+}
+
+TEST(ExpectedWasteTest, APodThatTakesTheCpuTheLeftoverNeedsIsChargedForIt) {
+  const ExpectedWaste w(Workload({"1 cpu=4000m gpu=500m"}));
+  // Half of an idle GPU: the other half waits for another 500 while 4 cores stay.
+  EXPECT_EQ(w.DecreaseOf(1000, 500, 8000, 4000), 0);
+  // The same, leaving 3 cores: no 500 will come, the half is lost.
+  EXPECT_EQ(w.DecreaseOf(1000, 500, 8000, 3000), -500'000);
+  // A GPU the node's CPU had stranded: filling it gains what was lost.
+  EXPECT_EQ(w.DecreaseOf(500, 500, 3000, 2000), 500'000);
+}
+
+TEST(ExpectedWasteTest, KeepsAtMostItsCpuLevelsAndTheHighest) {
+  std::vector<std::string> kinds;
+  for (int i = 1; i <= 100; ++i) kinds.push_back("1 cpu=" + std::to_string(i * 100) + "m gpu=500m");
+  const ExpectedWaste w(Workload(kinds));
+  EXPECT_LE(w.cpu_levels().size(), ExpectedWaste::kMaxCpuLevels);
+  EXPECT_GT(w.cpu_levels().size(), ExpectedWaste::kMaxCpuLevels / 2) << "every other request, at worst";
+  EXPECT_EQ(w.cpu_levels().front(), 100);
+  EXPECT_EQ(w.cpu_levels().back(), 10'000) << "the last level hosts every kind";
+  EXPECT_TRUE(std::is_sorted(w.cpu_levels().begin(), w.cpu_levels().end()));
+  // Every kind hosted: two halves fill an idle GPU, whatever the CPU beyond the highest request.
+  EXPECT_EQ(w.Of(1000, 20'000), 0);
+  EXPECT_EQ(w.Of(1000, std::nullopt), 0);
+  // Below the lowest request nothing is hosted.
+  EXPECT_EQ(w.Of(1000, 99), 1'000'000);
+}
+
 // A node whose GPU 0 holds a 650 share (350 free) and GPU 1 a 470 (530
 // free). A 230 share: the paper's fgd takes GPU 0 (fragment falls by 90
 // milli-GPU there, rises by 5 on GPU 1) and leaves 120 that nothing fills
@@ -84,6 +138,36 @@ TEST(LeftoverOutlookTest, AShareGoesWhereWhatItLeavesCanStillBeFilled) {
   const std::optional<GpuChoice> by_learned = learned->ChooseGpus(pod, view);
   ASSERT_TRUE(by_learned.has_value());
   EXPECT_EQ(by_learned->gpu_indices[0], 1);
+}
+
+// As above, but whether the node's CPU can host a 320 decides: with 3.5
+// cores free a 320's 4 cores never come, so keeping the 350 for one gains
+// nothing, and the 230 fills it (W 120 → 120) rather than leave 300 on
+// GPU 1 (W 65 → 70); with 16 cores the outlook keeps the 350 as above.
+TEST(LeftoverOutlookTest, KeepsALeftoverOnlyForKindsTheNodesCpuCanHost) {
+  struct Case {
+    std::string name;
+    int64_t cpu_free;
+    int32_t expected_gpu;
+  };
+  const std::vector<Case> cases = {
+      {"a node that can host a 320 keeps its 350 for one", 16000, 1},
+      {"a node that cannot fills its 350", 3500, 0},
+  };
+  const TargetWorkload w = Workload({"1 cpu=1000m gpu=650m", "1 cpu=1000m gpu=470m", "3 cpu=4000m gpu=320m",
+                                     "1 cpu=1000m gpu=230m", "4 cpu=1000m gpu=1"});
+  const FgdPlugin outlook(w, GpuShareArgs{},
+                          MeasureArgs{.kind_weights = KindWeights::kPerPod, .gpu_memory = false, .leftover_outlook = true});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Node node = Node("n").Gpus(2).Hold(0, 650).Hold(1, 470).Host(c.cpu_free, 16000);
+    const NodeView view = node.View();
+    const CycleState pod(Pod().Fraction(230).Cpu(1000));
+    const std::optional<GpuChoice> choice = outlook.ChooseGpus(pod, view);
+    ASSERT_TRUE(choice.has_value());
+    EXPECT_EQ(choice->gpu_indices[0], c.expected_gpu);
+    EXPECT_EQ(*choice->chooser_score, outlook.ScoreNode(pod, view, *choice)) << "the score it carries is Score's";
+  }
 }
 
 // The walk assumes every kind may fill every GPU. On a node some kind may
