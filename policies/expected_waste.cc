@@ -6,8 +6,8 @@
 namespace tessera {
 namespace {
 
-// A kind as the walk reads it: its share of one GPU (1000 for whole-GPU
-// kinds), its arrivals' weight and the CPU it asks.
+// A kind as the walk reads it: its share of one GPU (1000 for a kind of one
+// whole GPU), its arrivals' weight and the CPU it asks.
 struct Kind {
   int64_t share;
   int64_t weight;
@@ -49,10 +49,10 @@ ExpectedWaste::ExpectedWaste(const TargetWorkload& workload) {
   std::vector<Kind> kinds;
   std::vector<int64_t> cpus;
   for (const WorkloadPod& p : workload.pods()) {
-    if (p.gpus <= 0) continue;
-    const bool whole = p.gpus > 1 || p.milli.value() >= 1000;
-    // Σ weight ≤ 2^30 and GPUs per kind < 2^31: the weights stay below 2^61 in all.
-    kinds.push_back({whole ? int64_t{1000} : p.milli.value(), p.weight * (whole ? int64_t{p.gpus} : 1), p.cpu.value()});
+    // A kind of several GPUs needs them free at once on one node, which a
+    // walk along one GPU cannot see: fgd's fragment term judges it.
+    if (p.gpus != 1) continue;
+    kinds.push_back({std::min<int64_t>(p.milli.value(), 1000), p.weight, p.cpu.value()});
     cpus.push_back(p.cpu.value());
   }
   std::sort(kinds.begin(), kinds.end(), [](const Kind& a, const Kind& b) { return a.share < b.share; });

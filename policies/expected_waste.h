@@ -9,9 +9,12 @@
 //   W(f) = f                                   when no kind fits f
 //   W(f) = Σ_k w_k · W(f − m_k) / Σ_k w_k       over the kinds k with m_k ≤ f
 //
-// with m_k a one-GPU kind's share, 1000 for a kind of whole GPUs (so an
-// idle GPU also expects whole-GPU pods, weighed by the GPUs they ask), and
-// w_k the kind's arrivals. Placing a share m on a GPU with f free changes
+// over the kinds of one GPU, with m_k a kind's share, 1000 for a kind of a
+// whole GPU (so an idle GPU also expects whole-GPU pods), and w_k the
+// kind's arrivals. Kinds of several GPUs are not in it: they need GPUs free
+// at once on one node, which a walk along one GPU cannot see (fgd's
+// fragment term judges that; counting them, the CPU cost below cost
+// multigpu40 at node CPU × 0.5 0.08 more). Placing a share m on a GPU with f free changes
 // the GPU's expected waste by W(f − m) − W(f); fgd counts that beside the
 // fragmentation it removes. The walk ignores that other GPUs compete for the
 // same pods (a 190 sliver is rarely filled: pods that small are rare, and
@@ -27,7 +30,10 @@
 // needs is charged for it, and filling a GPU the node's CPU has stranded
 // gains what would otherwise be lost. The walk does not follow the CPU down
 // as the kinds fill the GPU, nor share it with the node's other GPUs: it is
-// the first-order correction (README, "The leftover's outlook", measured).
+// the first-order correction. Where the cluster is short of CPU
+// (TargetWorkload::cpu_short), fgd also charges a share for what the CPU it
+// takes does to the node's other GPUs: Σ W_c(f_i) − W_c'(f_i) over them
+// (README, "The leftover's outlook", measured).
 //
 // Integers: W is kept in thousandths of a milli-GPU (weights ≤ 2^30, W ≤
 // 10^6: products below 2^50), computed once per workload: 1001 entries per

@@ -206,10 +206,15 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const C
   FragmentationDecreases(*workload_, access, now.gpu, now.cpu, now.cpu_after, share,
                          distinct, absl::MakeSpan(decreases), options, now.fit, distinct_fit_after);
   measured.resize(fitting.size());
+  // Where CPU binds, what the share's CPU does to every GPU's outlook; the
+  // GPU that takes the share is counted by OutlookDecrease instead.
+  const bool cpu_cost = outlook && workload_->cpu_short();
+  const int64_t cost_all = cpu_cost ? OutlookCpuCost(now.gpu, now.cpu, now.cpu_after) : 0;
   for (size_t k = 0; k < fitting.size(); ++k) {
+    const int64_t free = now.gpu[fitting[k]];
     measured[k].index = node.gpu_states[fitting[k]].index();
-    measured[k].decrease =
-        decreases[like[k]] + (outlook ? OutlookDecrease(now.gpu[fitting[k]], share, now.cpu, now.cpu_after) : 0);
+    measured[k].decrease = decreases[like[k]] + (outlook ? OutlookDecrease(free, share, now.cpu, now.cpu_after) : 0);
+    if (cpu_cost) measured[k].decrease += cost_all - OutlookDecrease(free, 0, now.cpu, now.cpu_after);
   }
   return measured;
 }
@@ -222,6 +227,13 @@ int64_t FgdPlugin::OutlookDecrease(int64_t free_milli, int64_t share, std::optio
   // A decrease is at most 1000 · kScale = 10^6 and the total weight ≤ 2^30: the product fits in 64 bits.
   return outlook_->DecreaseOf(free_milli, share, cpu_before, cpu_after) * workload_->total_weight() /
          ExpectedWaste::kScale;
+}
+
+int64_t FgdPlugin::OutlookCpuCost(absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_before,
+                                  std::optional<int64_t> cpu_after) const {
+  int64_t cost = 0;
+  for (int64_t free : free_milli) cost += OutlookDecrease(free, 0, cpu_before, cpu_after);
+  return cost;
 }
 
 int64_t FgdPlugin::ScoreOf(int64_t decrease) const {
@@ -280,9 +292,14 @@ int64_t FgdPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, cons
   int64_t decrease = PlacementFragmentationDecrease(*workload_, MeasureOptions(), r, node, choice);
   if (outlook_ != nullptr && SharesOneGpu(r) && OutlookApplies(NodeGpuAccess(*workload_, node.gpus))) {
     const NodeFree now = FreeOf(node, r, {});
+    // As MeasureEachGpu counts it: the chosen GPU by its share, the others, where CPU binds, by the CPU taken.
+    const bool cpu_cost = workload_->cpu_short();
+    if (cpu_cost) decrease += OutlookCpuCost(now.gpu, now.cpu, now.cpu_after);
     for (int32_t index : choice.gpu_indices) {
-      for (const GpuState& g : node.gpu_states) {
-        if (g.index() == index) decrease += OutlookDecrease(FreeMilli(g), PerGpuMilli(r), now.cpu, now.cpu_after);
+      for (size_t i = 0; i < node.gpu_states.size(); ++i) {
+        if (node.gpu_states[i].index() != index) continue;
+        decrease += OutlookDecrease(now.gpu[i], PerGpuMilli(r), now.cpu, now.cpu_after);
+        if (cpu_cost) decrease -= OutlookDecrease(now.gpu[i], 0, now.cpu, now.cpu_after);
       }
     }
   }

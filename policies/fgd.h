@@ -149,6 +149,11 @@ class FgdPlugin final : public Plugin {
   // units (milli-GPU × weight); else 0.
   [[nodiscard]] int64_t OutlookDecrease(int64_t free_milli, int64_t share, std::optional<int64_t> cpu_before,
                                         std::optional<int64_t> cpu_after) const;
+  // With the outlook: what the node's CPU falling from `cpu_before` to
+  // `cpu_after` does to the expected waste of GPUs with `free_milli` free
+  // (≤ 0: kinds the CPU no longer hosts stop filling them), in the same units.
+  [[nodiscard]] int64_t OutlookCpuCost(absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_before,
+                                       std::optional<int64_t> cpu_after) const;
   // Whether the outlook's walk holds on a node: every kind that asks for
   // GPUs may use every GPU of it (kinds that name models make it a guess
   // elsewhere: on the Alibaba traces whose pods do, counting it on every

@@ -36,8 +36,9 @@ TEST(ExpectedWasteTest, FollowsTheGpuUntilNoKindFits) {
       {"the kinds that fit are averaged by arrivals: 320 leaves 30, 230 leaves 120",
        {"1 cpu=1 gpu=650m", "1 cpu=1 gpu=320m", "1 cpu=1 gpu=230m"}, 350, 75'000},
       {"a kind twice as frequent counts twice", {"2 cpu=1 gpu=320m", "1 cpu=1 gpu=230m"}, 350, 60'000},
-      {"an idle GPU expects whole-GPU pods too, by the GPUs they ask",
-       {"1 cpu=1 gpu=2", "1 cpu=1 gpu=810m"}, 1000, 63'333},
+      {"an idle GPU expects whole-GPU pods too", {"2 cpu=1 gpu=1", "1 cpu=1 gpu=810m"}, 1000, 63'333},
+      {"a kind of several GPUs is no kind of it: one GPU's walk cannot see them free at once",
+       {"1 cpu=1 gpu=2", "1 cpu=1 gpu=810m"}, 1000, 190'000},
       {"a pod without GPUs is no kind of it", {"5 cpu=1", "1 cpu=1 gpu=500m"}, 700, 200'000},
       {"nothing free, nothing wasted", {"1 cpu=1 gpu=500m"}, 0, 0},
       {"beyond one GPU's amount counts as one GPU's", {"1 cpu=1 gpu=500m"}, 1200, 0},
@@ -167,6 +168,49 @@ TEST(LeftoverOutlookTest, KeepsALeftoverOnlyForKindsTheNodesCpuCanHost) {
     ASSERT_TRUE(choice.has_value());
     EXPECT_EQ(choice->gpu_indices[0], c.expected_gpu);
     EXPECT_EQ(*choice->chooser_score, outlook.ScoreNode(pod, view, *choice)) << "the score it carries is Score's";
+  }
+}
+
+// Where the cluster is short of CPU, a share also pays for what the CPU it
+// takes does to the node's other GPUs. GPU 1 has 600 free and takes the
+// 600 share; idle GPU 0 expects a whole-GPU pod (8 cores) or a 600 (W =
+// (0 + 400) / 2 = 200) while 9 cores stay, only a 600 (W = 400) once the
+// pod's 2 are gone: the node scores lower. With 16 cores nothing is lost.
+TEST(LeftoverOutlookTest, WhereCpuBindsAShareAlsoPaysForTheCpuTheNodesOtherGpusNeed) {
+  struct Case {
+    std::string name;
+    int64_t cpu_free;
+    bool cost_expected;
+  };
+  const std::vector<Case> cases = {
+      {"the pod leaves too little CPU for the whole-GPU kind", 9000, true},
+      {"the pod leaves enough", 16000, false},
+  };
+  const TargetWorkload arrivals = Workload({"1 cpu=8000m gpu=1", "1 cpu=1000m gpu=600m"});
+  const MeasureArgs measure{.kind_weights = KindWeights::kPerPod, .gpu_memory = false, .leftover_outlook = true};
+  // The cluster's CPU per GPU against the arrivals' (9 cores a 1.6 GPUs).
+  const FgdPlugin short_of_cpu(arrivals.WithClusterCpu({.cpu = 1000, .gpu = 1000}), GpuShareArgs{}, measure);
+  const FgdPlugin rich_in_cpu(arrivals.WithClusterCpu({.cpu = 100'000, .gpu = 1000}), GpuShareArgs{}, measure);
+  ASSERT_TRUE(short_of_cpu.workload().cpu_short());
+  ASSERT_FALSE(rich_in_cpu.workload().cpu_short());
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Node node = Node("n").Gpus(2).Hold(1, 400).Host(c.cpu_free, 16000);
+    const NodeView view = node.View();
+    const CycleState pod(Pod().Fraction(600).Cpu(2000));
+    const std::optional<GpuChoice> short_choice = short_of_cpu.ChooseGpus(pod, view);
+    const std::optional<GpuChoice> rich_choice = rich_in_cpu.ChooseGpus(pod, view);
+    ASSERT_TRUE(short_choice.has_value() && rich_choice.has_value());
+    EXPECT_EQ(short_choice->gpu_indices[0], 1);
+    EXPECT_EQ(rich_choice->gpu_indices[0], 1);
+    const int64_t short_score = short_of_cpu.ScoreNode(pod, view, *short_choice);
+    const int64_t rich_score = rich_in_cpu.ScoreNode(pod, view, *rich_choice);
+    EXPECT_EQ(*short_choice->chooser_score, short_score) << "the score it carries is Score's";
+    if (c.cost_expected) {
+      EXPECT_LT(short_score, rich_score);
+    } else {
+      EXPECT_EQ(short_score, rich_score);
+    }
   }
 }
 
