@@ -22,8 +22,9 @@
 //   BM_LeftoverOutlookBuild/<mix>    fgd's `leftover: outlook` tables, built
 //                                    once per learned mix, off the request
 //                                    path: 0 = the default trace's typical
-//                                    pods, 1 = 128 kinds of distinct CPU
-//                                    (past the learner's 64 and the 64 CPU
+//                                    pods, 1 = 4096 kinds of distinct CPU
+//                                    and 1000 distinct shares (past the
+//                                    learner's 64 kinds and the 64 CPU
 //                                    levels kept: the most it walks)
 //
 // Policies: 0 = fgd, 1 = the default policy (config/examples/default-policy.yaml),
@@ -149,12 +150,12 @@ void BM_LeftoverOutlookBuild(benchmark::State& state) {
   std::vector<WorkloadPod> kinds = DefaultTrace().typical;
   if (state.range(0) == 1) {
     kinds.clear();
-    for (int64_t i = 1; i <= 128; ++i) {
+    for (int64_t i = 1; i <= 4096; ++i) {
       WorkloadPod kind;
-      kind.weight = i;
-      kind.cpu = MilliCpu(500 * i);
+      kind.weight = 1 + i % 7;
+      kind.cpu = MilliCpu(100 * i);
       kind.gpus = 1;
-      kind.milli = MilliGpu(7 * i);
+      kind.milli = MilliGpu(1 + i % 1000);
       kinds.push_back(std::move(kind));
     }
   }

@@ -2,31 +2,31 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace tessera {
 namespace {
 
-// A kind as the walk reads it: its share of one GPU (1000 for a kind of one
-// whole GPU), its arrivals' weight and the CPU it asks.
-struct Kind {
-  int64_t share;
-  int64_t weight;
-  int64_t cpu;
-};
+constexpr size_t kShares = 1001;  // a share of one GPU: 0..1000 milli-GPU
 
-// W over the kinds (in share order) asking at most `cpu_max`.
-void Walk(const std::vector<Kind>& kinds, int64_t cpu_max, std::array<int64_t, 1001>& scaled) {
+// W over the hosted kinds' arrivals by share (`weight[m]`, m = 1..1000):
+// one pass over the free amounts, each over the shares that have arrivals.
+void Walk(const std::array<int64_t, kShares>& weight, std::array<int64_t, kShares>& scaled) {
+  std::vector<int64_t> shares;  // with arrivals, ascending
+  for (size_t m = 1; m < kShares; ++m) {
+    if (weight[m] > 0) shares.push_back(static_cast<int64_t>(m));
+  }
   scaled[0] = 0;
   for (int64_t f = 1; f <= 1000; ++f) {
     __int128 sum = 0;
-    int64_t weight = 0;
-    for (const Kind& k : kinds) {
-      if (k.share > f) break;
-      if (k.cpu > cpu_max) continue;
-      sum += static_cast<__int128>(k.weight) * scaled[static_cast<size_t>(f - k.share)];
-      weight += k.weight;
+    int64_t total = 0;
+    for (int64_t m : shares) {
+      if (m > f) break;
+      sum += static_cast<__int128>(weight[static_cast<size_t>(m)]) * scaled[static_cast<size_t>(f - m)];
+      total += weight[static_cast<size_t>(m)];
     }
-    scaled[static_cast<size_t>(f)] = weight == 0 ? f * ExpectedWaste::kScale : static_cast<int64_t>(sum / weight);
+    scaled[static_cast<size_t>(f)] = total == 0 ? f * ExpectedWaste::kScale : static_cast<int64_t>(sum / total);
   }
 }
 
@@ -46,20 +46,31 @@ std::vector<int64_t> LevelsOf(std::vector<int64_t> cpus, size_t most) {
 }  // namespace
 
 ExpectedWaste::ExpectedWaste(const TargetWorkload& workload) {
-  std::vector<Kind> kinds;
+  // A kind of several GPUs needs them free at once on one node, which a
+  // walk along one GPU cannot see: fgd's fragment term judges it.
+  const auto one_gpu = [](const WorkloadPod& p) { return p.gpus == 1; };
   std::vector<int64_t> cpus;
   for (const WorkloadPod& p : workload.pods()) {
-    // A kind of several GPUs needs them free at once on one node, which a
-    // walk along one GPU cannot see: fgd's fragment term judges it.
-    if (p.gpus != 1) continue;
-    kinds.push_back({std::min<int64_t>(p.milli.value(), 1000), p.weight, p.cpu.value()});
-    cpus.push_back(p.cpu.value());
+    if (one_gpu(p)) cpus.push_back(p.cpu.value());
   }
-  std::sort(kinds.begin(), kinds.end(), [](const Kind& a, const Kind& b) { return a.share < b.share; });
   cpu_levels_ = LevelsOf(std::move(cpus), kMaxCpuLevels);
   if (cpu_levels_.empty()) cpu_levels_.push_back(std::numeric_limits<int64_t>::max());  // no kind: W(f) = f
+  // Each kind joins at the first level that hosts it; the weights by share
+  // grow level by level, so that the work is levels × shares², whatever
+  // the number of kinds (Σ weight ≤ 2^30: no sum overflows).
+  std::vector<std::vector<std::pair<size_t, int64_t>>> joining(cpu_levels_.size());  // (share, weight)
+  for (const WorkloadPod& p : workload.pods()) {
+    if (!one_gpu(p)) continue;
+    const auto level = std::lower_bound(cpu_levels_.begin(), cpu_levels_.end(), p.cpu.value());
+    joining[static_cast<size_t>(level - cpu_levels_.begin())].emplace_back(
+        static_cast<size_t>(std::clamp<int64_t>(p.milli.value(), 1, 1000)), p.weight);
+  }
+  std::array<int64_t, kShares> weight{};
   tables_.resize(cpu_levels_.size());
-  for (size_t r = 0; r < cpu_levels_.size(); ++r) Walk(kinds, cpu_levels_[r], tables_[r]);
+  for (size_t r = 0; r < cpu_levels_.size(); ++r) {
+    for (const auto& [share, w] : joining[r]) weight[share] += w;
+    Walk(weight, tables_[r]);
+  }
 }
 
 int64_t ExpectedWaste::Of(int64_t free_milli, std::optional<int64_t> cpu_free) const {

@@ -13,14 +13,14 @@
 // whole GPU (so an idle GPU also expects whole-GPU pods), and w_k the
 // kind's arrivals. Kinds of several GPUs are not in it: they need GPUs free
 // at once on one node, which a walk along one GPU cannot see (fgd's
-// fragment term judges that; counting them, the CPU cost below cost
-// multigpu40 at node CPU × 0.5 0.08 more). Placing a share m on a GPU with f free changes
-// the GPU's expected waste by W(f − m) − W(f); fgd counts that beside the
-// fragmentation it removes. The walk ignores that other GPUs compete for the
-// same pods (a 190 sliver is rarely filled: pods that small are rare, and
-// W(190) is what they would leave); the fragmentation term is what weighs
-// scarcity. Models and GPU memory are not in it: every kind that asks for
-// GPUs counts on every GPU.
+// fragment term judges that; counted, the CPU cost below lost multigpu40
+// at node CPU × 0.5 0.08 more). Placing a share m on a GPU with f free
+// changes the GPU's expected waste by W(f − m) − W(f); fgd counts that
+// beside the fragmentation it removes. The walk ignores that other GPUs
+// compete for the same pods (a 190 sliver is rarely filled: pods that small
+// are rare, and W(190) is what they would leave); the fragmentation term is
+// what weighs scarcity. Models and GPU memory are not in it: every kind
+// that asks for GPUs counts on every GPU.
 //
 // The node's CPU. A kind the node's free CPU cannot host does not fill its
 // GPUs, so W is walked once per CPU level, over the kinds asking at most
@@ -37,7 +37,8 @@
 //
 // Integers: W is kept in thousandths of a milli-GPU (weights ≤ 2^30, W ≤
 // 10^6: products below 2^50), computed once per workload: 1001 entries per
-// CPU level, at most kMaxCpuLevels levels.
+// CPU level, at most kMaxCpuLevels levels, kinds merged by share so that
+// the work is bounded however long the list (levels × 1000 × shares).
 #pragma once
 
 #include <array>

@@ -93,6 +93,22 @@ TEST(ExpectedWasteTest, APodThatTakesTheCpuTheLeftoverNeedsIsChargedForIt) {
   EXPECT_EQ(w.DecreaseOf(500, 500, 3000, 2000), 500'000);
 }
 
+TEST(ExpectedWasteTest, KindsOfOneShareWalkAsOneOfTheirSummedArrivals) {
+  const ExpectedWaste apart(Workload({"1 cpu=1000m gpu=500m", "2 cpu=3000m gpu=500m", "1 cpu=1000m gpu=300m"}));
+  const ExpectedWaste merged(Workload({"3 cpu=3000m gpu=500m", "1 cpu=1000m gpu=300m"}));
+  for (int64_t free = 0; free <= 1000; ++free) {
+    SCOPED_TRACE(free);
+    ASSERT_EQ(apart.Of(free), merged.Of(free));
+    ASSERT_EQ(apart.Of(free, 4000), merged.Of(free, 4000));
+  }
+  // With 2 cores the first 500 kind and the 300 are hosted: 800 takes a 500
+  // (300 left, which a 300 fills) or a 300 (500 left: a 500 fills it, a 300
+  // leaves 200), W = (0 + (0 + 200) / 2) / 2.
+  EXPECT_EQ(apart.Of(800, 2000), 50'000);
+  // Merged, every 500 asks 3 cores: only 300s come, 800 → 500 → 200.
+  EXPECT_EQ(merged.Of(800, 2000), 200'000);
+}
+
 TEST(ExpectedWasteTest, KeepsAtMostItsCpuLevelsAndTheHighest) {
   std::vector<std::string> kinds;
   for (int i = 1; i <= 100; ++i) kinds.push_back("1 cpu=" + std::to_string(i * 100) + "m gpu=500m");
