@@ -20,6 +20,8 @@ namespace {
 constexpr char kAssumptionsHelp[] =
     "Pods whose GPUs filter reserved on the one node it passed them on to, until their bind (assumed), or could "
     "not (not_assumed: the node filled meanwhile, or a bind was in flight).";
+constexpr char kReservationsExpiredHelp[] = "Bind reservations released unconfirmed after the TTL.";
+constexpr char kAssumptionsExpiredHelp[] = "Filter's assumptions released after their TTL with no bind of the pod.";
 
 }  // namespace
 
@@ -34,16 +36,16 @@ Binder::Binder(ClusterModel& model, const PodDirectory& pods, k8s::PodApi& api,
       // Looked up once: Assume runs on every filter that names one node.
       assumed_count_(metrics.Counter("tessera_filter_assumptions_total", kAssumptionsHelp, {{"result", "assumed"}})),
       not_assumed_count_(
-          metrics.Counter("tessera_filter_assumptions_total", kAssumptionsHelp, {{"result", "not_assumed"}})) {
+          metrics.Counter("tessera_filter_assumptions_total", kAssumptionsHelp, {{"result", "not_assumed"}})),
+      // At 0 from the start, as below.
+      reservations_expired_count_(metrics.Counter("tessera_reservations_expired_total", kReservationsExpiredHelp)),
+      assumptions_expired_count_(metrics.Counter("tessera_filter_assumptions_expired_total", kAssumptionsExpiredHelp)) {
   // Every outcome's series at 0 from the start: rate() and increase() count
   // the first of each only when its series existed before it.
   for (std::string_view result : {"success", "no_fit", "invalid_request", "pod_lookup", "pod_replaced", "deadline",
                                   "binding", "binding_timeout"}) {
     metrics_.Counter("tessera_binds_total", "Bind requests by result.", {{"result", std::string(result)}});
   }
-  metrics_.Counter("tessera_reservations_expired_total", "Bind reservations released unconfirmed after the TTL.");
-  metrics_.Counter("tessera_filter_assumptions_expired_total",
-                   "Filter's assumptions released after their TTL with no bind of the pod.");
 }
 
 absl::Status Binder::Fail(std::string_view reason, absl::Status status) {
@@ -411,16 +413,8 @@ size_t Binder::ExpireReservations(absl::Time now) {
     LogWarning(absl::StrCat("bind of pod ", p.pod_key, " to ", p.assignment.node,
                             " was not confirmed by the watch within the TTL; its GPUs, CPU and memory are released"));
   }
-  if (binds > 0) {
-    metrics_.Counter("tessera_reservations_expired_total", "Bind reservations released unconfirmed after the TTL.")
-        .Inc(static_cast<double>(binds));
-  }
-  if (expired.size() > binds) {
-    metrics_
-        .Counter("tessera_filter_assumptions_expired_total",
-                 "Filter's assumptions released after their TTL with no bind of the pod.")
-        .Inc(static_cast<double>(expired.size() - binds));
-  }
+  if (binds > 0) reservations_expired_count_.Inc(static_cast<double>(binds));
+  if (expired.size() > binds) assumptions_expired_count_.Inc(static_cast<double>(expired.size() - binds));
   return expired.size();
 }
 

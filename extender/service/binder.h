@@ -179,6 +179,8 @@ class Binder {
   absl::Mutex reserve_mu_;  // check-and-reserve is one step
   Counter& assumed_count_;      // tessera_filter_assumptions_total{result="assumed"}
   Counter& not_assumed_count_;  // ... {result="not_assumed"}
+  Counter& reservations_expired_count_;  // tessera_reservations_expired_total
+  Counter& assumptions_expired_count_;   // tessera_filter_assumptions_expired_total
   // Uids whose reservation a filter made (Assume) and no bind has taken over.
   absl::flat_hash_set<std::string> assumed_ ABSL_GUARDED_BY(reserve_mu_);
 };

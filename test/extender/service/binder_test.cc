@@ -470,6 +470,21 @@ TEST_F(BinderTest, AnAssumptionNoBindFollowsIsReleasedAfterItsShortTtl) {
   EXPECT_EQ(Held("n1", 0), 500);
 }
 
+TEST_F(BinderTest, ExpiredAssumptionsAndExpiredBindsAreCountedApart) {
+  const PodRecord assumed = PendingPod("assumed", "0.5");
+  const PodRecord bound = PendingPod("bound", "0.5");
+  Known(assumed);
+  Known(bound);
+  Assume(assumed, "n2");
+  ASSERT_TRUE(binder_->Bind(Args(bound, "n1")).ok());
+  const auto count = [this](const std::string& name) { return metrics_.Counter(name, "").Value(); };
+  EXPECT_EQ(count("tessera_filter_assumptions_expired_total"), 0);
+  EXPECT_EQ(count("tessera_reservations_expired_total"), 0);
+  EXPECT_EQ(binder_->ExpireReservations(absl::Now() + absl::Minutes(2)), 2u);
+  EXPECT_EQ(count("tessera_filter_assumptions_expired_total"), 1) << "kube-scheduler never bound it: no error";
+  EXPECT_EQ(count("tessera_reservations_expired_total"), 1) << "a bind the watch never confirmed";
+}
+
 TEST_F(BinderTest, TheBindOfAnAssumedPodRestartsItsClockAsABindsReservation) {
   const PodRecord pod = PendingPod("p", "0.5");
   Known(pod);
