@@ -335,12 +335,13 @@ void Program::RefreshGauges() {
 
 void Program::LearnWorkload() {
   const WorkloadLearning settings = store_->CurrentLearning();
-  // A mix carries the cluster's CPU per GPU as it is now: host stranding
-  // asks whether CPU is what the cluster runs out of (policies/fragmentation.h).
+  // A mix carries the cluster's CPU per GPU and GPUs by model as they are
+  // now: host stranding asks whether CPU is what the cluster runs out of,
+  // and whether some model is scarce (policies/fragmentation.h).
   const std::shared_ptr<const ClusterSnapshot> cluster = model_.Current();
-  TargetWorkload::CpuPerGpu cluster_cpu;
-  for (NodeIndex i = 0; i < cluster->node_count(); ++i) AddClusterCpu(cluster->View(i), cluster_cpu);
-  if (std::shared_ptr<const TargetWorkload> mix = learner_.Learn(settings, cluster_cpu)) {
+  TargetWorkload::ClusterSupply supply;
+  for (NodeIndex i = 0; i < cluster->node_count(); ++i) AddClusterSupply(cluster->View(i), supply);
+  if (std::shared_ptr<const TargetWorkload> mix = learner_.Learn(settings, std::move(supply))) {
     store_->PublishLearnedWorkload(std::move(mix));
   }
   const WorkloadLearnerStatus status = learner_.Status();

@@ -187,8 +187,9 @@ int64_t NodeFragmentationTimesWeight(const TargetWorkload& workload, const NodeG
   // Host stranding: the milli-GPU the free CPU serves at the workload's ratio.
   std::optional<Serviceable> serviceable;
   // On a node some GPU kind cannot use, only where the cluster's CPU is short
-  // (the top of fragmentation.h).
-  if (options.host_stranding && cpu_free.has_value() && (access.open() || workload.cpu_short()) &&
+  // or no GPU model is scarce (the top of fragmentation.h).
+  if (options.host_stranding && cpu_free.has_value() &&
+      (access.open() || workload.cpu_short() || workload.models_plentiful()) &&
       workload.cpu_per_gpu().cpu > 0) {
     serviceable.emplace(*cpu_free, workload.cpu_per_gpu());
   }

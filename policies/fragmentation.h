@@ -26,14 +26,18 @@
 // only so much GPU (milli-GPU, rounded down: exact integers too). With the extension, a kind that fits also counts the GPU
 // on the GPUs it fits on beyond that as fragment. It applies on nodes every
 // GPU kind of the workload can use (models permitting). Where some cannot,
-// which node to spend is a question of model scarcity, which the paper's
+// which node to spend may be a question of model scarcity, which the paper's
 // no-access term answers, and a CPU-rich node of a scarce model must not look
-// better for its CPU — unless CPU is what the cluster runs out of: where the
-// workload knows the cluster has less CPU per GPU than the arrivals ask
-// (TargetWorkload::cpu_short, set when a learned mix is published), it
-// applies on every node. (Measured on the Alibaba traces whose pods name
-// models: on every node always, gpuspec25 fell 1.4 below its current
-// figure; never there, node CPU × 0.75 lost up to 5.)
+// better for its CPU. So there it applies only where the workload knows
+// that CPU is what the cluster runs out of (TargetWorkload::cpu_short: less
+// CPU per GPU than the arrivals ask) or that no model is scarce
+// (TargetWorkload::models_plentiful: the arrivals naming models would take
+// less than half of every model's GPUs), both set when a learned mix is
+// published. (Measured on the Alibaba traces whose pods name models: on
+// every node always, gpuspec25 fell 1.6 below its current figure; never
+// there, node CPU × 0.75 lost up to 5; off on every node some kind cannot
+// use, gpuspec05 and gpuspec10 lost 0.7–0.8 against on, runs of CPU
+// stranding whole idle GPUs on some seeds.)
 //
 // GPU memory. The paper asks whether a kind's share fits a GPU's free
 // milli-GPU; a GPU whose memory is spent cannot take another share however

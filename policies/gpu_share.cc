@@ -4,7 +4,6 @@
 #include <charconv>
 #include <cstring>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "scheduler/framework/plugin_args.h"
@@ -419,14 +418,6 @@ bool GpuAccepted(const CycleState& cycle, const GpuDevice& gpu) {
   }
   return std::none_of(r.excluded_models.begin(), r.excluded_models.end(),
                       [&](const std::string& m) { return GpuModelMatches(m, gpu.model); });
-}
-
-bool GpuModelMatches(std::string_view pattern, std::string_view model) {
-  if (!pattern.empty() && pattern.back() == '*') {
-    pattern.remove_suffix(1);
-    return model.size() >= pattern.size() && absl::EqualsIgnoreCase(Absl(model.substr(0, pattern.size())), Absl(pattern));
-  }
-  return absl::EqualsIgnoreCase(Absl(model), Absl(pattern));
 }
 
 absl::StatusOr<std::unique_ptr<Plugin>> GpuSharePlugin::New(PluginArgs& args) {

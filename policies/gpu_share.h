@@ -43,6 +43,7 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/framework/plugin.h"
+#include "scheduler/model/gpu_model.h"  // GpuModelMatches, which gpu-share filters by
 #include "scheduler/model/quantity.h"
 
 namespace tessera {
@@ -63,10 +64,6 @@ struct GpuShareArgs {
   /// Cap on Σ memory limits on one GPU, in percent of its usable memory.
   int64_t max_memory_limit_percent = 100;
 };
-
-/// True when `model` matches `pattern`: equal ignoring ASCII case, or, when
-/// the pattern ends in '*', starting with the rest of it ("NVIDIA-A100*").
-bool GpuModelMatches(std::string_view pattern, std::string_view model);
 
 /// Whether the pod accepts `gpu`: its vendor among the pod's vendors, its
 /// model among the accepted models and none of the refused ones (an empty

@@ -149,8 +149,8 @@ ReplayResult Replay(const ReplayInput& in) {
   feasible.reserve(n);
   result.events.reserve(in.workload->pods.size());
 
-  TargetWorkload::CpuPerGpu cluster_cpu;
-  for (size_t i = 0; i < n; ++i) AddClusterCpu(cluster.View(i), cluster_cpu);
+  TargetWorkload::ClusterSupply supply;
+  for (size_t i = 0; i < n; ++i) AddClusterSupply(cluster.View(i), supply);
 
   int64_t arrived = 0;
   for (size_t position = 0; position < in.workload->pods.size(); ++position) {
@@ -189,8 +189,9 @@ ReplayResult Replay(const ReplayInput& in) {
                                         .fragmented_milli = fragmentation.total()});
     if (learner.has_value()) {
       if (std::optional<WorkloadPod> kind = WorkloadKindOf(cycle.request())) learner->Add(*kind);
-      // As the server publishes a mix: with the cluster's CPU per GPU (the nodes do not change here).
-      if (std::shared_ptr<const TargetWorkload> mix = learner->DueMix(cluster_cpu)) {
+      // As the server publishes a mix: with the cluster's CPU per GPU and GPUs
+      // by model (the nodes do not change here).
+      if (std::shared_ptr<const TargetWorkload> mix = learner->DueMix(supply)) {
         if (std::shared_ptr<const Profile> next = in.profile->WithWorkload(std::move(mix))) {
           learned_profile = std::move(next);
           profile_in_force = learned_profile.get();

@@ -124,6 +124,13 @@ std::string RenderDebugState(const DebugInputs& in) {
       doc["workload"]["clusterMilliCpuPerGpu"] = per_gpu(w.learned->cluster_cpu_per_gpu());
       doc["workload"]["askedMilliCpuPerGpu"] = per_gpu(w.learned->demand_cpu_per_gpu());
       doc["workload"]["cpuShort"] = w.learned->cpu_short();
+      // And its other test: the GPU models the pods naming models would take half or more of.
+      nlohmann::json models = nlohmann::json::array();
+      for (const TargetWorkload::ModelGpus& m : w.learned->cluster_gpu_models()) {
+        models.push_back({{"model", m.model}, {"gpus", m.gpus}});
+      }
+      doc["workload"]["clusterGpuModels"] = std::move(models);
+      doc["workload"]["scarceGpuModels"] = w.learned->scarce_models();
     }
   }
   if (!in.tenants.empty()) {

@@ -86,7 +86,7 @@ std::vector<WorkloadPod> ArrivalWindow::Mix(int64_t coverage_percent, size_t max
 MixLearner::MixLearner(const WorkloadLearning& settings)
     : settings_(settings), window_(static_cast<size_t>(settings.window_pods)) {}
 
-std::shared_ptr<const TargetWorkload> MixLearner::DueMix(TargetWorkload::CpuPerGpu cluster) {
+std::shared_ptr<const TargetWorkload> MixLearner::DueMix(TargetWorkload::ClusterSupply cluster) {
   const int64_t arrivals = window_.arrivals();
   if (!settings_.enabled || arrivals < settings_.warmup_pods) return nullptr;
   if (published_at_ >= 0 && arrivals - published_at_ < settings_.publish_every_pods) return nullptr;
@@ -96,7 +96,7 @@ std::shared_ptr<const TargetWorkload> MixLearner::DueMix(TargetWorkload::CpuPerG
   // Only an empty window fails (every kind came from a parsed request): keep the mix in force.
   if (!mix.ok()) return nullptr;
   return std::make_shared<const TargetWorkload>(
-      std::move(*mix).WithClusterCpu(cluster).WithPriorPercent(settings_.prior_percent));
+      std::move(*mix).WithCluster(std::move(cluster)).WithPriorPercent(settings_.prior_percent));
 }
 
 WorkloadLearner::WorkloadLearner(const WorkloadLearning& settings) : learner_(settings) {}
@@ -113,7 +113,7 @@ void WorkloadLearner::Observe(std::string_view uid, const PodGpuRequest& request
 }
 
 std::shared_ptr<const TargetWorkload> WorkloadLearner::Learn(const WorkloadLearning& settings,
-                                                             TargetWorkload::CpuPerGpu cluster) {
+                                                             TargetWorkload::ClusterSupply cluster) {
   std::vector<Pending> batch;
   {
     absl::MutexLock lock(&pending_mu_);
@@ -138,7 +138,7 @@ std::shared_ptr<const TargetWorkload> WorkloadLearner::Learn(const WorkloadLearn
     }
     learner_.Add(p.kind);
   }
-  std::shared_ptr<const TargetWorkload> mix = learner_.DueMix(cluster);
+  std::shared_ptr<const TargetWorkload> mix = learner_.DueMix(std::move(cluster));
   if (mix == nullptr) return nullptr;
   ++publications_;
   learned_ = mix;

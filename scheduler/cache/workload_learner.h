@@ -120,11 +120,12 @@ class MixLearner {
   /// The learned mix when one is due: warm-up passed and publish_every_pods
   /// arrivals since the last (the first right at warm-up). Null otherwise,
   /// and when the window's mix is not a valid workload. The mix carries
-  /// `cluster`, the cluster's CPU per GPU (TargetWorkload::WithClusterCpu;
-  /// scheduler/framework/cluster_cpu.h sums it): host stranding asks
-  /// whether CPU is what the cluster runs out of. It carries
-  /// `prior_percent` too, for the plugins that blend their prior into it.
-  [[nodiscard]] std::shared_ptr<const TargetWorkload> DueMix(TargetWorkload::CpuPerGpu cluster = {});
+  /// `cluster`, the cluster's CPU per GPU and GPUs by model
+  /// (TargetWorkload::WithCluster; scheduler/framework/cluster_cpu.h sums
+  /// them): host stranding asks whether CPU is what the cluster runs out
+  /// of, and whether some GPU model is scarce. It carries `prior_percent`
+  /// too, for the plugins that blend their prior into it.
+  [[nodiscard]] std::shared_ptr<const TargetWorkload> DueMix(TargetWorkload::ClusterSupply cluster = {});
   [[nodiscard]] const ArrivalWindow& window() const { return window_; }
   [[nodiscard]] const WorkloadLearning& settings() const { return settings_; }
 
@@ -164,7 +165,7 @@ class WorkloadLearner {
   /// New settings (a policy reload) start the window over when its size
   /// changes. A mix carries `cluster` as DueMix says.
   std::shared_ptr<const TargetWorkload> Learn(const WorkloadLearning& settings,
-                                              TargetWorkload::CpuPerGpu cluster = {});
+                                              TargetWorkload::ClusterSupply cluster = {});
 
   [[nodiscard]] WorkloadLearnerStatus Status() const;
 

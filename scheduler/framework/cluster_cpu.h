@@ -1,9 +1,12 @@
-// The cluster's CPU per GPU, as a learned mix carries it
-// (TargetWorkload::WithClusterCpu): host stranding's test of whether CPU is
-// what the cluster runs out of (policies/fragmentation.h).
+// What a learned mix is told of the cluster (TargetWorkload::WithCluster):
+// its CPU per GPU, host stranding's test of whether CPU is what the cluster
+// runs out of, and its GPUs by model, the test of whether a model is scarce
+// (policies/fragmentation.h).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "scheduler/framework/node_view.h"
 #include "scheduler/model/target_workload.h"
@@ -19,6 +22,27 @@ inline void AddClusterCpu(const NodeView& node, TargetWorkload::CpuPerGpu& sum) 
   if (node.host == nullptr || node.gpus.empty()) return;
   sum.cpu += node.host->cpu_capacity.value();
   sum.gpu += static_cast<int64_t>(node.gpus.size()) * kOneGpu.value();
+}
+
+/// Adds `node`'s GPUs to a count of the cluster's GPUs by model (each
+/// model once, in the order first seen): what a learned mix judges model
+/// scarcity by (TargetWorkload::scarce_models).
+inline void AddClusterGpuModels(const NodeView& node, std::vector<TargetWorkload::ModelGpus>& sum) {
+  for (const GpuDevice& gpu : node.gpus) {
+    auto same = std::find_if(sum.begin(), sum.end(),
+                             [&](const TargetWorkload::ModelGpus& m) { return m.model == gpu.model; });
+    if (same != sum.end()) {
+      ++same->gpus;
+    } else {
+      sum.push_back({.model = gpu.model, .gpus = 1});
+    }
+  }
+}
+
+/// Both of the above: what a learned mix is told of the cluster.
+inline void AddClusterSupply(const NodeView& node, TargetWorkload::ClusterSupply& sum) {
+  AddClusterCpu(node, sum.cpu_per_gpu);
+  AddClusterGpuModels(node, sum.gpu_models);
 }
 
 }  // namespace tessera

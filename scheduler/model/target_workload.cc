@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "scheduler/model/absl_compat.h"
+#include "scheduler/model/gpu_model.h"
 #include "scheduler/model/quantity_parse.h"
 
 namespace tessera {
@@ -242,6 +243,11 @@ TargetWorkload::CpuPerGpu DemandOf(const std::vector<WorkloadPod>& pods) {
   return demand;
 }
 
+bool AcceptsModel(const std::vector<std::string>& patterns, std::string_view model) {
+  return std::any_of(patterns.begin(), patterns.end(),
+                     [&](const std::string& pattern) { return GpuModelMatches(pattern, model); });
+}
+
 }  // namespace
 
 TargetWorkload TargetWorkload::BlendedWith(const TargetWorkload& prior, int64_t prior_percent) const {
@@ -276,7 +282,7 @@ TargetWorkload TargetWorkload::BlendedWith(const TargetWorkload& prior, int64_t 
   add(prior.pods_, prior.total_weight_, prior_percent);
   absl::StatusOr<TargetWorkload> blended = Create(std::move(pods));
   if (!blended.ok()) return *this;  // not for valid sides: weights stay under kMaxTotalWeight
-  return std::move(*blended).WithClusterCpu(cluster_cpu_per_gpu_);
+  return std::move(*blended).WithClusterCpu(cluster_cpu_per_gpu_).WithGpuModels(cluster_gpu_models_);
 }
 
 TargetWorkload TargetWorkload::WithPriorPercent(int64_t percent) && {
@@ -290,6 +296,51 @@ TargetWorkload TargetWorkload::WithClusterCpu(CpuPerGpu cluster) const& {
 
 TargetWorkload TargetWorkload::WithClusterCpu(CpuPerGpu cluster) && {
   cluster_cpu_per_gpu_ = cluster;
+  return std::move(*this);
+}
+
+std::vector<TargetWorkload::ModelDemand> TargetWorkload::ModelDemandOf(const std::vector<WorkloadPod>& pods) {
+  std::vector<TargetWorkload::ModelDemand> demand;
+  for (const WorkloadPod& pod : pods) {
+    if (pod.models.empty() || pod.gpus == 0) continue;
+    const int64_t milli = pod.weight * pod.gpus * pod.milli.value();
+    auto same = std::find_if(demand.begin(), demand.end(),
+                             [&](const TargetWorkload::ModelDemand& d) { return d.models == pod.models; });
+    if (same != demand.end()) {
+      same->milli += milli;
+    } else {
+      demand.push_back({.models = pod.models, .milli = milli});
+    }
+  }
+  return demand;
+}
+
+TargetWorkload TargetWorkload::WithGpuModels(std::vector<ModelGpus> models) && {
+  cluster_gpu_models_ = std::move(models);
+  scarce_models_.clear();
+  int64_t all_gpus = 0;
+  for (const ModelGpus& m : cluster_gpu_models_) all_gpus += m.gpus;
+  const int64_t asked = demand_cpu_per_gpu_.gpu;  // Σ arrivals · GPUs · share, every kind
+  if (all_gpus <= 0 || asked <= 0) return std::move(*this);
+  // With S all GPUs, s_m a model's, D all that is asked, and a kind's ask d
+  // spread over the S_k GPUs of the models it accepts, m is scarce when
+  //   Σ_k (d · s_m / S_k) / D ≥ ½ · s_m / S   ⇔   Σ_k 2 · S · d / S_k ≥ D
+  // (s_m cancels). 2·S·d < 2^24 · 2^50 for any real cluster: 128 bits.
+  std::vector<__int128> taken(cluster_gpu_models_.size(), 0);
+  for (const ModelDemand& d : model_demand_) {
+    int64_t accepting = 0;
+    for (const ModelGpus& m : cluster_gpu_models_) {
+      if (AcceptsModel(d.models, m.model)) accepting += m.gpus;
+    }
+    if (accepting == 0) continue;  // it can run nowhere here: it takes nothing
+    const __int128 part = static_cast<__int128>(2) * all_gpus * d.milli / accepting;
+    for (size_t i = 0; i < cluster_gpu_models_.size(); ++i) {
+      if (AcceptsModel(d.models, cluster_gpu_models_[i].model)) taken[i] += part;
+    }
+  }
+  for (size_t i = 0; i < cluster_gpu_models_.size(); ++i) {
+    if (cluster_gpu_models_[i].gpus > 0 && taken[i] >= asked) scarce_models_.push_back(cluster_gpu_models_[i].model);
+  }
   return std::move(*this);
 }
 
@@ -309,6 +360,7 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   // Σ w ≤ 2^30, a GPU pod asks at most 2^20 milli-CPU of any sane node and
   // at most a few thousand milli-GPU: both sums fit in 64 bits.
   w.demand_cpu_per_gpu_ = DemandOf(pods);
+  w.model_demand_ = ModelDemandOf(pods);
   for (const WorkloadPod& pod : pods) {
     w.has_models_ = w.has_models_ || !pod.models.empty();
     if (pod.gpus == 0) continue;
@@ -351,11 +403,15 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   // Only the ratios matter: scale down as a whole to stay within the bound.
   const __int128 divisor = total <= kMaxTotalWeight ? 1 : total / (kMaxTotalWeight / 2) + 1;
   const CpuPerGpu demand = DemandOf(pods);  // by arrivals, as the weights came
+  std::vector<ModelDemand> model_demand = ModelDemandOf(pods);
   for (size_t m = 0; m < pods.size(); ++m) {
     pods[m].weight = std::max<int64_t>(1, static_cast<int64_t>(scaled[m] / divisor));
   }
   absl::StatusOr<TargetWorkload> weighed = Create(std::move(pods));
-  if (weighed.ok()) weighed->demand_cpu_per_gpu_ = demand;
+  if (weighed.ok()) {
+    weighed->demand_cpu_per_gpu_ = demand;
+    weighed->model_demand_ = std::move(model_demand);
+  }
   return weighed;
 }
 

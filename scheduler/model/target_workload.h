@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -117,6 +118,40 @@ class TargetWorkload {
   /// ask (both known). Host stranding then applies on every node
   /// (fragmentation.h).
   [[nodiscard]] bool cpu_short() const;
+
+  /// The GPUs of one model in the cluster.
+  struct ModelGpus {
+    std::string model;
+    int64_t gpus = 0;
+    bool operator==(const ModelGpus&) const = default;
+  };
+  /// A copy that knows the cluster's GPUs by model (each model once; what
+  /// AddClusterGpuModels sums), and so which models are scarce.
+  [[nodiscard]] TargetWorkload WithGpuModels(std::vector<ModelGpus> models) &&;
+  /// The cluster's GPUs by model as whoever published this mix saw them;
+  /// empty when not known (a policy file's list).
+  [[nodiscard]] const std::vector<ModelGpus>& cluster_gpu_models() const { return cluster_gpu_models_; }
+  /// The cluster's models that the arrivals naming models would take half
+  /// or more of by the time the cluster is full: a model m is scarce when
+  /// (what they ask of m ÷ all the arrivals ask) ≥ ½ · (m's GPUs ÷ all
+  /// GPUs), a kind that accepts several models asking of each in proportion
+  /// to its GPUs (exact integers). Empty when the models are not known.
+  [[nodiscard]] const std::vector<std::string>& scarce_models() const { return scarce_models_; }
+  /// What a learned mix is told of the cluster when it is published.
+  struct ClusterSupply {
+    CpuPerGpu cpu_per_gpu;                ///< WithClusterCpu
+    std::vector<ModelGpus> gpu_models;    ///< WithGpuModels
+  };
+  [[nodiscard]] TargetWorkload WithCluster(ClusterSupply cluster) && {
+    return std::move(*this).WithClusterCpu(cluster.cpu_per_gpu).WithGpuModels(std::move(cluster.gpu_models));
+  }
+  [[nodiscard]] TargetWorkload WithCluster(ClusterSupply cluster) const& {
+    return TargetWorkload(*this).WithCluster(std::move(cluster));
+  }
+  /// Whether the cluster's GPU models are known and none is scarce: then a
+  /// node some kind cannot use has nothing to protect, and host stranding
+  /// applies on every node (fragmentation.h).
+  [[nodiscard]] bool models_plentiful() const { return !cluster_gpu_models_.empty() && scarce_models_.empty(); }
   /// Whether some kind accepts only some GPU models.
   [[nodiscard]] bool has_models() const { return has_models_; }
 
@@ -171,6 +206,18 @@ class TargetWorkload {
   int64_t prior_percent_ = 0;
   MemoryPerMilli memory_per_milli_;
   bool has_models_ = false;
+  /// What the arrivals naming models ask (Σ weight · GPUs · share, by
+  /// arrivals as Create took them), by accepted models.
+  struct ModelDemand {
+    std::vector<std::string> models;
+    int64_t milli = 0;
+  };
+  /// The kinds naming models by their list (kinds with the same list
+  /// summed), by the weights as given.
+  static std::vector<ModelDemand> ModelDemandOf(const std::vector<WorkloadPod>& pods);
+  std::vector<ModelDemand> model_demand_;
+  std::vector<ModelGpus> cluster_gpu_models_;
+  std::vector<std::string> scarce_models_;
   Measure measure_;
 };
 

@@ -326,6 +326,8 @@ workloadLearning: {windowPods: 100, warmupPods: 1, publishEveryPods: 1}
   EXPECT_EQ(workload["clusterMilliCpuPerGpu"], 4000);
   EXPECT_EQ(workload["askedMilliCpuPerGpu"], 12000);
   EXPECT_EQ(workload["cpuShort"], true);
+  EXPECT_EQ(workload["clusterGpuModels"], nlohmann::json::parse(R"([{"model": "NVIDIA-L4", "gpus": 2}])"));
+  EXPECT_EQ(workload["scarceGpuModels"], nlohmann::json::array()) << "no pod names a model";
 
   e.Signal(SIGTERM);
   EXPECT_EQ(e.Wait(), 0);

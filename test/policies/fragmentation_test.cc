@@ -160,6 +160,78 @@ TEST(CpuShortTest, CpuIsShortWhereTheClusterHasLessCpuPerGpuThanTheArrivalsAsk) 
       << "arrivals that ask no GPU cannot be short of CPU per GPU";
 }
 
+TEST(FragmentationTest, HostStrandingAppliesOnANodeSomeKindRefusesWhereNoModelIsScarce) {
+  // 9 arrivals of any model to 1 that takes T4 only; 4 cores per GPU asked.
+  const TargetWorkload typed = Workload({"9 cpu=2000m gpu=500m", "1 cpu=4000m gpu=1 models=T4"});
+  const FragmentationOptions stranding{.host_stranding = true};
+  const std::vector<int64_t> idle = {1000, 1000, 1000, 1000};
+  const auto on_g2 = [&](const TargetWorkload& w) {
+    return NodeFragmentation(w, NodeGpuAccess(w, Devices(4, "G2", 0)), idle, 6000, stranding);
+  };
+  // T4 a quarter of the GPUs: the T4 pods would take 73 % of them. A G2
+  // node keeps the paper's measure (the T4 kind's no-access term alone).
+  const TargetWorkload t4_scarce = typed.WithCluster({.cpu_per_gpu = {}, .gpu_models = {{"G2", 24}, {"T4", 8}}});
+  ASSERT_THAT(t4_scarce.scarce_models(), ::testing::ElementsAre("T4"));
+  EXPECT_DOUBLE_EQ(on_g2(t4_scarce), 0.1 * 4000);
+  // T4 half of them: they would take 36 %. 6 cores serve 1.5 of the G2
+  // node's 4 GPUs, so the kind of any model leaves 2.5 stranded.
+  const TargetWorkload t4_plentiful = typed.WithCluster({.cpu_per_gpu = {}, .gpu_models = {{"G2", 8}, {"T4", 8}}});
+  ASSERT_TRUE(t4_plentiful.models_plentiful());
+  EXPECT_DOUBLE_EQ(on_g2(t4_plentiful), 0.9 * 2500 + 0.1 * 4000);
+  EXPECT_DOUBLE_EQ(on_g2(typed), 0.1 * 4000) << "a policy file's list knows no cluster: as before";
+}
+
+TEST(ModelScarcityTest, AModelIsScarceWhereThePodsNamingItWouldTakeHalfOfIt) {
+  using ModelGpus = TargetWorkload::ModelGpus;
+  struct Case {
+    std::string name;
+    std::vector<std::string> workload;
+    std::vector<ModelGpus> cluster;
+    std::vector<std::string> scarce;
+    bool plentiful;
+  };
+  // The any-model kinds ask 4500 milli-GPU per 1000 the T4 kind asks
+  // (5500 in all): T4 is scarce from 4 in 11 GPUs down.
+  const std::vector<std::string> one_in_ten = {"9 cpu=1 gpu=500m", "1 cpu=1 gpu=1 models=T4"};
+  const std::vector<Case> cases = {
+      {"a policy file's list knows no cluster", one_in_ten, {}, {}, false},
+      {"T4 half the GPUs: its pods would take 36 % of them", one_in_ten, {{"G2", 8}, {"T4", 8}}, {}, true},
+      {"T4 a quarter: 73 %", one_in_ten, {{"G2", 24}, {"T4", 8}}, {"T4"}, false},
+      {"T4 4 in 11: exactly half is scarce", one_in_ten, {{"G2", 7}, {"T4", 4}}, {"T4"}, false},
+      {"a kind of two models asks of each in proportion to its GPUs",
+       {"28 cpu=1 gpu=500m", "2 cpu=1 gpu=1 models=T4|A10"}, {{"G2", 8}, {"T4", 4}, {"A10", 4}}, {}, true},
+      {"the same asked of one of them only", {"28 cpu=1 gpu=500m", "2 cpu=1 gpu=1 models=T4"},
+       {{"G2", 8}, {"T4", 4}, {"A10", 4}}, {"T4"}, false},
+      {"a pattern matches the models it names", {"15 cpu=1 gpu=1", "1 cpu=1 gpu=1 models=NVIDIA-A100*"},
+       {{"G2", 28}, {"NVIDIA-A100-SXM4-80GB", 4}}, {"NVIDIA-A100-SXM4-80GB"}, false},
+      {"a kind whose models the cluster lacks takes nothing", {"1 cpu=1 gpu=1", "1 cpu=1 gpu=1 models=H100"},
+       {{"G2", 8}}, {}, true},
+      {"pods asking no GPU do not dilute what a model is asked", {"100 cpu=8", "1 cpu=1 gpu=1 models=T4", "3 cpu=1 gpu=1"},
+       {{"G2", 8}, {"T4", 8}}, {"T4"}, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const TargetWorkload known = Workload(c.workload).WithCluster({.cpu_per_gpu = {}, .gpu_models = c.cluster});
+    EXPECT_EQ(known.scarce_models(), c.scarce);
+    EXPECT_EQ(known.models_plentiful(), c.plentiful);
+  }
+}
+
+TEST(ModelScarcityTest, ItIsJudgedByArrivalsWhateverTheKindWeightsAndKeptThroughABlend) {
+  // Weighed per GPU asked, the T4 kind's weight grows 4x against the
+  // half-GPU kind's; scarcity is still by what the arrivals ask.
+  std::vector<WorkloadPod> pods = {*ParseWorkloadPod("9 cpu=1 gpu=500m"), *ParseWorkloadPod("1 cpu=1 gpu=1 models=T4")};
+  const std::vector<TargetWorkload::ModelGpus> cluster = {{"G2", 8}, {"T4", 8}};
+  absl::StatusOr<TargetWorkload> weighed = TargetWorkload::Create(pods, KindWeights::kPerGpuAsked);
+  ASSERT_TRUE(weighed.ok());
+  EXPECT_TRUE(std::move(*weighed).WithGpuModels(cluster).models_plentiful());
+  // A learned mix blended with a list of T4 pods: the blend asks more of T4.
+  const TargetWorkload learned = Workload({"9 cpu=1 gpu=500m", "1 cpu=1 gpu=1 models=T4"})
+                                     .WithCluster({.cpu_per_gpu = {}, .gpu_models = cluster});
+  const TargetWorkload blended = learned.BlendedWith(Workload({"1 cpu=1 gpu=1 models=T4"}), 50);
+  EXPECT_EQ(blended.cluster_gpu_models(), cluster);
+  EXPECT_THAT(blended.scarce_models(), ::testing::ElementsAre("T4"));
+}
 
 TEST(FragmentationTest, HostStrandingIsExactWhereFloatingPointWouldRound) {
   // 3 kinds at 3000 milli-CPU per GPU-milli-sum 3 · 1000: 1000 milli-CPU per
@@ -197,7 +269,8 @@ int64_t DefinitionOfFTimesWeight(const TargetWorkload& w, const NodeGpuAccess& a
         fragment = too_small;
         const int64_t usable = total - too_small;
         const auto [cpu, gpu] = w.cpu_per_gpu();
-        if (host_stranding && cpu_free.has_value() && (access.open() || w.cpu_short()) && cpu > 0) {
+        if (host_stranding && cpu_free.has_value() && (access.open() || w.cpu_short() || w.models_plentiful()) &&
+            cpu > 0) {
           // Stranded: the whole milli-GPU of `usable` beyond cpu_free · gpu / cpu.
           const __int128 over = static_cast<__int128>(usable) * cpu - static_cast<__int128>(*cpu_free) * gpu;
           if (over > 0) fragment += static_cast<int64_t>(over / cpu);
@@ -217,6 +290,12 @@ TEST(FragmentationTest, TheGroupedMeasureIsExactlyItsDefinition) {
                                             "2 cpu=2000m gpu=250m", "1 cpu=16000m"});
   // The same where the cluster has less CPU per GPU than the kinds ask: stranding on every node.
   const TargetWorkload by_model_cpu_short = by_model.WithClusterCpu({.cpu = 1000, .gpu = 1000});
+  // The same kinds where no model is scarce: the T4 and A100 kinds ask
+  // 2000 of the 19000 milli-GPU asked each, their models a quarter of the GPUs.
+  const TargetWorkload by_model_plentiful =
+      Workload({"4 cpu=4000m gpu=500m models=T4", "2 cpu=8000m gpu=1 models=A100", "60 cpu=2000m gpu=250m",
+                "1 cpu=16000m"})
+          .WithGpuModels({{"G2", 16}, {"T4", 8}, {"A100", 8}});
   std::vector<GpuDevice> mixed = Devices(8, "A100", 0);
   for (size_t i = 5; i < mixed.size(); ++i) mixed[i].model = "T4";
   struct Case {
@@ -230,7 +309,10 @@ TEST(FragmentationTest, TheGroupedMeasureIsExactlyItsDefinition) {
       {"a node of two models", &by_model, mixed},
       {"a node of one model some kinds refuse, the cluster short of CPU", &by_model_cpu_short, Devices(8, "T4", 0)},
       {"a node of two models, the cluster short of CPU", &by_model_cpu_short, mixed},
+      {"a node of one model some kinds refuse, no model scarce", &by_model_plentiful, Devices(8, "T4", 0)},
+      {"a node of two models, no model scarce", &by_model_plentiful, mixed},
   };
+  ASSERT_TRUE(by_model_plentiful.models_plentiful());
   std::mt19937_64 rng(7);
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -38,5 +38,30 @@ TEST(ClusterCpuTest, SumsTheCpuAndGpusOfTheGpuNodesThatReportTheirHost) {
   }
 }
 
+TEST(ClusterCpuTest, CountsTheClustersGpusByModelWhateverTheirHost) {
+  using ModelGpus = TargetWorkload::ModelGpus;
+  struct Case {
+    std::string name;
+    std::vector<Node> nodes;
+    std::vector<ModelGpus> models;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"nodes of one model add up", {}, {{"T4", 6}}});
+  cases.back().nodes.push_back(Node("a").Gpus(2, "T4").Host(96000));
+  cases.back().nodes.push_back(Node("b").Gpus(4, "T4"));
+  cases.push_back({"each model once, in the order first seen", {}, {{"G2", 8}, {"T4", 2}}});
+  cases.back().nodes.push_back(Node("a").Gpus(8, "G2").Host(96000));
+  cases.back().nodes.push_back(Node("b").Gpus(2, "T4").Host(104000));
+  cases.push_back({"a CPU-only node has none", {}, {{"G2", 8}}});
+  cases.back().nodes.push_back(Node("a").Gpus(8, "G2").Host(96000));
+  cases.back().nodes.push_back(Node("c").Host(32000, 32000));
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    TargetWorkload::ClusterSupply sum;
+    for (const Node& node : c.nodes) AddClusterSupply(node.View(), sum);
+    EXPECT_EQ(sum.gpu_models, c.models);
+  }
+}
+
 }  // namespace
 }  // namespace tessera
