@@ -339,9 +339,9 @@ void Program::LearnWorkload() {
   // now: host stranding asks whether CPU is what the cluster runs out of,
   // and whether some model is scarce (policies/fragmentation.h).
   const std::shared_ptr<const ClusterSnapshot> cluster = model_.Current();
-  TargetWorkload::ClusterSupply supply;
-  for (NodeIndex i = 0; i < cluster->node_count(); ++i) AddClusterSupply(cluster->View(i), supply);
-  if (std::shared_ptr<const TargetWorkload> mix = learner_.Learn(settings, std::move(supply))) {
+  ClusterSupplySum supply;
+  for (NodeIndex i = 0; i < cluster->node_count(); ++i) supply.Add(cluster->View(i));
+  if (std::shared_ptr<const TargetWorkload> mix = learner_.Learn(settings, std::move(supply).Take())) {
     store_->PublishLearnedWorkload(std::move(mix));
   }
   const WorkloadLearnerStatus status = learner_.Status();

@@ -149,8 +149,9 @@ ReplayResult Replay(const ReplayInput& in) {
   feasible.reserve(n);
   result.events.reserve(in.workload->pods.size());
 
-  TargetWorkload::ClusterSupply supply;
-  for (size_t i = 0; i < n; ++i) AddClusterSupply(cluster.View(i), supply);
+  ClusterSupplySum supply_sum;
+  for (size_t i = 0; i < n; ++i) supply_sum.Add(cluster.View(i));
+  const TargetWorkload::ClusterSupply supply = std::move(supply_sum).Take();
 
   int64_t arrived = 0;
   for (size_t position = 0; position < in.workload->pods.size(); ++position) {

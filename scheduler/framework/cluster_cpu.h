@@ -4,9 +4,11 @@
 // (policies/fragmentation.h).
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
-#include <vector>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
 
 #include "scheduler/framework/node_view.h"
 #include "scheduler/model/target_workload.h"
@@ -24,25 +26,26 @@ inline void AddClusterCpu(const NodeView& node, TargetWorkload::CpuPerGpu& sum) 
   sum.gpu += static_cast<int64_t>(node.gpus.size()) * kOneGpu.value();
 }
 
-/// Adds `node`'s GPUs to a count of the cluster's GPUs by model (each
-/// model once, in the order first seen): what a learned mix judges model
-/// scarcity by (TargetWorkload::scarce_models).
-inline void AddClusterGpuModels(const NodeView& node, std::vector<TargetWorkload::ModelGpus>& sum) {
-  for (const GpuDevice& gpu : node.gpus) {
-    auto same = std::find_if(sum.begin(), sum.end(),
-                             [&](const TargetWorkload::ModelGpus& m) { return m.model == gpu.model; });
-    if (same != sum.end()) {
-      ++same->gpus;
-    } else {
-      sum.push_back({.model = gpu.model, .gpus = 1});
+/// What a learned mix is told of the cluster, summed node by node: the CPU
+/// per GPU (AddClusterCpu) and the GPUs by model, each model once in the
+/// order first seen (TargetWorkload::scarce_models judges by them). A model
+/// is found by hash, so a node list of many distinct model names costs no
+/// more than one of a few.
+class ClusterSupplySum {
+ public:
+  void Add(const NodeView& node) {
+    AddClusterCpu(node, supply_.cpu_per_gpu);
+    for (const GpuDevice& gpu : node.gpus) {
+      auto [at, added] = position_.try_emplace(gpu.model, supply_.gpu_models.size());
+      if (added) supply_.gpu_models.push_back({.model = gpu.model, .gpus = 0});
+      ++supply_.gpu_models[at->second].gpus;
     }
   }
-}
+  [[nodiscard]] TargetWorkload::ClusterSupply Take() && { return std::move(supply_); }
 
-/// Both of the above: what a learned mix is told of the cluster.
-inline void AddClusterSupply(const NodeView& node, TargetWorkload::ClusterSupply& sum) {
-  AddClusterCpu(node, sum.cpu_per_gpu);
-  AddClusterGpuModels(node, sum.gpu_models);
-}
+ private:
+  TargetWorkload::ClusterSupply supply_;
+  absl::flat_hash_map<std::string, size_t> position_;
+};
 
 }  // namespace tessera

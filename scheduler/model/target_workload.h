@@ -126,7 +126,7 @@ class TargetWorkload {
     bool operator==(const ModelGpus&) const = default;
   };
   /// A copy that knows the cluster's GPUs by model (each model once; what
-  /// AddClusterGpuModels sums), and so which models are scarce.
+  /// ClusterSupplySum counts), and so which models are scarce.
   [[nodiscard]] TargetWorkload WithGpuModels(std::vector<ModelGpus> models) &&;
   /// The cluster's GPUs by model as whoever published this mix saw them;
   /// empty when not known (a policy file's list).

@@ -1,6 +1,7 @@
 #include "scheduler/framework/cluster_cpu.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -57,9 +58,9 @@ TEST(ClusterCpuTest, CountsTheClustersGpusByModelWhateverTheirHost) {
   cases.back().nodes.push_back(Node("c").Host(32000, 32000));
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    TargetWorkload::ClusterSupply sum;
-    for (const Node& node : c.nodes) AddClusterSupply(node.View(), sum);
-    EXPECT_EQ(sum.gpu_models, c.models);
+    ClusterSupplySum sum;
+    for (const Node& node : c.nodes) sum.Add(node.View());
+    EXPECT_EQ(std::move(sum).Take().gpu_models, c.models);
   }
 }
 
