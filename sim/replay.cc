@@ -193,6 +193,7 @@ ReplayResult Replay(const ReplayInput& in) {
       // As the server publishes a mix: with the cluster's CPU per GPU and GPUs
       // by model (the nodes do not change here).
       if (std::shared_ptr<const TargetWorkload> mix = learner->DueMix(supply)) {
+        result.last_learned_mix = mix;
         if (std::shared_ptr<const Profile> next = in.profile->WithWorkload(std::move(mix))) {
           learned_profile = std::move(next);
           profile_in_force = learned_profile.get();

@@ -80,6 +80,9 @@ struct ReplayResult {
   int64_t placed_pods = 0;
   bool memoised = false;
   int64_t learned_mixes = 0;  ///< Learned mixes put in force.
+  /// The last of them as the learner published it (with what it was told
+  /// of the cluster); null when none was.
+  std::shared_ptr<const TargetWorkload> last_learned_mix;
   /// Placements that broke PlacementViolation's rules (each still made).
   PlacementViolations violations;
   /// The cluster after the last pod, when ReplayInput::keep_cluster.

@@ -326,19 +326,22 @@ TargetWorkload TargetWorkload::WithGpuModels(std::vector<ModelGpus> models) && {
   // spread over the S_k GPUs of the models it accepts, m is scarce when
   //   Σ_k (d · s_m / S_k) / D ≥ ½ · s_m / S   ⇔   Σ_k 2 · S · d / S_k ≥ D
   // (s_m cancels). 2·S·d < 2^24 · 2^50 for any real cluster: 128 bits.
-  std::vector<__int128> taken(cluster_gpu_models_.size(), 0);
+  const size_t n = cluster_gpu_models_.size();
+  std::vector<__int128> taken(n, 0);
+  std::vector<bool> accepts(n);
   for (const ModelDemand& d : model_demand_) {
     int64_t accepting = 0;
-    for (const ModelGpus& m : cluster_gpu_models_) {
-      if (AcceptsModel(d.models, m.model)) accepting += m.gpus;
+    for (size_t i = 0; i < n; ++i) {
+      accepts[i] = AcceptsModel(d.models, cluster_gpu_models_[i].model);
+      if (accepts[i]) accepting += cluster_gpu_models_[i].gpus;
     }
     if (accepting == 0) continue;  // it can run nowhere here: it takes nothing
     const __int128 part = static_cast<__int128>(2) * all_gpus * d.milli / accepting;
-    for (size_t i = 0; i < cluster_gpu_models_.size(); ++i) {
-      if (AcceptsModel(d.models, cluster_gpu_models_[i].model)) taken[i] += part;
+    for (size_t i = 0; i < n; ++i) {
+      if (accepts[i]) taken[i] += part;
     }
   }
-  for (size_t i = 0; i < cluster_gpu_models_.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     if (cluster_gpu_models_[i].gpus > 0 && taken[i] >= asked) scarce_models_.push_back(cluster_gpu_models_[i].model);
   }
   return std::move(*this);

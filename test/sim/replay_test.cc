@@ -186,5 +186,29 @@ TEST(ReplayTest, LearningPutsMixesInForceOnScheduleAndTheMemoFollowsThem) {
   EXPECT_EQ(RunInOrder(*profile, nodes, pods, {0, 1, 2}, MemoMode::kAuto, &off).learned_mixes, 0);
 }
 
+TEST(ReplayTest, ALearnedMixKnowsTheClustersGpuModelsAndWhichAreScarce) {
+  // As the server's mixes do (extender/program.cc): host stranding's gate
+  // on nodes some kind cannot use reads them (policies/fragmentation.h).
+  const std::shared_ptr<const Profile> profile = PolicyText(
+      "  - name: host-resources\n"
+      "  - name: fgd\n    weight: 100\n    args: {workload: [\"1 cpu=1 gpu=1\"]}\n"
+      "  - name: host-stranding\n    args: {workload: [\"1 cpu=1 gpu=1\"]}\n");
+  std::vector<TraceNode> nodes = {GpuNode("a", 8), GpuNode("b", 8), GpuNode("c", 2)};
+  nodes[2].model = "T4";
+  // One pod in four takes T4 only: a quarter of what is asked, where T4 is
+  // a ninth of the GPUs, is more than half of T4.
+  std::vector<TracePod> pods;
+  for (int i = 0; i < 12; ++i) {
+    pods.push_back(GpuPod(absl::StrCat("p", i), 1, 500));
+    if (i % 4 == 0) pods.back().models = {"T4"};
+  }
+  const WorkloadLearning learning{.window_pods = 100, .warmup_pods = 4, .publish_every_pods = 4};
+  const ReplayResult r = RunInOrder(*profile, nodes, pods, {0, 1, 2}, MemoMode::kAuto, &learning);
+  ASSERT_NE(r.last_learned_mix, nullptr);
+  const std::vector<TargetWorkload::ModelGpus> models = {{"G2", 16}, {"T4", 2}};
+  EXPECT_EQ(r.last_learned_mix->cluster_gpu_models(), models);
+  EXPECT_THAT(r.last_learned_mix->scarce_models(), ::testing::ElementsAre("T4"));
+}
+
 }  // namespace
 }  // namespace tessera::sim
