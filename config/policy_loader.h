@@ -16,7 +16,7 @@
 //   workloadLearning:                 # optional: learn the expected workload (fgd, host-stranding) from
 //     enabled: true                   #   arrivals; on by default; scheduler/cache/workload_learner.h
 //     windowPods: 5000                #   100..1e6: the mix is that of the last this many arrivals
-//     warmupPods: 500                 #   1..windowPods: the plugins' own `workload` holds until then
+//     warmupPods: 500                 #   1..windowPods: the plugins' own `workload` fades to priorPercent by then
 //     publishEveryPods: 200           #   arrivals between two learned mixes
 //     coveragePercent: 95             #   the most common kinds covering this share of the window...
 //     maxKinds: 64                    #   ...and at most this many

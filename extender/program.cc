@@ -335,9 +335,11 @@ void Program::RefreshGauges() {
 
 void Program::LearnWorkload() {
   const WorkloadLearning settings = store_->CurrentLearning();
-  // A mix carries the cluster's CPU per GPU and GPUs by model as they are
-  // now: host stranding asks whether CPU is what the cluster runs out of,
-  // and whether some model is scarce (policies/fragmentation.h).
+  // A mix carries the cluster as it is now: its CPU per GPU and GPUs by
+  // model (host stranding asks whether CPU is what the cluster runs out of,
+  // and whether some model is scarce: policies/fragmentation.h), its idle
+  // nodes and free GPU (whether the kinds that take whole nodes are short
+  // of idle ones: policies/host_stranding.h).
   const std::shared_ptr<const ClusterSnapshot> cluster = model_.Current();
   ClusterSupplySum supply;
   for (NodeIndex i = 0; i < cluster->node_count(); ++i) supply.Add(cluster->View(i));
@@ -345,7 +347,7 @@ void Program::LearnWorkload() {
     store_->PublishLearnedWorkload(std::move(mix));
   }
   const WorkloadLearnerStatus status = learner_.Status();
-  // A learner that started over (learning settings changed) hands the policy file's lists back until warm.
+  // A learner that started over (learning settings changed) hands the policy file's lists back until a pod arrives.
   if (status.learned == nullptr) store_->PublishLearnedWorkload(nullptr);
   workload_arrivals_.Inc(static_cast<double>(status.arrivals - arrivals_counted_));
   arrivals_counted_ = status.arrivals;

@@ -14,14 +14,35 @@ absl::StatusOr<std::unique_ptr<Plugin>> HostStrandingPlugin::New(PluginArgs& arg
   return std::make_unique<HostStrandingPlugin>(*std::move(workload), measure);
 }
 
+int64_t HostStrandingPlugin::IdleNodeLoss(const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) const {
+  if (node.gpu_states.empty() || node.gpus.empty()) return 0;
+  for (const GpuState& g : node.gpu_states) {
+    if (g.free_milli() < kOneGpu.value()) return 0;  // broken already: nothing left to keep
+  }
+  const int64_t gpus = static_cast<int64_t>(node.gpu_states.size());
+  const int64_t cpu_free = node.host->cpu_free().value();
+  const std::string& model = node.gpus[0].model;
+  const int64_t before = workload_->idle_node_reserve(gpus, cpu_free, model);
+  if (before == 0) return 0;
+  // A pod that takes GPUs breaks it; one that takes CPU alone may leave it
+  // too little for the kinds that need it.
+  const int64_t after =
+      choice.gpu_indices.empty() ? workload_->idle_node_reserve(gpus, cpu_free - r.host.cpu.value(), model) : 0;
+  return before - after;
+}
+
 int64_t HostStrandingPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, const GpuChoice& choice) const {
   // Unknown host resources strand nothing: the measure would be fgd's own,
   // and repeating fgd's score orders nothing fgd has not.
   if (node.host == nullptr) return 0;
-  const int64_t score =
-      PlacementFragmentationScore(*workload_, FragmentationOptions{.host_stranding = true, .gpu_memory = measure_.gpu_memory},
-                                  cycle.request(), node, choice);
-  return std::min(score, kMaxPluginScore - 1);
+  const PodGpuRequest& r = cycle.request();
+  const int64_t weight = workload_->total_weight();
+  const int64_t decrease =
+      PlacementFragmentationDecrease(*workload_,
+                                     FragmentationOptions{.host_stranding = true, .gpu_memory = measure_.gpu_memory}, r,
+                                     node, choice) -
+      IdleNodeLoss(r, node, choice) * weight;
+  return std::min(FragmentationScore(decrease, 0, weight), kMaxPluginScore - 1);
 }
 
 }  // namespace tessera

@@ -21,6 +21,15 @@
 //       weight: 1
 //       args: {workload: [...]}      # the same workload
 //
+// An idle node's CPU shortfall is no stranding where a pod that takes the
+// whole node is what it waits for; yet the measure counts it, and rewards
+// any pod asking less CPU per GPU than the mix for lowering it: breaking
+// idle nodes. Where the kinds that take whole nodes are short of idle ones
+// (TargetWorkload::idle_node_reserve: their expected need is a quarter or
+// more of the idle nodes they fit, as the learned mix was told the
+// cluster), breaking one also counts as a fragment of all its GPUs: the
+// whole-node pod it would have placed (README, "CPU × 0.9 and × 0.6").
+//
 // It scores the GPUs the profile's chooser picked (fgd's). Where host
 // resources are unknown (a node without allocatable) it scores 0 and so
 // adds nothing to fgd.
@@ -72,6 +81,11 @@ class HostStrandingPlugin final : public Plugin {
   [[nodiscard]] const TargetWorkload& workload() const { return *workload_; }
 
  private:
+  // What placing the pod on `node` costs the kinds that take whole nodes,
+  // milli-GPU: the reserve the node loses if it is idle (TargetWorkload::
+  // idle_node_reserve); 0 on a node some pod holds already.
+  [[nodiscard]] int64_t IdleNodeLoss(const PodGpuRequest& r, const NodeView& node, const GpuChoice& choice) const;
+
   std::shared_ptr<const TargetWorkload> prior_;     // the policy file's list, by arrivals
   std::shared_ptr<const TargetWorkload> workload_;  // never null; weighed
   MeasureArgs measure_;

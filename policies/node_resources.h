@@ -17,10 +17,7 @@ inline constexpr int64_t kMaxSpecGpuMilli = 8000;
 
 /// What pods' guarantees leave free of one GPU, 0..1000; none on a GPU that
 /// takes no shares (broken, or in MIG mode): no share pod can use it.
-inline int64_t FreeMilli(const GpuState& gpu) {
-  const int64_t held = gpu.guaranteed().value();
-  return held >= kOneGpu.value() || !gpu.takes_shares() ? 0 : kOneGpu.value() - held;
-}
+inline int64_t FreeMilli(const GpuState& gpu) { return gpu.free_milli(); }
 
 /// Σ FreeMilli over the node's GPUs.
 inline int64_t TotalFreeMilli(const NodeView& node) {

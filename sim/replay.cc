@@ -149,9 +149,6 @@ ReplayResult Replay(const ReplayInput& in) {
   feasible.reserve(n);
   result.events.reserve(in.workload->pods.size());
 
-  ClusterSupplySum supply_sum;
-  for (size_t i = 0; i < n; ++i) supply_sum.Add(cluster.View(i));
-  const TargetWorkload::ClusterSupply supply = std::move(supply_sum).Take();
 
   int64_t arrived = 0;
   for (size_t position = 0; position < in.workload->pods.size(); ++position) {
@@ -190,9 +187,15 @@ ReplayResult Replay(const ReplayInput& in) {
                                         .fragmented_milli = fragmentation.total()});
     if (learner.has_value()) {
       if (std::optional<WorkloadPod> kind = WorkloadKindOf(cycle.request())) learner->Add(*kind);
-      // As the server publishes a mix: with the cluster's CPU per GPU and GPUs
-      // by model (the nodes do not change here).
-      if (std::shared_ptr<const TargetWorkload> mix = learner->DueMix(supply)) {
+      // As the server publishes a mix: with the cluster as it is now (its
+      // CPU per GPU, GPUs by model, idle nodes and free GPU).
+      std::shared_ptr<const TargetWorkload> mix;
+      if (learner->due()) {
+        ClusterSupplySum supply;
+        for (size_t i = 0; i < n; ++i) supply.Add(cluster.View(i));
+        mix = learner->DueMix(std::move(supply).Take());
+      }
+      if (mix != nullptr) {
         result.last_learned_mix = mix;
         if (std::shared_ptr<const Profile> next = in.profile->WithWorkload(std::move(mix))) {
           learned_profile = std::move(next);

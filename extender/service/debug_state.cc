@@ -131,6 +131,18 @@ std::string RenderDebugState(const DebugInputs& in) {
       }
       doc["workload"]["clusterGpuModels"] = std::move(models);
       doc["workload"]["scarceGpuModels"] = w.learned->scarce_models();
+      // And host stranding's idle-node reserve (policies/host_stranding.h):
+      // the cluster's idle nodes and free GPU as the mix was told them, and
+      // the kinds that take whole nodes, reserved where short of idle ones.
+      int64_t idle_nodes = 0;
+      for (const TargetWorkload::IdleNodes& idle : w.learned->cluster_idle_nodes()) idle_nodes += idle.nodes;
+      doc["workload"]["clusterIdleNodes"] = idle_nodes;
+      doc["workload"]["clusterFreeGpuMilli"] = w.learned->cluster_free_milli();
+      nlohmann::json whole = nlohmann::json::array();
+      for (const TargetWorkload::WholeNodeKind& k : w.learned->whole_node_kinds()) {
+        whole.push_back({{"gpus", k.gpus}, {"milliCpu", k.cpu}, {"models", k.models}, {"reserved", k.reserved}});
+      }
+      doc["workload"]["wholeNodeKinds"] = std::move(whole);
     }
   }
   if (!in.tenants.empty()) {

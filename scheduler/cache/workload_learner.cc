@@ -86,17 +86,31 @@ std::vector<WorkloadPod> ArrivalWindow::Mix(int64_t coverage_percent, size_t max
 MixLearner::MixLearner(const WorkloadLearning& settings)
     : settings_(settings), window_(static_cast<size_t>(settings.window_pods)) {}
 
-std::shared_ptr<const TargetWorkload> MixLearner::DueMix(TargetWorkload::ClusterSupply cluster) {
+bool MixLearner::due() const {
   const int64_t arrivals = window_.arrivals();
-  if (!settings_.enabled || arrivals < settings_.warmup_pods) return nullptr;
-  if (published_at_ >= 0 && arrivals - published_at_ < settings_.publish_every_pods) return nullptr;
+  if (!settings_.enabled || arrivals == 0 || arrivals <= published_at_) return false;
+  // Warming up: at 1, 2, 4, 8, ... arrivals, so that the first kinds seen
+  // count from the start and publications stay few.
+  if (arrivals < settings_.warmup_pods) return (arrivals & (arrivals - 1)) == 0;
+  return published_at_ < settings_.warmup_pods || arrivals - published_at_ >= settings_.publish_every_pods;
+}
+
+int64_t MixLearner::PriorPercentAt(int64_t arrivals) const {
+  const int64_t floor = settings_.prior_percent;
+  if (arrivals >= settings_.warmup_pods) return floor;
+  return 100 - (100 - floor) * arrivals / settings_.warmup_pods;
+}
+
+std::shared_ptr<const TargetWorkload> MixLearner::DueMix(TargetWorkload::ClusterSupply cluster) {
+  if (!due()) return nullptr;
+  const int64_t arrivals = window_.arrivals();
   published_at_ = arrivals;
   absl::StatusOr<TargetWorkload> mix =
       TargetWorkload::Create(window_.Mix(settings_.coverage_percent, static_cast<size_t>(settings_.max_kinds)));
   // Only an empty window fails (every kind came from a parsed request): keep the mix in force.
   if (!mix.ok()) return nullptr;
   return std::make_shared<const TargetWorkload>(
-      std::move(*mix).WithCluster(std::move(cluster)).WithPriorPercent(settings_.prior_percent));
+      std::move(*mix).WithCluster(std::move(cluster)).WithPriorPercent(PriorPercentAt(arrivals)));
 }
 
 WorkloadLearner::WorkloadLearner(const WorkloadLearning& settings) : learner_(settings) {}

@@ -7,8 +7,13 @@
 // `window_pods` arrivals (a sliding window: each arrival counts 1 while it
 // is among the last window_pods, then 0), its most common kinds covering
 // `coverage_percent` of the window (at most `max_kinds`, so that the measure
-// stays cheap), each weighted by its count. Until `warmup_pods` arrivals
-// were seen the policy file's list stays in force: it is the prior.
+// stays cheap), each weighted by its count. The policy file's list is the
+// prior: the plugins blend it into every mix learned. Until `warmup_pods`
+// arrivals were seen it fades out, from all of the mix to `prior_percent`
+// of it in proportion to the arrivals (mixes learned at 1, 2, 4, 8, ...
+// arrivals): the first kinds seen count at once, a little (a prior that
+// lacks them, such as pods taking whole nodes, would let the first pods
+// break the nodes they need), and every mix carries the cluster as it is.
 //
 // A kind is what the measure distinguishes: CPU, GPU count, per-GPU share,
 // GPU memory (of a share of a GPU) and accepted models. Pods asking for a MIG instance are no kind (fgd does
@@ -53,7 +58,8 @@ struct WorkloadLearning {
   bool enabled = true;
   /// The mix is that of the last this many arrivals.
   int64_t window_pods = 5000;
-  /// Arrivals before the learned mix replaces the policy file's.
+  /// Arrivals over which the policy file's list fades from all of the mix
+  /// to prior_percent of it.
   int64_t warmup_pods = 500;
   /// New arrivals between two learned mixes (each is a new profile, and
   /// the score memo starts over: not every pod).
@@ -117,9 +123,13 @@ class MixLearner {
   explicit MixLearner(const WorkloadLearning& settings);
 
   void Add(const WorkloadPod& kind) { window_.Add(kind); }
-  /// The learned mix when one is due: warm-up passed and publish_every_pods
-  /// arrivals since the last (the first right at warm-up). Null otherwise,
-  /// and when the window's mix is not a valid workload. The mix carries
+  /// Whether a mix is due: at 1, 2, 4, 8, ... arrivals during warm-up, at
+  /// warm-up, and every publish_every_pods arrivals after.
+  [[nodiscard]] bool due() const;
+  /// The learned mix when one is due, null otherwise and when the window's
+  /// mix is not a valid workload. Its prior_percent: 100 − (100 −
+  /// prior_percent) · arrivals ÷ warmup_pods during warm-up (integer), the
+  /// setting's after. The mix carries
   /// `cluster`, the cluster's CPU per GPU and GPUs by model
   /// (TargetWorkload::WithCluster; scheduler/framework/cluster_cpu.h sums
   /// them): host stranding asks whether CPU is what the cluster runs out
@@ -130,6 +140,8 @@ class MixLearner {
   [[nodiscard]] const WorkloadLearning& settings() const { return settings_; }
 
  private:
+  [[nodiscard]] int64_t PriorPercentAt(int64_t arrivals) const;
+
   WorkloadLearning settings_;
   ArrivalWindow window_;
   int64_t published_at_ = -1;  // arrivals() at the last mix given out
@@ -143,7 +155,7 @@ struct WorkloadLearnerStatus {
   int64_t window_pods = 0;     ///< Arrivals in the window now.
   int64_t window_kinds = 0;    ///< Distinct kinds in it.
   int64_t publications = 0;    ///< Mixes learned so far.
-  /// The last mix learned (null before warm-up).
+  /// The last mix learned (null before the first arrival).
   std::shared_ptr<const TargetWorkload> learned;
 };
 

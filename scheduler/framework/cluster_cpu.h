@@ -1,11 +1,13 @@
 // What a learned mix is told of the cluster (TargetWorkload::WithCluster):
 // its CPU per GPU, host stranding's test of whether CPU is what the cluster
-// runs out of, and its GPUs by model, the test of whether a model is scarce
-// (policies/fragmentation.h).
+// runs out of; its GPUs by model, the test of whether a model is scarce
+// (policies/fragmentation.h); and its idle nodes, the test of whether the
+// kinds that take whole nodes are short of them (policies/host_stranding.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -27,10 +29,12 @@ inline void AddClusterCpu(const NodeView& node, TargetWorkload::CpuPerGpu& sum) 
 }
 
 /// What a learned mix is told of the cluster, summed node by node: the CPU
-/// per GPU (AddClusterCpu) and the GPUs by model, each model once in the
-/// order first seen (TargetWorkload::scarce_models judges by them). A model
-/// is found by hash, so a node list of many distinct model names costs no
-/// more than one of a few.
+/// per GPU (AddClusterCpu); the GPUs by model, each model once in the order
+/// first seen (TargetWorkload::scarce_models judges by them); the idle nodes
+/// (every GPU wholly free, host known) by GPU count, free CPU and model, and
+/// the free milli-GPU of every GPU (TargetWorkload::WithIdleNodes). Found
+/// by hash: a node list of many distinct models or shapes costs no more
+/// than one of a few.
 class ClusterSupplySum {
  public:
   void Add(const NodeView& node) {
@@ -40,12 +44,25 @@ class ClusterSupplySum {
       if (added) supply_.gpu_models.push_back({.model = gpu.model, .gpus = 0});
       ++supply_.gpu_models[at->second].gpus;
     }
+    bool idle = !node.gpu_states.empty();
+    for (const GpuState& gpu : node.gpu_states) {
+      supply_.free_milli += gpu.free_milli();
+      idle = idle && gpu.free_milli() >= kOneGpu.value();
+    }
+    if (!idle || node.host == nullptr) return;
+    const int64_t gpus = static_cast<int64_t>(node.gpu_states.size());
+    const int64_t cpu_free = node.host->cpu_free().value();
+    const std::string& model = node.gpus[0].model;
+    auto [at, added] = idle_position_.try_emplace(std::make_tuple(gpus, cpu_free, model), supply_.idle_nodes.size());
+    if (added) supply_.idle_nodes.push_back({.gpus = gpus, .cpu_free = cpu_free, .model = model, .nodes = 0});
+    ++supply_.idle_nodes[at->second].nodes;
   }
   [[nodiscard]] TargetWorkload::ClusterSupply Take() && { return std::move(supply_); }
 
  private:
   TargetWorkload::ClusterSupply supply_;
   absl::flat_hash_map<std::string, size_t> position_;
+  absl::flat_hash_map<std::tuple<int64_t, int64_t, std::string>, size_t> idle_position_;
 };
 
 }  // namespace tessera

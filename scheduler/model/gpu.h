@@ -174,6 +174,11 @@ class GpuState {
   [[nodiscard]] MemoryMiB memory_held() const { return MemoryMiB(held_mib_); }
   [[nodiscard]] MemoryMiB memory_limit_held() const { return MemoryMiB(held_limit_mib_); }
   [[nodiscard]] bool idle() const { return pods_ == 0; }
+  /// What pods' guarantees leave free of it, 0..1000 milli-GPU; none where
+  /// it takes no shares (unhealthy, or in MIG mode): no share pod can use it.
+  [[nodiscard]] int64_t free_milli() const {
+    return guaranteed_milli_ >= kOneGpu.value() || !takes_shares() ? 0 : kOneGpu.value() - guaranteed_milli_;
+  }
 
   bool operator==(const GpuState&) const = default;
 

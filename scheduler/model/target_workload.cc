@@ -282,7 +282,10 @@ TargetWorkload TargetWorkload::BlendedWith(const TargetWorkload& prior, int64_t 
   add(prior.pods_, prior.total_weight_, prior_percent);
   absl::StatusOr<TargetWorkload> blended = Create(std::move(pods));
   if (!blended.ok()) return *this;  // not for valid sides: weights stay under kMaxTotalWeight
-  return std::move(*blended).WithClusterCpu(cluster_cpu_per_gpu_).WithGpuModels(cluster_gpu_models_);
+  return std::move(*blended)
+      .WithClusterCpu(cluster_cpu_per_gpu_)
+      .WithGpuModels(cluster_gpu_models_)
+      .WithIdleNodes(cluster_idle_nodes_, cluster_free_milli_);
 }
 
 TargetWorkload TargetWorkload::WithPriorPercent(int64_t percent) && {
@@ -347,6 +350,44 @@ TargetWorkload TargetWorkload::WithGpuModels(std::vector<ModelGpus> models) && {
   return std::move(*this);
 }
 
+std::vector<TargetWorkload::WholeNodeKind> TargetWorkload::WholeNodeKindsOf(const std::vector<WorkloadPod>& pods) {
+  std::vector<WholeNodeKind> kinds;
+  for (const WorkloadPod& pod : pods) {
+    if (pod.gpus < 2 || pod.milli < kOneGpu) continue;
+    kinds.push_back({.gpus = pod.gpus, .cpu = pod.cpu.value(), .models = pod.models,
+                     .milli = pod.weight * pod.gpus * kOneGpu.value(), .reserved = false});
+  }
+  return kinds;
+}
+
+TargetWorkload TargetWorkload::WithIdleNodes(std::vector<IdleNodes> idle, int64_t free_milli) && {
+  cluster_idle_nodes_ = std::move(idle);
+  cluster_free_milli_ = free_milli;
+  const int64_t asked = demand_cpu_per_gpu_.gpu;  // Σ arrivals · GPUs · share, every kind
+  for (WholeNodeKind& kind : whole_node_kinds_) {
+    __int128 fits = 0;  // milli-GPU of the idle nodes it fits whole
+    for (const IdleNodes& nodes : cluster_idle_nodes_) {
+      if (nodes.gpus != kind.gpus || nodes.cpu_free < kind.cpu) continue;
+      if (!kind.models.empty() && !AcceptsModel(kind.models, nodes.model)) continue;
+      fits += static_cast<__int128>(nodes.gpus) * kOneGpu.value() * nodes.nodes;
+    }
+    // (d ÷ D) · free ≥ fits ÷ factor, cross-multiplied: d·free < 2^40 · 2^50
+    // for any real cluster and mix, fits·D likewise: 128 bits.
+    kind.reserved = asked > 0 && kIdleReserveFactor * static_cast<__int128>(kind.milli) * cluster_free_milli_ >=
+                                     fits * asked;
+  }
+  return std::move(*this);
+}
+
+int64_t TargetWorkload::idle_node_reserve(int64_t gpus, int64_t cpu_free, std::string_view model) const {
+  // The node takes one such pod: breaking it costs one, whichever kinds fit.
+  const bool needed = std::any_of(whole_node_kinds_.begin(), whole_node_kinds_.end(), [&](const WholeNodeKind& kind) {
+    return kind.reserved && kind.gpus == gpus && kind.cpu <= cpu_free &&
+           (kind.models.empty() || AcceptsModel(kind.models, model));
+  });
+  return needed ? gpus * kOneGpu.value() : 0;
+}
+
 bool TargetWorkload::cpu_short() const {
   const CpuPerGpu& have = cluster_cpu_per_gpu_;
   const CpuPerGpu& asked = demand_cpu_per_gpu_;
@@ -364,6 +405,7 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   // at most a few thousand milli-GPU: both sums fit in 64 bits.
   w.demand_cpu_per_gpu_ = DemandOf(pods);
   w.model_demand_ = ModelDemandOf(pods);
+  w.whole_node_kinds_ = WholeNodeKindsOf(pods);
   for (const WorkloadPod& pod : pods) {
     w.has_models_ = w.has_models_ || !pod.models.empty();
     if (pod.gpus == 0) continue;
@@ -407,6 +449,7 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   const __int128 divisor = total <= kMaxTotalWeight ? 1 : total / (kMaxTotalWeight / 2) + 1;
   const CpuPerGpu demand = DemandOf(pods);  // by arrivals, as the weights came
   std::vector<ModelDemand> model_demand = ModelDemandOf(pods);
+  std::vector<WholeNodeKind> whole_node_kinds = WholeNodeKindsOf(pods);
   for (size_t m = 0; m < pods.size(); ++m) {
     pods[m].weight = std::max<int64_t>(1, static_cast<int64_t>(scaled[m] / divisor));
   }
@@ -414,6 +457,7 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   if (weighed.ok()) {
     weighed->demand_cpu_per_gpu_ = demand;
     weighed->model_demand_ = std::move(model_demand);
+    weighed->whole_node_kinds_ = std::move(whole_node_kinds);
   }
   return weighed;
 }

@@ -137,13 +137,57 @@ class TargetWorkload {
   /// GPUs), a kind that accepts several models asking of each in proportion
   /// to its GPUs (exact integers). Empty when the models are not known.
   [[nodiscard]] const std::vector<std::string>& scarce_models() const { return scarce_models_; }
+  /// Idle nodes alike for a kind that takes a whole node: every GPU wholly
+  /// free, the same GPU count, free milli-CPU and model (the first GPU's).
+  struct IdleNodes {
+    int64_t gpus = 0;
+    int64_t cpu_free = 0;
+    std::string model;
+    int64_t nodes = 0;
+    bool operator==(const IdleNodes&) const = default;
+  };
+  /// How many times its expected need a kind that takes whole nodes must
+  /// have in idle nodes it fits before breaking one costs it nothing
+  /// (idle_node_reserve). Measured (README, "CPU × 0.9 and × 0.6"): 2 held
+  /// too few at node CPU × 0.9, 8 cost the × 0.75 and × 0.6 columns.
+  static constexpr int64_t kIdleReserveFactor = 4;
+  /// A copy that knows the cluster's idle nodes (each alike group once;
+  /// what ClusterSupplySum counts) and the free milli-GPU of all its GPUs,
+  /// and so which kinds that take whole nodes are short of idle nodes.
+  [[nodiscard]] TargetWorkload WithIdleNodes(std::vector<IdleNodes> idle, int64_t free_milli) &&;
+  [[nodiscard]] const std::vector<IdleNodes>& cluster_idle_nodes() const { return cluster_idle_nodes_; }
+  [[nodiscard]] int64_t cluster_free_milli() const { return cluster_free_milli_; }
+  /// A kind that takes all of a node's GPUs (whole GPUs, two or more), and
+  /// whether the idle nodes it fits are short: its arrivals until the
+  /// cluster's free GPU is taken, (d ÷ D) · free (d its ask, D every
+  /// kind's, by arrivals), ask at least 1 ÷ kIdleReserveFactor of the GPUs
+  /// of the idle nodes of its GPU count, free CPU and models.
+  struct WholeNodeKind {
+    int64_t gpus = 0;
+    int64_t cpu = 0;
+    std::vector<std::string> models;
+    int64_t milli = 0;      ///< what it asks, Σ arrivals · GPUs · 1000
+    bool reserved = false;  ///< short of idle nodes (WithIdleNodes)
+    bool operator==(const WholeNodeKind&) const = default;
+  };
+  [[nodiscard]] const std::vector<WholeNodeKind>& whole_node_kinds() const { return whole_node_kinds_; }
+  /// What breaking an idle node of `gpus` GPUs of `model` with `cpu_free`
+  /// milli-CPU free costs the kinds that take whole nodes, in milli-GPU: all
+  /// its GPUs (the pod it would have placed) where a reserved kind fits it;
+  /// else 0, as when the idle nodes are not known (a policy file's list).
+  [[nodiscard]] int64_t idle_node_reserve(int64_t gpus, int64_t cpu_free, std::string_view model) const;
   /// What a learned mix is told of the cluster when it is published.
   struct ClusterSupply {
     CpuPerGpu cpu_per_gpu;                ///< WithClusterCpu
     std::vector<ModelGpus> gpu_models;    ///< WithGpuModels
+    std::vector<IdleNodes> idle_nodes;    ///< WithIdleNodes
+    int64_t free_milli = 0;               ///< WithIdleNodes
   };
   [[nodiscard]] TargetWorkload WithCluster(ClusterSupply cluster) && {
-    return std::move(*this).WithClusterCpu(cluster.cpu_per_gpu).WithGpuModels(std::move(cluster.gpu_models));
+    return std::move(*this)
+        .WithClusterCpu(cluster.cpu_per_gpu)
+        .WithGpuModels(std::move(cluster.gpu_models))
+        .WithIdleNodes(std::move(cluster.idle_nodes), cluster.free_milli);
   }
   [[nodiscard]] TargetWorkload WithCluster(ClusterSupply cluster) const& {
     return TargetWorkload(*this).WithCluster(std::move(cluster));
@@ -218,6 +262,11 @@ class TargetWorkload {
   std::vector<ModelDemand> model_demand_;
   std::vector<ModelGpus> cluster_gpu_models_;
   std::vector<std::string> scarce_models_;
+  /// The kinds that take whole nodes, by arrivals as Create took them.
+  static std::vector<WholeNodeKind> WholeNodeKindsOf(const std::vector<WorkloadPod>& pods);
+  std::vector<WholeNodeKind> whole_node_kinds_;
+  std::vector<IdleNodes> cluster_idle_nodes_;
+  int64_t cluster_free_milli_ = 0;
   Measure measure_;
 };
 

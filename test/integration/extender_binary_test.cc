@@ -328,6 +328,11 @@ workloadLearning: {windowPods: 100, warmupPods: 1, publishEveryPods: 1}
   EXPECT_EQ(workload["cpuShort"], true);
   EXPECT_EQ(workload["clusterGpuModels"], nlohmann::json::parse(R"([{"model": "NVIDIA-L4", "gpus": 2}])"));
   EXPECT_EQ(workload["scarceGpuModels"], nlohmann::json::array()) << "no pod names a model";
+  // The filter's answer named n1 alone, so the pod's half GPU is assumed
+  // there (extender/service/binder.h): n1 is no longer idle.
+  EXPECT_EQ(workload["clusterIdleNodes"], 0);
+  EXPECT_EQ(workload["clusterFreeGpuMilli"], 1500);
+  EXPECT_EQ(workload["wholeNodeKinds"], nlohmann::json::array()) << "a share takes no whole node";
 
   e.Signal(SIGTERM);
   EXPECT_EQ(e.Wait(), 0);

@@ -170,12 +170,14 @@ TEST(FragmentationTest, HostStrandingAppliesOnANodeSomeKindRefusesWhereNoModelIs
   };
   // T4 a quarter of the GPUs: the T4 pods would take 73 % of them. A G2
   // node keeps the paper's measure (the T4 kind's no-access term alone).
-  const TargetWorkload t4_scarce = typed.WithCluster({.cpu_per_gpu = {}, .gpu_models = {{"G2", 24}, {"T4", 8}}});
+  const TargetWorkload t4_scarce =
+      typed.WithCluster({.cpu_per_gpu = {}, .gpu_models = {{"G2", 24}, {"T4", 8}}, .idle_nodes = {}, .free_milli = 0});
   ASSERT_THAT(t4_scarce.scarce_models(), ::testing::ElementsAre("T4"));
   EXPECT_DOUBLE_EQ(on_g2(t4_scarce), 0.1 * 4000);
   // T4 half of them: they would take 36 %. 6 cores serve 1.5 of the G2
   // node's 4 GPUs, so the kind of any model leaves 2.5 stranded.
-  const TargetWorkload t4_plentiful = typed.WithCluster({.cpu_per_gpu = {}, .gpu_models = {{"G2", 8}, {"T4", 8}}});
+  const TargetWorkload t4_plentiful =
+      typed.WithCluster({.cpu_per_gpu = {}, .gpu_models = {{"G2", 8}, {"T4", 8}}, .idle_nodes = {}, .free_milli = 0});
   ASSERT_TRUE(t4_plentiful.models_plentiful());
   EXPECT_DOUBLE_EQ(on_g2(t4_plentiful), 0.9 * 2500 + 0.1 * 4000);
   EXPECT_DOUBLE_EQ(on_g2(typed), 0.1 * 4000) << "a policy file's list knows no cluster: as before";
@@ -211,7 +213,9 @@ TEST(ModelScarcityTest, AModelIsScarceWhereThePodsNamingItWouldTakeHalfOfIt) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    const TargetWorkload known = Workload(c.workload).WithCluster({.cpu_per_gpu = {}, .gpu_models = c.cluster});
+    const TargetWorkload known =
+        Workload(c.workload)
+            .WithCluster({.cpu_per_gpu = {}, .gpu_models = c.cluster, .idle_nodes = {}, .free_milli = 0});
     EXPECT_EQ(known.scarce_models(), c.scarce);
     EXPECT_EQ(known.models_plentiful(), c.plentiful);
   }
@@ -226,8 +230,9 @@ TEST(ModelScarcityTest, ItIsJudgedByArrivalsWhateverTheKindWeightsAndKeptThrough
   ASSERT_TRUE(weighed.ok());
   EXPECT_TRUE(std::move(*weighed).WithGpuModels(cluster).models_plentiful());
   // A learned mix blended with a list of T4 pods: the blend asks more of T4.
-  const TargetWorkload learned = Workload({"9 cpu=1 gpu=500m", "1 cpu=1 gpu=1 models=T4"})
-                                     .WithCluster({.cpu_per_gpu = {}, .gpu_models = cluster});
+  const TargetWorkload learned =
+      Workload({"9 cpu=1 gpu=500m", "1 cpu=1 gpu=1 models=T4"})
+          .WithCluster({.cpu_per_gpu = {}, .gpu_models = cluster, .idle_nodes = {}, .free_milli = 0});
   const TargetWorkload blended = learned.BlendedWith(Workload({"1 cpu=1 gpu=1 models=T4"}), 50);
   EXPECT_EQ(blended.cluster_gpu_models(), cluster);
   EXPECT_THAT(blended.scarce_models(), ::testing::ElementsAre("T4"));

@@ -175,7 +175,7 @@ TEST(ReplayTest, LearningPutsMixesInForceOnScheduleAndTheMemoFollowsThem) {
   const WorkloadLearning learning{.window_pods = 100, .warmup_pods = 10, .publish_every_pods = 5};
   const ReplayResult memoised = RunInOrder(*profile, nodes, pods, {0, 1, 2}, MemoMode::kAuto, &learning);
   EXPECT_TRUE(memoised.memoised);
-  EXPECT_EQ(memoised.learned_mixes, 7);  // after pods 10, 15, ..., 40
+  EXPECT_EQ(memoised.learned_mixes, 11);  // warming up after pods 1, 2, 4, 8; then 10, 15, ..., 40
   // Every node is evaluated anew under each mix: the memo gives what evaluating everything gives.
   const ReplayResult full = RunInOrder(*profile, nodes, pods, {0, 1, 2}, MemoMode::kOff, &learning);
   ASSERT_EQ(memoised.events.size(), full.events.size());
@@ -208,6 +208,30 @@ TEST(ReplayTest, ALearnedMixKnowsTheClustersGpuModelsAndWhichAreScarce) {
   const std::vector<TargetWorkload::ModelGpus> models = {{"G2", 16}, {"T4", 2}};
   EXPECT_EQ(r.last_learned_mix->cluster_gpu_models(), models);
   EXPECT_THAT(r.last_learned_mix->scarce_models(), ::testing::ElementsAre("T4"));
+}
+
+TEST(ReplayTest, ALearnedMixKnowsTheIdleNodesAndFreeGpuAsTheyWereWhenItWasLearned) {
+  // The kinds that take whole nodes are judged by the idle nodes left
+  // (policies/host_stranding.h): a mix told the empty cluster's would keep
+  // reserving nodes long gone.
+  const std::shared_ptr<const Profile> profile = PolicyText(
+      "  - name: host-resources\n"
+      "  - name: fgd\n    weight: 100\n    args: {workload: [\"1 cpu=1 gpu=1\"]}\n"
+      "  - name: host-stranding\n    args: {workload: [\"1 cpu=1 gpu=1\"]}\n");
+  const std::vector<TraceNode> nodes = {GpuNode("a", 8), GpuNode("b", 8), GpuNode("c", 2)};
+  std::vector<TracePod> pods;
+  for (int i = 0; i < 4; ++i) pods.push_back(GpuPod(absl::StrCat("p", i), 1, 1000));
+  const WorkloadLearning learning{.window_pods = 100, .warmup_pods = 2, .publish_every_pods = 2};
+  const ReplayResult r = RunInOrder(*profile, nodes, pods, {0, 1, 2}, MemoMode::kAuto, &learning);
+  ASSERT_NE(r.last_learned_mix, nullptr);  // learned after the fourth pod
+  EXPECT_EQ(r.last_learned_mix->cluster_free_milli(), 18000 - 4000);
+  int64_t idle_gpus = 0;
+  for (const TargetWorkload::IdleNodes& idle : r.last_learned_mix->cluster_idle_nodes()) {
+    idle_gpus += idle.gpus * idle.nodes;
+    EXPECT_EQ(idle.cpu_free, 96000) << "a node a pod took CPU of is no longer idle";
+  }
+  EXPECT_LE(idle_gpus, 18 - 4);
+  EXPECT_LT(idle_gpus, 18) << "some node holds a pod";
 }
 
 }  // namespace

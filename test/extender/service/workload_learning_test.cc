@@ -67,8 +67,9 @@ class WorkloadLearningTest : public ::testing::Test {
 
   // What the control loop does each second (extender/program.cc), the cluster 8 cores per GPU.
   void Learn() {
-    if (std::shared_ptr<const TargetWorkload> mix =
-            learner_.Learn(store_->CurrentLearning(), {.cpu_per_gpu = {.cpu = 64000, .gpu = 8000}, .gpu_models = {}})) {
+    if (std::shared_ptr<const TargetWorkload> mix = learner_.Learn(
+            store_->CurrentLearning(),
+            {.cpu_per_gpu = {.cpu = 64000, .gpu = 8000}, .gpu_models = {}, .idle_nodes = {}, .free_milli = 0})) {
       store_->PublishLearnedWorkload(std::move(mix));
     }
   }

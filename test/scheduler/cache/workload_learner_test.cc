@@ -102,14 +102,22 @@ TEST(ArrivalWindowTest, EqualCountsAreOrderedByTheKindNotByArrival) {
               ::testing::ElementsAre("1 cpu=1000m gpu=1", "1 cpu=1000m gpu=500m", "1 cpu=1000m"));
 }
 
-TEST(MixLearnerTest, HoldsThePriorUntilWarmUpThenPublishesEveryNArrivals) {
+TEST(MixLearnerTest, FadesThePriorOutOverWarmUpThenPublishesEveryNArrivals) {
   MixLearner learner(WorkloadLearning{.window_pods = 100, .warmup_pods = 10, .publish_every_pods = 5});
   std::vector<int> due_at;
+  std::vector<int64_t> prior_percent;
   for (int i = 1; i <= 21; ++i) {
     learner.Add(Kind(i <= 10 ? "1 cpu=1 gpu=1" : "1 cpu=2 gpu=500m"));
-    if (learner.DueMix() != nullptr) due_at.push_back(i);
+    const bool due = learner.due();
+    std::shared_ptr<const TargetWorkload> mix = learner.DueMix();
+    EXPECT_EQ(mix != nullptr, due) << "at " << i;
+    if (mix == nullptr) continue;
+    due_at.push_back(i);
+    prior_percent.push_back(mix->prior_percent());
   }
-  EXPECT_THAT(due_at, ::testing::ElementsAre(10, 15, 20));
+  // Warming up at 1, 2, 4, 8 arrivals, the prior at 100 − 95 · arrivals ÷ 10 %; from 10 on, 5 %.
+  EXPECT_THAT(due_at, ::testing::ElementsAre(1, 2, 4, 8, 10, 15, 20));
+  EXPECT_THAT(prior_percent, ::testing::ElementsAre(91, 81, 62, 24, 5, 5, 5));
 }
 
 TEST(MixLearnerTest, LearnsNothingWhenDisabled) {
@@ -134,15 +142,20 @@ TEST(WorkloadLearnerTest, APodFilteredAgainCountsOnce) {
   WorkloadLearner learner(Small());
   for (int retry = 0; retry < 5; ++retry) learner.Observe("uid-a", Pod().Cpu(1000));
   learner.Observe("uid-b", Pod().Cpu(1000));
-  EXPECT_EQ(learner.Learn(Small()), nullptr);  // two pods: not warm yet
+  std::shared_ptr<const TargetWorkload> warming = learner.Learn(Small());
+  ASSERT_NE(warming, nullptr);  // two pods: warming up, the prior still most of it
   EXPECT_EQ(learner.Status().arrivals, 2);
+  EXPECT_THAT(Texts(warming->pods()), ::testing::ElementsAre("2 cpu=1000m gpu=1"));
+  EXPECT_EQ(warming->prior_percent(), 100 - 95 * 2 / 3);
   learner.Observe("uid-a", Pod().Cpu(1000));
   learner.Observe("uid-c", Pod().Fraction(500).Cpu(2000));
   std::shared_ptr<const TargetWorkload> mix = learner.Learn(Small());
   ASSERT_NE(mix, nullptr);
+  EXPECT_EQ(learner.Status().arrivals, 3);
   EXPECT_THAT(Texts(mix->pods()), ::testing::ElementsAre("2 cpu=1000m gpu=1", "1 cpu=2000m gpu=500m"));
+  EXPECT_EQ(mix->prior_percent(), 5);
   EXPECT_EQ(learner.Status().learned, mix);
-  EXPECT_EQ(learner.Status().publications, 1);
+  EXPECT_EQ(learner.Status().publications, 2);
 }
 
 TEST(WorkloadLearnerTest, PodsWithoutUidAlwaysCount) {

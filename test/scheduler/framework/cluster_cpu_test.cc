@@ -64,5 +64,41 @@ TEST(ClusterCpuTest, CountsTheClustersGpusByModelWhateverTheirHost) {
   }
 }
 
+TEST(ClusterCpuTest, CountsTheIdleNodesByShapeAndTheFreeOfEveryGpu) {
+  using IdleNodes = TargetWorkload::IdleNodes;
+  struct Case {
+    std::string name;
+    std::vector<Node> nodes;
+    std::vector<IdleNodes> idle;
+    int64_t free_milli;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"alike idle nodes are one group", {}, {{8, 96000, "G2", 2}}, 16000});
+  cases.back().nodes.push_back(Node("a").Gpus(8, "G2").Host(96000));
+  cases.back().nodes.push_back(Node("b").Gpus(8, "G2").Host(96000));
+  cases.push_back(
+      {"by GPU count, free CPU and model", {}, {{8, 96000, "G2", 1}, {8, 64000, "G2", 1}, {2, 96000, "T4", 1}}, 18000});
+  cases.back().nodes.push_back(Node("a").Gpus(8, "G2").Host(96000));
+  cases.back().nodes.push_back(Node("b").Gpus(8, "G2").Host(64000));
+  cases.back().nodes.push_back(Node("c").Gpus(2, "T4").Host(96000));
+  cases.push_back({"a share held breaks a node; its free GPU still counts", {}, {{8, 96000, "G2", 1}}, 15750});
+  cases.back().nodes.push_back(Node("a").Gpus(8, "G2").Host(96000));
+  cases.back().nodes.push_back(Node("b").Gpus(8, "G2").Host(96000).Hold(3, 250));
+  cases.push_back({"a node without host resources is no idle node a kind's CPU can be judged by", {}, {}, 8000});
+  cases.back().nodes.push_back(Node("a").Gpus(8, "G2"));
+  cases.push_back({"an unhealthy GPU has nothing free, and its node is not idle", {}, {}, 7000});
+  cases.back().nodes.push_back(Node("a").Gpus(8, "G2").Host(96000).Unhealthy(5));
+  cases.push_back({"a CPU-only node has neither", {}, {}, 0});
+  cases.back().nodes.push_back(Node("c").Host(32000, 32000));
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ClusterSupplySum sum;
+    for (const Node& node : c.nodes) sum.Add(node.View());
+    const TargetWorkload::ClusterSupply supply = std::move(sum).Take();
+    EXPECT_EQ(supply.idle_nodes, c.idle);
+    EXPECT_EQ(supply.free_milli, c.free_milli);
+  }
+}
+
 }  // namespace
 }  // namespace tessera
