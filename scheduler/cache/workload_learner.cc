@@ -89,9 +89,11 @@ MixLearner::MixLearner(const WorkloadLearning& settings)
 bool MixLearner::due() const {
   const int64_t arrivals = window_.arrivals();
   if (!settings_.enabled || arrivals == 0 || arrivals <= published_at_) return false;
-  // Warming up: at 1, 2, 4, 8, ... arrivals, so that the first kinds seen
+  // Warming up: each time the arrivals have doubled since the last mix (at
+  // 1, 2, 4, 8, ... where they come one by one, as in the simulator; the
+  // server folds in a second's worth at once), so that the first kinds seen
   // count from the start and publications stay few.
-  if (arrivals < settings_.warmup_pods) return (arrivals & (arrivals - 1)) == 0;
+  if (arrivals < settings_.warmup_pods) return published_at_ <= 0 || arrivals >= 2 * published_at_;
   return published_at_ < settings_.warmup_pods || arrivals - published_at_ >= settings_.publish_every_pods;
 }
 

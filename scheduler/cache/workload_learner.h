@@ -123,8 +123,9 @@ class MixLearner {
   explicit MixLearner(const WorkloadLearning& settings);
 
   void Add(const WorkloadPod& kind) { window_.Add(kind); }
-  /// Whether a mix is due: at 1, 2, 4, 8, ... arrivals during warm-up, at
-  /// warm-up, and every publish_every_pods arrivals after.
+  /// Whether a mix is due: during warm-up, at the first arrival and
+  /// whenever the arrivals have doubled since the last mix (1, 2, 4, 8, ...
+  /// one by one); at warm-up; and every publish_every_pods arrivals after.
   [[nodiscard]] bool due() const;
   /// The learned mix when one is due, null otherwise and when the window's
   /// mix is not a valid workload. Its prior_percent: 100 − (100 −

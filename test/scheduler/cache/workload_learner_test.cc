@@ -120,6 +120,19 @@ TEST(MixLearnerTest, FadesThePriorOutOverWarmUpThenPublishesEveryNArrivals) {
   EXPECT_THAT(prior_percent, ::testing::ElementsAre(91, 81, 62, 24, 5, 5, 5));
 }
 
+TEST(MixLearnerTest, WarmingUpABurstThatSkipsAPowerOfTwoStillPublishesOnceTheArrivalsDoubled) {
+  // The server folds in a second's arrivals at once: 3, 5, 6, 11, 12, 24 in all.
+  MixLearner learner(WorkloadLearning{.window_pods = 100, .warmup_pods = 100, .publish_every_pods = 5});
+  std::vector<int> due_at;
+  int arrivals = 0;
+  for (int burst : {3, 2, 1, 5, 1, 12}) {
+    for (int i = 0; i < burst; ++i) learner.Add(Kind("1 cpu=1 gpu=1"));
+    arrivals += burst;
+    if (learner.DueMix() != nullptr) due_at.push_back(arrivals);
+  }
+  EXPECT_THAT(due_at, ::testing::ElementsAre(3, 6, 12, 24));  // not at 5 nor 11: not yet doubled
+}
+
 TEST(MixLearnerTest, LearnsNothingWhenDisabled) {
   MixLearner learner(WorkloadLearning{.enabled = false, .window_pods = 100, .warmup_pods = 1});
   learner.Add(Kind("1 cpu=1 gpu=1"));
