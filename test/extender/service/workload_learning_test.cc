@@ -92,18 +92,27 @@ class WorkloadLearningTest : public ::testing::Test {
   std::unique_ptr<ExtenderService> service_;
 };
 
-TEST_F(WorkloadLearningTest, FilteredPodsBecomeTheMixInForceOnceWarmAndDebugShowsIt) {
+TEST_F(WorkloadLearningTest, FilteredPodsBecomeTheMixInForceFromTheFirstAndDebugShowsIt) {
   const std::shared_ptr<const Profile> file = store_->Current();
-  // Three pods, one filtered three times (kube-scheduler retries): three arrivals, not warm.
+  Learn();
+  EXPECT_EQ(store_->Current(), file) << "no pod yet: the policy file's lists";
+  EXPECT_EQ(Debug()["workload"]["inForce"], "policy file");
+  // Three pods, one filtered three times (kube-scheduler retries): three
+  // arrivals, warming up: a mix learned, the file's lists most of it.
   for (const char* uid : {"p1", "p2", "p2", "p2", "p3"}) ASSERT_TRUE(service_->Filter(FilterBody(uid, 250, 4000)).ok());
   Learn();
-  EXPECT_EQ(store_->Current(), file);
-  EXPECT_EQ(Debug()["workload"]["inForce"], "policy file");
+  const std::shared_ptr<const Profile> warming = store_->Current();
+  EXPECT_NE(warming, file);
+  EXPECT_EQ(Debug()["workload"]["inForce"], "learned");
   EXPECT_EQ(Debug()["workload"]["arrivals"], 3);
+  EXPECT_EQ(Debug()["workload"]["learned"], nlohmann::json::parse(R"(["3 cpu=4000m gpu=250m"])"));
+  ASSERT_NE(store_->LearnedWorkload(), nullptr);
+  EXPECT_EQ(store_->LearnedWorkload()->prior_percent(), 100 - 95 * 3 / 4);
 
   ASSERT_TRUE(service_->Filter(FilterBody("p4", 500, 8000)).ok());
   Learn();
-  EXPECT_NE(store_->Current(), file);
+  EXPECT_NE(store_->Current(), warming) << "warm: the next mix";
+  EXPECT_EQ(store_->LearnedWorkload()->prior_percent(), 5);
   const nlohmann::json debug = Debug()["workload"];
   EXPECT_EQ(debug["inForce"], "learned");
   EXPECT_EQ(debug["arrivals"], 4);
