@@ -4,6 +4,7 @@
 
 #include "scheduler/framework/plugin_args.h"
 #include "policies/fgd.h"
+#include "policies/node_resources.h"
 
 namespace tessera {
 
@@ -22,7 +23,14 @@ int64_t HostStrandingPlugin::IdleNodeLoss(const PodGpuRequest& r, const NodeView
   const int64_t gpus = static_cast<int64_t>(node.gpu_states.size());
   const int64_t cpu_free = node.host->cpu_free().value();
   const std::string& model = node.gpus[0].model;
-  const int64_t before = workload_->idle_node_reserve(gpus, cpu_free, model);
+  // A pod that takes every GPU whole is itself what the node is kept for:
+  // it costs the node only to the kinds asking more CPU than it, which fit
+  // fewer nodes (an 8-GPU pod asking 64 cores on the only nodes with the 88
+  // another kind asks).
+  const bool takes_the_node =
+      r.count == gpus && PerGpuMilli(r) >= kOneGpu.value() && static_cast<int64_t>(choice.gpu_indices.size()) == gpus;
+  const int64_t before =
+      workload_->idle_node_reserve(gpus, cpu_free, model, takes_the_node ? r.host.cpu.value() : -1);
   if (before == 0) return 0;
   // A pod that takes GPUs breaks it; one that takes CPU alone may leave it
   // too little for the kinds that need it.

@@ -175,7 +175,11 @@ class TargetWorkload {
   /// milli-CPU free costs the kinds that take whole nodes, in milli-GPU: all
   /// its GPUs (the pod it would have placed) where a reserved kind fits it;
   /// else 0, as when the idle nodes are not known (a policy file's list).
-  [[nodiscard]] int64_t idle_node_reserve(int64_t gpus, int64_t cpu_free, std::string_view model) const;
+  /// `asking_more_than`: count only the kinds asking more milli-CPU than
+  /// that (a pod taking the whole node itself keeps it from those alone:
+  /// the kinds asking no more fit wherever it does).
+  [[nodiscard]] int64_t idle_node_reserve(int64_t gpus, int64_t cpu_free, std::string_view model,
+                                          int64_t asking_more_than = -1) const;
   /// What a learned mix is told of the cluster when it is published.
   struct ClusterSupply {
     CpuPerGpu cpu_per_gpu;                ///< WithClusterCpu

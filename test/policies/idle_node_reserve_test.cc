@@ -133,5 +133,25 @@ TEST(HostStrandingPluginTest, BreakingAnIdleNodeAReservedKindNeedsCostsAllItsGpu
   EXPECT_LT(told.ScoreNode(much_cpu, idle.View(), GpuChoice{}), plenty.ScoreNode(much_cpu, idle.View(), GpuChoice{}));
 }
 
+TEST(HostStrandingPluginTest, APodTakingAWholeNodeTakesTheOneNoKindAskingMoreCpuNeeds) {
+  // Both 8-GPU kinds reserved (few idle nodes); the 88-core kind fits only
+  // the node with 115 cores.
+  const std::vector<std::string> mix = {"3 cpu=1 gpu=1", "1 cpu=64 gpu=8", "1 cpu=88 gpu=8"};
+  const TargetWorkload w = Told(mix, {{8, 86400, "G2", 1}, {8, 115200, "G3", 1}}, 16000);
+  EXPECT_EQ(w.idle_node_reserve(8, 86400, "G2", /*asking_more_than=*/64000), 0);
+  EXPECT_EQ(w.idle_node_reserve(8, 115200, "G3", /*asking_more_than=*/64000), 8000);
+  EXPECT_EQ(w.idle_node_reserve(8, 115200, "G3", /*asking_more_than=*/88000), 0);
+  const HostStrandingPlugin told(w);
+  const Node small = Node("small").Gpus(8, "G2", 0).Host(86400, 86400);
+  const Node large = Node("large").Gpus(8, "G3", 0).Host(115200, 115200);
+  GpuChoice all;
+  for (int32_t i = 0; i < 8; ++i) all.gpu_indices.push_back(i);
+  const CycleState asks_64(Pod().Count(8).Cpu(64000));
+  EXPECT_GT(told.ScoreNode(asks_64, small.View(), all), told.ScoreNode(asks_64, large.View(), all))
+      << "the 88-core kind fits the large node alone";
+  const CycleState asks_88(Pod().Count(8).Cpu(88000));
+  EXPECT_GT(told.ScoreNode(asks_88, large.View(), all), 0) << "it is what the large node is kept for";
+}
+
 }  // namespace
 }  // namespace tessera
