@@ -24,13 +24,19 @@ int64_t HostStrandingPlugin::IdleNodeLoss(const PodGpuRequest& r, const NodeView
   const int64_t cpu_free = node.host->cpu_free().value();
   const std::string& model = node.gpus[0].model;
   // A pod that takes every GPU whole is itself what the node is kept for:
-  // it costs the node only to the kinds asking more CPU than it, which fit
-  // fewer nodes (an 8-GPU pod asking 64 cores on the only nodes with the 88
-  // another kind asks).
+  // it places a whole-node pod, and costs the node only to the reserved
+  // kinds asking more CPU than it, which fit fewer nodes (an 8-GPU pod
+  // asking 64 cores on the only nodes with the 88 another kind asks). One
+  // GPU's worth per such kind: enough to rank the idle nodes it may take by
+  // how many bigger kinds each keeps out, small enough that all of a node's
+  // GPUs (which would saturate the score for every one of them) do not
+  // hide that ranking, nor the stranding it resolves on a CPU-poor node.
   const bool takes_the_node =
       r.count == gpus && PerGpuMilli(r) >= kOneGpu.value() && static_cast<int64_t>(choice.gpu_indices.size()) == gpus;
-  const int64_t before =
-      workload_->idle_node_reserve(gpus, cpu_free, model, takes_the_node ? r.host.cpu.value() : -1);
+  if (takes_the_node) {
+    return kOneGpu.value() * workload_->reserved_kinds_fitting(gpus, cpu_free, model, r.host.cpu.value());
+  }
+  const int64_t before = workload_->idle_node_reserve(gpus, cpu_free, model);
   if (before == 0) return 0;
   // A pod that takes GPUs breaks it; one that takes CPU alone may leave it
   // too little for the kinds that need it.

@@ -29,9 +29,9 @@
 // more of the idle nodes they fit, as the learned mix was told the
 // cluster), breaking one also counts as a fragment of all its GPUs: the
 // whole-node pod it would have placed (README, "CPU × 0.9 and × 0.6"). A
-// pod that takes the whole node is charged so only where a reserved kind
-// asking more CPU than it fits: of the idle nodes it may take, it takes
-// one the bigger kinds do not need.
+// pod that takes the whole node places such a pod itself: it is charged one
+// GPU per reserved kind asking more CPU than it that fits the node, so that
+// of the idle nodes it may take it takes one the fewest bigger kinds need.
 //
 // It scores the GPUs the profile's chooser picked (fgd's). Where host
 // resources are unknown (a node without allocatable) it scores 0 and so

@@ -379,14 +379,17 @@ TargetWorkload TargetWorkload::WithIdleNodes(std::vector<IdleNodes> idle, int64_
   return std::move(*this);
 }
 
-int64_t TargetWorkload::idle_node_reserve(int64_t gpus, int64_t cpu_free, std::string_view model,
-                                          int64_t asking_more_than) const {
+int64_t TargetWorkload::idle_node_reserve(int64_t gpus, int64_t cpu_free, std::string_view model) const {
   // The node takes one such pod: breaking it costs one, whichever kinds fit.
-  const bool needed = std::any_of(whole_node_kinds_.begin(), whole_node_kinds_.end(), [&](const WholeNodeKind& kind) {
+  return reserved_kinds_fitting(gpus, cpu_free, model, /*asking_more_than=*/-1) > 0 ? gpus * kOneGpu.value() : 0;
+}
+
+int64_t TargetWorkload::reserved_kinds_fitting(int64_t gpus, int64_t cpu_free, std::string_view model,
+                                               int64_t asking_more_than) const {
+  return std::count_if(whole_node_kinds_.begin(), whole_node_kinds_.end(), [&](const WholeNodeKind& kind) {
     return kind.reserved && kind.gpus == gpus && kind.cpu <= cpu_free && kind.cpu > asking_more_than &&
            (kind.models.empty() || AcceptsModel(kind.models, model));
   });
-  return needed ? gpus * kOneGpu.value() : 0;
 }
 
 bool TargetWorkload::cpu_short() const {

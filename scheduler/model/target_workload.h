@@ -175,11 +175,13 @@ class TargetWorkload {
   /// milli-CPU free costs the kinds that take whole nodes, in milli-GPU: all
   /// its GPUs (the pod it would have placed) where a reserved kind fits it;
   /// else 0, as when the idle nodes are not known (a policy file's list).
-  /// `asking_more_than`: count only the kinds asking more milli-CPU than
-  /// that (a pod taking the whole node itself keeps it from those alone:
-  /// the kinds asking no more fit wherever it does).
-  [[nodiscard]] int64_t idle_node_reserve(int64_t gpus, int64_t cpu_free, std::string_view model,
-                                          int64_t asking_more_than = -1) const;
+  [[nodiscard]] int64_t idle_node_reserve(int64_t gpus, int64_t cpu_free, std::string_view model) const;
+  /// How many reserved kinds of `gpus` GPUs asking more than
+  /// `asking_more_than` milli-CPU fit an idle node of `model` with
+  /// `cpu_free` free: those a pod taking the node whole, asking that much,
+  /// keeps out (the kinds asking no more fit wherever it does).
+  [[nodiscard]] int64_t reserved_kinds_fitting(int64_t gpus, int64_t cpu_free, std::string_view model,
+                                               int64_t asking_more_than) const;
   /// What a learned mix is told of the cluster when it is published.
   struct ClusterSupply {
     CpuPerGpu cpu_per_gpu;                ///< WithClusterCpu

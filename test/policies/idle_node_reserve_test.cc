@@ -138,9 +138,10 @@ TEST(HostStrandingPluginTest, APodTakingAWholeNodeTakesTheOneNoKindAskingMoreCpu
   // the node with 115 cores.
   const std::vector<std::string> mix = {"3 cpu=1 gpu=1", "1 cpu=64 gpu=8", "1 cpu=88 gpu=8"};
   const TargetWorkload w = Told(mix, {{8, 86400, "G2", 1}, {8, 115200, "G3", 1}}, 16000);
-  EXPECT_EQ(w.idle_node_reserve(8, 86400, "G2", /*asking_more_than=*/64000), 0);
-  EXPECT_EQ(w.idle_node_reserve(8, 115200, "G3", /*asking_more_than=*/64000), 8000);
-  EXPECT_EQ(w.idle_node_reserve(8, 115200, "G3", /*asking_more_than=*/88000), 0);
+  EXPECT_EQ(w.reserved_kinds_fitting(8, 86400, "G2", /*asking_more_than=*/64000), 0);
+  EXPECT_EQ(w.reserved_kinds_fitting(8, 115200, "G3", /*asking_more_than=*/64000), 1);
+  EXPECT_EQ(w.reserved_kinds_fitting(8, 115200, "G3", /*asking_more_than=*/63000), 2);
+  EXPECT_EQ(w.reserved_kinds_fitting(8, 115200, "G3", /*asking_more_than=*/88000), 0);
   const HostStrandingPlugin told(w);
   const Node small = Node("small").Gpus(8, "G2", 0).Host(86400, 86400);
   const Node large = Node("large").Gpus(8, "G3", 0).Host(115200, 115200);
@@ -149,6 +150,11 @@ TEST(HostStrandingPluginTest, APodTakingAWholeNodeTakesTheOneNoKindAskingMoreCpu
   const CycleState asks_64(Pod().Count(8).Cpu(64000));
   EXPECT_GT(told.ScoreNode(asks_64, small.View(), all), told.ScoreNode(asks_64, large.View(), all))
       << "the 88-core kind fits the large node alone";
+  // A pod asking 63 cores keeps both kinds out of the large node, the
+  // 64-core one alone out of the small: charged one GPU per kind, it ranks
+  // them still (all of a node's GPUs each would score both 0).
+  const CycleState asks_63(Pod().Count(8).Cpu(63000));
+  EXPECT_GT(told.ScoreNode(asks_63, small.View(), all), told.ScoreNode(asks_63, large.View(), all));
   const CycleState asks_88(Pod().Count(8).Cpu(88000));
   EXPECT_GT(told.ScoreNode(asks_88, large.View(), all), 0) << "it is what the large node is kept for";
 }
