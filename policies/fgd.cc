@@ -119,11 +119,7 @@ std::shared_ptr<const TargetWorkload> Weighed(std::shared_ptr<const TargetWorklo
   absl::StatusOr<TargetWorkload> weighed = TargetWorkload::Create(workload->pods(), measure.kind_weights);
   if (!weighed.ok()) return workload;
   // What the publisher saw of the cluster is no property of the weights.
-  return std::make_shared<const TargetWorkload>(
-      std::move(*weighed)
-          .WithClusterCpu(workload->cluster_cpu_per_gpu())
-          .WithGpuModels(workload->cluster_gpu_models())
-          .WithIdleNodes(workload->cluster_idle_nodes(), workload->cluster_free_milli()));
+  return std::make_shared<const TargetWorkload>(std::move(*weighed).WithCluster(workload->cluster_supply()));
 }
 
 std::optional<TargetWorkload> ReadWorkloadArg(PluginArgs& args, std::string_view key) {

@@ -149,7 +149,6 @@ ReplayResult Replay(const ReplayInput& in) {
   feasible.reserve(n);
   result.events.reserve(in.workload->pods.size());
 
-
   int64_t arrived = 0;
   for (size_t position = 0; position < in.workload->pods.size(); ++position) {
     const TracePod& pod = (*in.pods)[in.workload->pods[position]];

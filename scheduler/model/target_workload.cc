@@ -282,10 +282,7 @@ TargetWorkload TargetWorkload::BlendedWith(const TargetWorkload& prior, int64_t 
   add(prior.pods_, prior.total_weight_, prior_percent);
   absl::StatusOr<TargetWorkload> blended = Create(std::move(pods));
   if (!blended.ok()) return *this;  // not for valid sides: weights stay under kMaxTotalWeight
-  return std::move(*blended)
-      .WithClusterCpu(cluster_cpu_per_gpu_)
-      .WithGpuModels(cluster_gpu_models_)
-      .WithIdleNodes(cluster_idle_nodes_, cluster_free_milli_);
+  return std::move(*blended).WithCluster(cluster_supply());
 }
 
 TargetWorkload TargetWorkload::WithPriorPercent(int64_t percent) && {

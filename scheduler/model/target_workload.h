@@ -198,6 +198,13 @@ class TargetWorkload {
   [[nodiscard]] TargetWorkload WithCluster(ClusterSupply cluster) const& {
     return TargetWorkload(*this).WithCluster(std::move(cluster));
   }
+  /// What this mix was told of the cluster (all zeros and empty for a
+  /// policy file's list): a mix derived from it (blended, weighed) is told
+  /// the same, as WithCluster(cluster_supply()).
+  [[nodiscard]] ClusterSupply cluster_supply() const {
+    return {.cpu_per_gpu = cluster_cpu_per_gpu_, .gpu_models = cluster_gpu_models_,
+            .idle_nodes = cluster_idle_nodes_, .free_milli = cluster_free_milli_};
+  }
   /// Whether the cluster's GPU models are known and none is scarce: then a
   /// node some kind cannot use has nothing to protect, and host stranding
   /// applies on every node (fragmentation.h).
