@@ -150,7 +150,10 @@ std::string RunCommand(const std::string& command, int& code) {
 class GpuMapBinaryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    out_ = fs::path(TESSERA_TEST_OUTPUT_DIR) / "gpu-map";
+    // One directory per test: ctest runs the two at once, and a file the
+    // other rewrites while this one's extender reads it read as torn YAML.
+    out_ = fs::path(TESSERA_TEST_OUTPUT_DIR) / "gpu-map" /
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::create_directories(out_);
     std::ofstream(out_ / "policy.yaml") << kPolicy;
     std::ofstream(out_ / "cluster.yaml") << Cluster();
