@@ -26,6 +26,14 @@
 //                                    and 1000 distinct shares (past the
 //                                    learner's 64 kinds and the 64 CPU
 //                                    levels kept: the most it walks)
+//   BM_RetellLearnedMix/<nodes>      the server's once-a-second check between
+//                                    two learned mixes, off the request path:
+//                                    sum the cluster's supply over 1000 or
+//                                    5000 nodes (as BM_Prioritize's), tell the
+//                                    mix in force anew and build the default
+//                                    policy's profile to compare verdicts
+//                                    (MixLearner::Retold,
+//                                    Profile::WithRetoldWorkload)
 //
 // Policies: 0 = fgd, 1 = the default policy (config/examples/default-policy.yaml),
 // 2 = gpu-share binpack (the previous default, for comparison).
@@ -40,6 +48,7 @@
 
 #include "policies/builtin_registry.h"
 #include "policies/expected_waste.h"
+#include "scheduler/framework/cluster_cpu.h"
 #include "scheduler/framework/profile.h"
 #include "sim/experiment.h"
 #include "sim/fleet.h"
@@ -171,10 +180,38 @@ void BM_LeftoverOutlookBuild(benchmark::State& state) {
   state.counters["kinds"] = static_cast<double>(kinds.size());
 }
 
+void BM_RetellLearnedMix(benchmark::State& state) {
+  const Trace& t = DefaultTrace();
+  const std::shared_ptr<const Profile> file = Policy(1);
+  RunWorkload workload = MakeRunWorkload(t.pods, t.empty->size(), t.empty->capacity_milli(), 80, 42);
+  const ReplayResult replayed = Replay(ReplayInput{.profile = file.get(), .empty_cluster = t.empty.get(),
+                                                   .pods = &t.pods, .classes = &t.classes, .workload = &workload,
+                                                   .typical = nullptr, .seed = 42, .memo = MemoMode::kAuto,
+                                                   .keep_cluster = true});
+  std::vector<const NodeView*> views;
+  for (size_t i = 0; views.size() < static_cast<size_t>(state.range(0)); i = (i + 1) % replayed.cluster->size()) {
+    views.push_back(&replayed.cluster->View(i));
+  }
+  const auto supply = [&] {
+    ClusterSupplySum sum;
+    for (const NodeView* view : views) sum.Add(*view);
+    return std::move(sum).Take();
+  };
+  const auto learned = std::make_shared<const TargetWorkload>(
+      OrExit(TargetWorkload::Create(t.typical)).WithCluster(TargetWorkload::ClusterSupply{}).WithPriorPercent(5));
+  const std::shared_ptr<const Profile> in_force = file->WithWorkload(learned);
+  for (auto _ : state) {
+    auto retold = std::make_shared<const TargetWorkload>(learned->WithCluster(supply()));
+    std::shared_ptr<const Profile> next = file->WithRetoldWorkload(std::move(retold), *in_force);
+    benchmark::DoNotOptimize(next);
+  }
+}
+
 BENCHMARK(BM_ReplayDefaultTrace)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReplayMixedFleet)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Prioritize)->ArgsProduct({{0, 1, 2}, {1000, 5000}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_LeftoverOutlookBuild)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RetellLearnedMix)->Arg(1000)->Arg(5000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tessera::sim

@@ -34,6 +34,26 @@ void PolicyStore::PublishLearnedWorkload(std::shared_ptr<const TargetWorkload> w
   PutInForceLocked();
 }
 
+bool PolicyStore::RetellLearnedWorkload(std::shared_ptr<const TargetWorkload> retold) {
+  std::shared_ptr<const ProfileSet> file, in_force;
+  {
+    absl::ReaderMutexLock lock(&current_mu_);
+    if (retold == nullptr || !learning_.enabled || learned_ == nullptr) return false;
+    file = file_profiles_;
+    in_force = profiles_;
+  }
+  // Built outside the lock: requests read Current() meanwhile.
+  std::shared_ptr<const Profile> candidate =
+      file->default_profile()->WithRetoldWorkload(retold, *in_force->default_profile());
+  if (candidate == nullptr) return false;
+  absl::MutexLock lock(&current_mu_);
+  // A reload or a newly learned mix in between: theirs is newer.
+  if (profiles_ != in_force || file_profiles_ != file || !learning_.enabled) return false;
+  learned_ = std::move(retold);
+  profiles_ = file_profiles_->WithDefault(std::move(candidate));
+  return true;
+}
+
 std::shared_ptr<const TargetWorkload> PolicyStore::LearnedWorkload() const {
   absl::ReaderMutexLock lock(&current_mu_);
   return profiles_ == file_profiles_ ? nullptr : learned_;

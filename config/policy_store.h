@@ -66,6 +66,12 @@ class PolicyStore {
   /// lists. Kept across reloads while the file leaves learning on; ignored
   /// while it turns it off.
   void PublishLearnedWorkload(std::shared_ptr<const TargetWorkload> workload);
+  /// Puts `retold`, the learned workload in force told the cluster anew
+  /// (WorkloadLearner::Retold), in force where that changes what a plugin
+  /// concludes from the cluster (Profile::WithRetoldWorkload); else keeps
+  /// the profile in force (and its memo). Nothing while no learned workload
+  /// is in force. \return whether it put it in force.
+  bool RetellLearnedWorkload(std::shared_ptr<const TargetWorkload> retold);
   /// The learned workload Current() measures against; null when it is the
   /// file's (not learned yet, learning off, or no plugin takes a workload).
   [[nodiscard]] std::shared_ptr<const TargetWorkload> LearnedWorkload() const;

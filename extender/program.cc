@@ -341,10 +341,16 @@ void Program::LearnWorkload() {
   // nodes and free GPU (whether the kinds that take whole nodes are short
   // of idle ones: policies/host_stranding.h).
   const std::shared_ptr<const ClusterSnapshot> cluster = model_.Current();
-  ClusterSupplySum supply;
-  for (NodeIndex i = 0; i < cluster->node_count(); ++i) supply.Add(cluster->View(i));
-  if (std::shared_ptr<const TargetWorkload> mix = learner_.Learn(settings, std::move(supply).Take())) {
+  ClusterSupplySum sum;
+  for (NodeIndex i = 0; i < cluster->node_count(); ++i) sum.Add(cluster->View(i));
+  TargetWorkload::ClusterSupply supply = std::move(sum).Take();
+  if (std::shared_ptr<const TargetWorkload> mix = learner_.Learn(settings, supply)) {
     store_->PublishLearnedWorkload(std::move(mix));
+  } else if (std::shared_ptr<const TargetWorkload> retold = learner_.Retold(std::move(supply));
+             retold != nullptr && store_->RetellLearnedWorkload(retold)) {
+    // No mix due, but the cluster moved past what the mix in force judged
+    // by (an idle-node reserve opened or closed): re-told, not re-learned.
+    learner_.Adopt(std::move(retold));
   }
   const WorkloadLearnerStatus status = learner_.Status();
   // A learner that started over (learning settings changed) hands the policy file's lists back until a pod arrives.

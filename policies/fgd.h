@@ -124,6 +124,7 @@ class FgdPlugin final : public Plugin {
   }
   /// The workload it measures against (weighed).
   [[nodiscard]] const TargetWorkload& workload() const { return *workload_; }
+  [[nodiscard]] const TargetWorkload* MeasuredWorkload() const override { return workload_.get(); }
 
  private:
   // A GPU a share of one GPU fits on, and how much F · W falls when the

@@ -82,6 +82,7 @@ class HostStrandingPlugin final : public Plugin {
   }
   /// The workload it measures against (weighed).
   [[nodiscard]] const TargetWorkload& workload() const { return *workload_; }
+  [[nodiscard]] const TargetWorkload* MeasuredWorkload() const override { return workload_.get(); }
 
  private:
   // What placing the pod on `node` costs the kinds that take whole nodes,

@@ -80,6 +80,7 @@ struct ReplayResult {
   int64_t placed_pods = 0;
   bool memoised = false;
   int64_t learned_mixes = 0;  ///< Learned mixes put in force.
+  int64_t retellings = 0;     ///< The mix in force re-told the cluster where a verdict changed (MixLearner::Retold).
   /// The last of them as the learner published it (with what it was told
   /// of the cluster); null when none was.
   std::shared_ptr<const TargetWorkload> last_learned_mix;

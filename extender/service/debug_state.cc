@@ -116,6 +116,7 @@ std::string RenderDebugState(const DebugInputs& in) {
                        {"priorPercent", w.settings.prior_percent},
                        {"windowKinds", w.window_kinds},
                        {"publications", w.publications},
+                       {"retellings", w.retellings},
                        {"droppedObservations", w.dropped},
                        {"learned", std::move(learned)}};
     if (w.learned != nullptr) {

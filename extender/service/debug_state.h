@@ -54,8 +54,9 @@ struct DebugInputs {
 /// start, destroyFreeInstances: [{profile, start, uuid}], podsToEvict,
 /// geometryLoss} or null}] when pods wait for MIG instances, "workload":
 /// {enabled, inForce ("learned" or "policy file"), arrivals, windowPods,
-/// windowKinds, publications, droppedObservations, learned: ["<weight>
-/// cpu=.. gpu=..", ...] (the last mix learned, most common first)}, "pools":
+/// windowKinds, publications, retellings (the mix in force told the
+/// cluster anew), droppedObservations, learned: ["<weight> cpu=.. gpu=..",
+/// ...] (the last mix learned, most common first)}, "pools":
 /// {defaultPlugins, routes: [{pool, taskTypes, exclusive, plugins, nodes,
 /// gpuMilli: {capacity, allocated}}]} when the policy routes task types to
 /// node pools}.

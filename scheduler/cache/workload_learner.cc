@@ -111,8 +111,14 @@ std::shared_ptr<const TargetWorkload> MixLearner::DueMix(TargetWorkload::Cluster
       TargetWorkload::Create(window_.Mix(settings_.coverage_percent, static_cast<size_t>(settings_.max_kinds)));
   // Only an empty window fails (every kind came from a parsed request): keep the mix in force.
   if (!mix.ok()) return nullptr;
-  return std::make_shared<const TargetWorkload>(
+  last_ = std::make_shared<const TargetWorkload>(
       std::move(*mix).WithCluster(std::move(cluster)).WithPriorPercent(PriorPercentAt(arrivals)));
+  return last_;
+}
+
+std::shared_ptr<const TargetWorkload> MixLearner::Retold(TargetWorkload::ClusterSupply cluster) const {
+  if (last_ == nullptr) return nullptr;
+  return std::make_shared<const TargetWorkload>(last_->WithCluster(std::move(cluster)));
 }
 
 WorkloadLearner::WorkloadLearner(const WorkloadLearning& settings) : learner_(settings) {}
@@ -161,6 +167,17 @@ std::shared_ptr<const TargetWorkload> WorkloadLearner::Learn(const WorkloadLearn
   return mix;
 }
 
+std::shared_ptr<const TargetWorkload> WorkloadLearner::Retold(TargetWorkload::ClusterSupply cluster) const {
+  absl::MutexLock lock(&learn_mu_);
+  return learner_.Retold(std::move(cluster));
+}
+
+void WorkloadLearner::Adopt(std::shared_ptr<const TargetWorkload> retold) {
+  absl::MutexLock lock(&learn_mu_);
+  learned_ = std::move(retold);
+  ++retellings_;
+}
+
 WorkloadLearnerStatus WorkloadLearner::Status() const {
   WorkloadLearnerStatus s;
   {
@@ -173,6 +190,7 @@ WorkloadLearnerStatus WorkloadLearner::Status() const {
   s.window_pods = static_cast<int64_t>(learner_.window().size());
   s.window_kinds = static_cast<int64_t>(learner_.window().kinds());
   s.publications = publications_;
+  s.retellings = retellings_;
   s.learned = learned_;
   return s;
 }

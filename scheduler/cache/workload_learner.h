@@ -137,6 +137,12 @@ class MixLearner {
   /// of, and whether some GPU model is scarce. It carries `prior_percent`
   /// too, for the plugins that blend their prior into it.
   [[nodiscard]] std::shared_ptr<const TargetWorkload> DueMix(TargetWorkload::ClusterSupply cluster = {});
+  /// The last mix given out, told `cluster` anew (null before the first).
+  /// The cluster changes with every bind and every pod that ends, and a mix
+  /// is learned only every so many arrivals: on a quiet cluster the measure
+  /// would judge by the cluster of an hour ago. Whoever measures puts it in
+  /// force where that changes a verdict (Profile::WithRetoldWorkload).
+  [[nodiscard]] std::shared_ptr<const TargetWorkload> Retold(TargetWorkload::ClusterSupply cluster) const;
   [[nodiscard]] const ArrivalWindow& window() const { return window_; }
   [[nodiscard]] const WorkloadLearning& settings() const { return settings_; }
 
@@ -146,6 +152,7 @@ class MixLearner {
   WorkloadLearning settings_;
   ArrivalWindow window_;
   int64_t published_at_ = -1;  // arrivals() at the last mix given out
+  std::shared_ptr<const TargetWorkload> last_;  // the last mix given out
 };
 
 /// What /debug and the metrics show of a learner.
@@ -156,6 +163,7 @@ struct WorkloadLearnerStatus {
   int64_t window_pods = 0;     ///< Arrivals in the window now.
   int64_t window_kinds = 0;    ///< Distinct kinds in it.
   int64_t publications = 0;    ///< Mixes learned so far.
+  int64_t retellings = 0;      ///< Times the mix in force was told the cluster anew (MixLearner::Retold).
   /// The last mix learned (null before the first arrival).
   std::shared_ptr<const TargetWorkload> learned;
 };
@@ -180,6 +188,12 @@ class WorkloadLearner {
   std::shared_ptr<const TargetWorkload> Learn(const WorkloadLearning& settings,
                                               TargetWorkload::ClusterSupply cluster = {});
 
+  /// The last mix learned, told `cluster` anew (MixLearner::Retold).
+  [[nodiscard]] std::shared_ptr<const TargetWorkload> Retold(TargetWorkload::ClusterSupply cluster) const;
+  /// Records that `retold` (from Retold) was put in force: Status shows it
+  /// as the mix learned, and counts it.
+  void Adopt(std::shared_ptr<const TargetWorkload> retold);
+
   [[nodiscard]] WorkloadLearnerStatus Status() const;
 
  private:
@@ -196,6 +210,7 @@ class WorkloadLearner {
   absl::flat_hash_set<std::string> seen_uids_ ABSL_GUARDED_BY(learn_mu_);
   std::deque<std::string> uid_order_ ABSL_GUARDED_BY(learn_mu_);
   int64_t publications_ ABSL_GUARDED_BY(learn_mu_) = 0;
+  int64_t retellings_ ABSL_GUARDED_BY(learn_mu_) = 0;
   std::shared_ptr<const TargetWorkload> learned_ ABSL_GUARDED_BY(learn_mu_);
 };
 

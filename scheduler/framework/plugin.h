@@ -224,6 +224,10 @@ class Plugin {
     (void)workload;
     return nullptr;
   }
+  /// For such a plugin, the workload it measures against now (after its own
+  /// blending and weighing); null for every other plugin. What it concludes
+  /// from the cluster is this workload's cluster_verdict().
+  [[nodiscard]] virtual const TargetWorkload* MeasuredWorkload() const { return nullptr; }
 
  protected:
   /// \param points what the plugin implements; \param memoizable see Memoizable().

@@ -275,6 +275,21 @@ std::shared_ptr<const Profile> Profile::WithWorkload(std::shared_ptr<const Targe
   return any ? std::shared_ptr<const Profile>(new Profile(std::move(plugins))) : nullptr;
 }
 
+std::vector<TargetWorkload::ClusterVerdict> Profile::ClusterVerdicts() const {
+  std::vector<TargetWorkload::ClusterVerdict> verdicts;
+  for (const WeightedPlugin& p : plugins_) {
+    if (const TargetWorkload* measured = p.plugin->MeasuredWorkload()) verdicts.push_back(measured->cluster_verdict());
+  }
+  return verdicts;
+}
+
+std::shared_ptr<const Profile> Profile::WithRetoldWorkload(std::shared_ptr<const TargetWorkload> retold,
+                                                           const Profile& in_force) const {
+  std::shared_ptr<const Profile> candidate = WithWorkload(std::move(retold));
+  if (candidate == nullptr || candidate->ClusterVerdicts() == in_force.ClusterVerdicts()) return nullptr;
+  return candidate;
+}
+
 std::vector<std::string> Profile::PluginNames() const {
   std::vector<std::string> names;
   names.reserve(plugins_.size());

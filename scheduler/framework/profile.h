@@ -79,6 +79,18 @@ class Profile {
   /// workload (Plugin::WithWorkload) measuring against `workload`; the other
   /// plugins are shared. Null when no plugin takes a workload.
   [[nodiscard]] std::shared_ptr<const Profile> WithWorkload(std::shared_ptr<const TargetWorkload> workload) const;
+  /// What each plugin that measures against a workload concludes from the
+  /// cluster its workload was told (TargetWorkload::cluster_verdict), in
+  /// plugin order. Two profiles with the same verdicts and mixes that
+  /// differ only in the cluster they were told score every node alike.
+  [[nodiscard]] std::vector<TargetWorkload::ClusterVerdict> ClusterVerdicts() const;
+  /// For the mix in force told the cluster anew (MixLearner::Retold): this
+  /// profile (the policy file's) measuring against `retold` when that
+  /// changes a verdict against `in_force` (the profile measuring against
+  /// the mix before); else null, and `in_force` stays: the cluster changes
+  /// with every bind, and a new profile is a new memo key.
+  [[nodiscard]] std::shared_ptr<const Profile> WithRetoldWorkload(std::shared_ptr<const TargetWorkload> retold,
+                                                                  const Profile& in_force) const;
 
   /// Names of the configured plugins, in order.
   [[nodiscard]] std::vector<std::string> PluginNames() const;

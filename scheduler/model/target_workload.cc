@@ -389,6 +389,12 @@ int64_t TargetWorkload::reserved_kinds_fitting(int64_t gpus, int64_t cpu_free, s
   });
 }
 
+TargetWorkload::ClusterVerdict TargetWorkload::cluster_verdict() const {
+  ClusterVerdict v{.cpu_short = cpu_short(), .models_plentiful = models_plentiful(), .reserved = {}};
+  for (const WholeNodeKind& kind : whole_node_kinds_) v.reserved.push_back(kind.reserved);
+  return v;
+}
+
 bool TargetWorkload::cpu_short() const {
   const CpuPerGpu& have = cluster_cpu_per_gpu_;
   const CpuPerGpu& asked = demand_cpu_per_gpu_;

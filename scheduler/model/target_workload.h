@@ -211,6 +211,19 @@ class TargetWorkload {
   [[nodiscard]] bool models_plentiful() const { return !cluster_gpu_models_.empty() && scarce_models_.empty(); }
   /// Whether some kind accepts only some GPU models.
   [[nodiscard]] bool has_models() const { return has_models_; }
+  /// All the measure concludes from the cluster it was told: whether CPU
+  /// binds, whether no model is scarce, and which kinds that take whole
+  /// nodes are short of idle ones (whole_node_kinds() order). A mix told
+  /// the cluster anew measures every node as before when its verdict is the
+  /// same (the server re-tells the mix in force only when it is not:
+  /// WorkloadLearner::Learn).
+  struct ClusterVerdict {
+    bool cpu_short = false;
+    bool models_plentiful = false;
+    std::vector<bool> reserved;
+    bool operator==(const ClusterVerdict&) const = default;
+  };
+  [[nodiscard]] ClusterVerdict cluster_verdict() const;
 
   /// The workload arranged for the measure (NodeFragmentationTimesWeight).
   struct Measure {

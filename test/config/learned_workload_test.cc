@@ -132,6 +132,36 @@ TEST_F(LearnedWorkloadStoreTest, ALearnedMixReplacesTheFilesListAndSurvivesARelo
   EXPECT_EQ(Score(*store->Current()), Score(*file));
 }
 
+TEST_F(LearnedWorkloadStoreTest, AMixToldTheClusterAnewIsPutInForceOnlyWhereItChangesAVerdict) {
+  // host-stranding's list has an 8-GPU kind: with one idle node of 8 it is
+  // short of idle nodes (reserved), with 100 not.
+  Write(std::string(kFgd) +
+        "  - name: host-stranding\n"
+        "    args:\n"
+        "      workload: [\"3 cpu=1 gpu=1\", \"1 cpu=8 gpu=8\"]\n");
+  std::unique_ptr<PolicyStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  const auto told = [](int64_t idle_nodes) {
+    return std::make_shared<const TargetWorkload>(
+        Mix("3 cpu=1 gpu=1")
+            ->WithCluster({.cpu_per_gpu = {}, .gpu_models = {}, .idle_nodes = {{8, 96000, "G2", idle_nodes}},
+                           .free_milli = 80000})
+            .WithPriorPercent(50));
+  };
+  EXPECT_FALSE(store->RetellLearnedWorkload(told(1))) << "nothing learned yet: the file's lists are in force";
+
+  store->PublishLearnedWorkload(told(100));
+  const std::shared_ptr<const Profile> learned = store->Current();
+  EXPECT_FALSE(store->RetellLearnedWorkload(told(90)));
+  EXPECT_EQ(store->Current(), learned) << "the same verdicts: the profile and its memo stay";
+
+  const std::shared_ptr<const TargetWorkload> short_of_idle = told(1);
+  EXPECT_TRUE(store->RetellLearnedWorkload(short_of_idle));
+  EXPECT_NE(store->Current(), learned);
+  EXPECT_EQ(store->LearnedWorkload(), short_of_idle);
+  EXPECT_NE(store->Current()->ClusterVerdicts(), learned->ClusterVerdicts());
+}
+
 TEST_F(LearnedWorkloadStoreTest, AFileThatTurnsLearningOffDropsTheLearnedMixAndRefusesNewOnes) {
   Write(kFgd);
   std::unique_ptr<PolicyStore> store = Open();

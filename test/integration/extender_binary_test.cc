@@ -338,6 +338,59 @@ workloadLearning: {windowPods: 100, warmupPods: 1, publishEveryPods: 1}
   EXPECT_EQ(e.Wait(), 0);
 }
 
+// Between two learned mixes the cluster changes with every bind and every
+// pod that ends: the control loop re-tells the mix in force where that opens
+// or closes an idle-node reserve, with no pod arriving.
+TEST_F(ExtenderBinaryTest, APodThatEndsReopensTheIdleNodeAndTheMixInForceIsToldSoWithoutANewArrival) {
+  // host-stranding expects a few pods taking both GPUs of a node: reserved
+  // while no node is idle (a quarter of the free GPU is more than the 0
+  // GPUs of idle nodes), not once n1 is idle again (a quarter of 2000 milli
+  // is less than its 2000).
+  Write("retell.yaml", R"(apiVersion: tessera.io/v1alpha1
+kind: SchedulingPolicy
+plugins:
+  - name: fgd
+    args: {workload: ["1 cpu=1 gpu=1"]}
+  - name: host-stranding
+    args: {workload: ["20 cpu=1 gpu=1", "1 cpu=1 gpu=2"]}
+workloadLearning: {windowPods: 100, warmupPods: 1, publishEveryPods: 1000, priorPercent: 50}
+)");
+  testing::FakeApiServer api(ApiOptions());
+  ASSERT_TRUE(api.Start().ok());
+  ASSERT_TRUE(api.AddNode(TwoL4Node("n1")).ok());
+  const nlohmann::json pod = *api.AddPod(GpuPod("p", "0.5"));
+  absl::StatusOr<std::string> kubeconfig = api.WriteKubeconfig();
+  ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
+  Extender e({"--port=0", "--kubeconfig=" + *kubeconfig, "--policy-file=" + Path("retell.yaml")});
+  const uint16_t port = Port(e);
+  ASSERT_NE(port, 0) << e.AllOutput();
+  testing::HttpClient client(port);
+  ASSERT_TRUE(testing::WaitFor([&] { return client.Get("/readyz").status == 200; })) << e.AllOutput();
+
+  const std::string args = nlohmann::json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"n1"}}}.dump();
+  ASSERT_EQ(client.Post("/filter", args).status, 200);
+  ASSERT_EQ(client.Post("/bind", BindTo(pod, "n1")).body, R"({"Error":""})");
+  nlohmann::json workload;
+  ASSERT_TRUE(testing::WaitFor([&] {
+    workload = nlohmann::json::parse(client.Get("/debug").body)["workload"];
+    return workload["inForce"] == "learned" && workload["clusterIdleNodes"] == 0;
+  })) << workload.dump();
+  EXPECT_EQ(workload["publications"], 1);
+  const int64_t retellings = workload["retellings"];
+
+  ASSERT_TRUE(api.DeletePod("ml", "p").ok());
+  EXPECT_TRUE(testing::WaitFor([&] {
+    workload = nlohmann::json::parse(client.Get("/debug").body)["workload"];
+    return workload["clusterIdleNodes"] == 1;
+  })) << workload.dump();
+  EXPECT_EQ(workload["retellings"], retellings + 1);
+  EXPECT_EQ(workload["publications"], 1) << "nothing arrived: re-told, not learned";
+  EXPECT_EQ(workload["clusterFreeGpuMilli"], 2000);
+
+  e.Signal(SIGTERM);
+  EXPECT_EQ(e.Wait(), 0);
+}
+
 // Issue #18: binds wait on the API server on threads of their own, not on the
 // two HTTP threads. With sixteen Bindings held at the API server, all sixteen
 // are in flight at once and /healthz still answers within a probe's timeout;

@@ -7,7 +7,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policies/fgd.h"
+#include "policies/gpu_share.h"
 #include "policies/host_stranding.h"
+#include "scheduler/framework/profile.h"
 #include "test/testing/builders.h"
 
 namespace tessera {
@@ -108,6 +110,57 @@ TEST(IdleNodeReserveTest, ItIsJudgedByArrivalsWhateverTheKindWeightsAndKeptThrou
   EXPECT_EQ(blended.cluster_idle_nodes(), idle);
   EXPECT_EQ(blended.cluster_free_milli(), 80000);
   EXPECT_EQ(blended.idle_node_reserve(8, 96000, "G2"), 0);
+}
+
+TEST(ClusterVerdictTest, AMixToldTheClusterAnewKeepsItsVerdictUntilAReserveOpensOrCpuStartsBinding) {
+  // As the first test's mix: with 80 GPUs free the 8-GPU kind is reserved
+  // while it fits at most 29 idle nodes of 8.
+  const std::vector<std::string> mix = {"3 cpu=1 gpu=1", "1 cpu=8 gpu=8"};
+  const TargetWorkload learned = Told(mix, {{8, 96000, "G2", 40}}, 80000);
+  const TargetWorkload::ClusterVerdict before = learned.cluster_verdict();
+  ASSERT_THAT(before.reserved, ::testing::ElementsAre(false));
+  struct Case {
+    std::string name;
+    TargetWorkload::ClusterSupply now;
+    bool same;
+  };
+  const std::vector<Case> cases = {
+      {"a bind later, fewer GPUs free and as many idle nodes", {{}, {}, {{8, 96000, "G2", 40}}, 79000}, true},
+      {"ten nodes fewer, still more than it needs", {{}, {}, {{8, 96000, "G2", 30}}, 80000}, true},
+      {"29 idle nodes: the reserve opens", {{}, {}, {{8, 96000, "G2", 29}}, 80000}, false},
+      // 1 core per GPU asked (3 + 8 cores for 11 GPUs); the cluster has 0.5.
+      {"CPU starts binding", {{.cpu = 500, .gpu = 1000}, {}, {{8, 96000, "G2", 40}}, 80000}, false},
+      {"the models are known and none is scarce", {{}, {{"G2", 400}}, {{8, 96000, "G2", 40}}, 80000}, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(learned.WithCluster(c.now).cluster_verdict() == before, c.same);
+  }
+}
+
+TEST(ClusterVerdictTest, AProfileToldTheClusterAnewIsNewOnlyWhereAPluginsVerdictChanges) {
+  // The learned mix has no whole-node kind; host-stranding's own list does,
+  // and blends it in: the verdict that counts is the blended one.
+  const std::vector<std::string> prior = {"3 cpu=1 gpu=1", "1 cpu=8 gpu=8"};
+  std::vector<WeightedPlugin> plugins = {{std::make_shared<GpuSharePlugin>(GpuShareArgs{}), 1},
+                                         {std::make_shared<HostStrandingPlugin>(Workload(prior)), 20}};
+  absl::StatusOr<std::shared_ptr<const Profile>> created = Profile::Create(std::move(plugins));
+  ASSERT_TRUE(created.ok()) << created.status();
+  const Profile& file = **created;
+  const auto told = [&](int64_t idle_nodes) {
+    return std::make_shared<const TargetWorkload>(
+        Workload({"3 cpu=1 gpu=1"})
+            .WithCluster({.cpu_per_gpu = {}, .gpu_models = {}, .idle_nodes = {{8, 96000, "G2", idle_nodes}},
+                          .free_milli = 80000})
+            .WithPriorPercent(50));
+  };
+  const std::shared_ptr<const Profile> in_force = file.WithWorkload(told(100));
+  ASSERT_NE(in_force, nullptr);
+  EXPECT_EQ(file.WithRetoldWorkload(told(90), *in_force), nullptr) << "plenty of idle nodes either way";
+  const std::shared_ptr<const Profile> retold = file.WithRetoldWorkload(told(1), *in_force);
+  ASSERT_NE(retold, nullptr) << "one idle node left: the 8-GPU kind's reserve opens";
+  EXPECT_NE(retold->ClusterVerdicts(), in_force->ClusterVerdicts());
+  EXPECT_EQ(file.WithRetoldWorkload(told(1), *retold), nullptr);
 }
 
 TEST(HostStrandingPluginTest, BreakingAnIdleNodeAReservedKindNeedsCostsAllItsGpus) {

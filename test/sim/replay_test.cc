@@ -234,5 +234,30 @@ TEST(ReplayTest, ALearnedMixKnowsTheIdleNodesAndFreeGpuAsTheyWereWhenItWasLearne
   EXPECT_LT(idle_gpus, 18) << "some node holds a pod";
 }
 
+TEST(ReplayTest, BetweenTwoMixesTheMixInForceIsToldTheClusterAnewWhereTheReserveOpens) {
+  // host-stranding expects a few 8-GPU pods asking 8 cores. Pods asking 90
+  // of an idle node's 96 cores leave every node idle but too short of CPU
+  // for them. No mix is due after the first arrival (warm-up) for 1000
+  // arrivals: only a mix re-told the cluster sees the reserve open.
+  const std::shared_ptr<const Profile> profile = PolicyText(
+      "  - name: host-resources\n"
+      "  - name: fgd\n    weight: 100\n    args: {workload: [\"1 cpu=1 gpu=1\"]}\n"
+      "  - name: host-stranding\n    args: {workload: [\"30 cpu=1 gpu=1\", \"1 cpu=8 gpu=8\"]}\n");
+  std::vector<TraceNode> nodes;
+  std::vector<uint32_t> rank;
+  for (uint32_t i = 0; i < 16; ++i) {
+    nodes.push_back(GpuNode(absl::StrCat("n", i), 8));
+    rank.push_back(i);
+  }
+  std::vector<TracePod> pods = {GpuPod("gpu", 1, 1000)};
+  for (int i = 0; i < 20; ++i) pods.push_back(GpuPod(absl::StrCat("cpu", i), 0, 0, 90000));
+  const WorkloadLearning learning{.window_pods = 1000, .warmup_pods = 1, .publish_every_pods = 1000, .prior_percent = 50};
+  const ReplayResult r = RunInOrder(*profile, nodes, pods, rank, MemoMode::kAuto, &learning);
+  EXPECT_EQ(r.learned_mixes, 1);
+  EXPECT_EQ(r.retellings, 1);  // at the 21st arrival, the first the replay re-tells at
+  const WorkloadLearning off{.enabled = false};
+  EXPECT_EQ(RunInOrder(*profile, nodes, pods, rank, MemoMode::kAuto, &off).retellings, 0);
+}
+
 }  // namespace
 }  // namespace tessera::sim

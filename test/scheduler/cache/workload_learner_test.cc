@@ -149,6 +149,31 @@ TEST(MixLearnerTest, FollowsAShiftOnceHalfTheWindowIsTheNewKind) {
   EXPECT_EQ(FormatWorkloadPod(mix->pods().front()), "51 cpu=32000m gpu=8");
 }
 
+TEST(MixLearnerTest, RetellsTheLastMixTheClusterAsItIsNowWithoutLearningAgain) {
+  MixLearner learner(WorkloadLearning{.window_pods = 100, .warmup_pods = 4, .publish_every_pods = 10});
+  EXPECT_EQ(learner.Retold({}), nullptr) << "no mix given out yet";
+  const TargetWorkload::IdleNodes two = {.gpus = 8, .cpu_free = 96000, .model = "G2", .nodes = 2};
+  std::shared_ptr<const TargetWorkload> mix;
+  for (int i = 0; i < 4; ++i) {
+    learner.Add(Kind("1 cpu=8 gpu=8"));
+    if (learner.due()) {
+      mix = learner.DueMix({.cpu_per_gpu = {}, .gpu_models = {}, .idle_nodes = {two}, .free_milli = 16000});
+    }
+  }
+  ASSERT_NE(mix, nullptr);  // at 4 arrivals, the end of warm-up
+  learner.Add(Kind("1 cpu=1 gpu=1"));
+  ASSERT_FALSE(learner.due());
+  const TargetWorkload::IdleNodes one = {.gpus = 8, .cpu_free = 96000, .model = "G2", .nodes = 1};
+  const std::shared_ptr<const TargetWorkload> retold =
+      learner.Retold({.cpu_per_gpu = {}, .gpu_models = {}, .idle_nodes = {one}, .free_milli = 7000});
+  ASSERT_NE(retold, nullptr);
+  EXPECT_EQ(retold->pods(), mix->pods()) << "the same kinds: the fifth arrival is learned when a mix is due";
+  EXPECT_EQ(retold->prior_percent(), mix->prior_percent());
+  EXPECT_THAT(retold->cluster_idle_nodes(), ::testing::ElementsAre(one));
+  EXPECT_EQ(retold->cluster_free_milli(), 7000);
+  EXPECT_FALSE(learner.due()) << "re-telling is no publication";
+}
+
 WorkloadLearning Small() { return WorkloadLearning{.window_pods = 100, .warmup_pods = 3, .publish_every_pods = 1}; }
 
 TEST(WorkloadLearnerTest, APodFilteredAgainCountsOnce) {
@@ -169,6 +194,25 @@ TEST(WorkloadLearnerTest, APodFilteredAgainCountsOnce) {
   EXPECT_EQ(mix->prior_percent(), 5);
   EXPECT_EQ(learner.Status().learned, mix);
   EXPECT_EQ(learner.Status().publications, 2);
+}
+
+TEST(WorkloadLearnerTest, AMixReToldAndPutInForceIsShownAsTheMixLearnedAndCounted) {
+  WorkloadLearner learner(Small());
+  EXPECT_EQ(learner.Retold({}), nullptr);
+  for (const char* uid : {"a", "b", "c"}) learner.Observe(uid, Pod().Cpu(1000));
+  std::shared_ptr<const TargetWorkload> mix;
+  while (std::shared_ptr<const TargetWorkload> next = learner.Learn(Small())) mix = next;
+  ASSERT_NE(mix, nullptr);
+  const std::shared_ptr<const TargetWorkload> retold =
+      learner.Retold({.cpu_per_gpu = {}, .gpu_models = {}, .idle_nodes = {}, .free_milli = 5000});
+  ASSERT_NE(retold, nullptr);
+  EXPECT_EQ(retold->pods(), mix->pods());
+  EXPECT_EQ(learner.Status().retellings, 0);
+  const int64_t publications = learner.Status().publications;
+  learner.Adopt(retold);
+  EXPECT_EQ(learner.Status().learned, retold);
+  EXPECT_EQ(learner.Status().retellings, 1);
+  EXPECT_EQ(learner.Status().publications, publications) << "nothing was learned";
 }
 
 TEST(WorkloadLearnerTest, PodsWithoutUidAlwaysCount) {
