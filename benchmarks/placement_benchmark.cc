@@ -48,7 +48,7 @@
 
 #include "policies/builtin_registry.h"
 #include "policies/expected_waste.h"
-#include "scheduler/framework/cluster_cpu.h"
+#include "scheduler/framework/cluster_supply.h"
 #include "scheduler/framework/profile.h"
 #include "sim/experiment.h"
 #include "sim/fleet.h"

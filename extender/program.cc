@@ -16,7 +16,7 @@
 #include "k8s/sync/pending_requeue.h"
 #include "scheduler/common/log.h"
 #include "scheduler/common/thread_name.h"
-#include "scheduler/framework/cluster_cpu.h"
+#include "scheduler/framework/cluster_supply.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera {

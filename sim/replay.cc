@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "policies/node_resources.h"
-#include "scheduler/framework/cluster_cpu.h"
+#include "scheduler/framework/cluster_supply.h"
 #include "sim/node_choice.h"
 
 namespace tessera::sim {

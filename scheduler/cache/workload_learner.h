@@ -132,7 +132,7 @@ class MixLearner {
   /// prior_percent) · arrivals ÷ warmup_pods during warm-up (integer), the
   /// setting's after. The mix carries
   /// `cluster`, the cluster's CPU per GPU and GPUs by model
-  /// (TargetWorkload::WithCluster; scheduler/framework/cluster_cpu.h sums
+  /// (TargetWorkload::WithCluster; scheduler/framework/cluster_supply.h sums
   /// them): host stranding asks whether CPU is what the cluster runs out
   /// of, and whether some GPU model is scarce. It carries `prior_percent`
   /// too, for the plugins that blend their prior into it.

@@ -251,7 +251,8 @@ TEST(ReplayTest, BetweenTwoMixesTheMixInForceIsToldTheClusterAnewWhereTheReserve
   }
   std::vector<TracePod> pods = {GpuPod("gpu", 1, 1000)};
   for (int i = 0; i < 20; ++i) pods.push_back(GpuPod(absl::StrCat("cpu", i), 0, 0, 90000));
-  const WorkloadLearning learning{.window_pods = 1000, .warmup_pods = 1, .publish_every_pods = 1000, .prior_percent = 50};
+  const WorkloadLearning learning{
+      .window_pods = 1000, .warmup_pods = 1, .publish_every_pods = 1000, .prior_percent = 50};
   const ReplayResult r = RunInOrder(*profile, nodes, pods, rank, MemoMode::kAuto, &learning);
   EXPECT_EQ(r.learned_mixes, 1);
   EXPECT_EQ(r.retellings, 1);  // at the 21st arrival, the first the replay re-tells at

@@ -1,4 +1,4 @@
-#include "scheduler/framework/cluster_cpu.h"
+#include "scheduler/framework/cluster_supply.h"
 
 #include <string>
 #include <utility>
