@@ -70,16 +70,52 @@ ExpectedWaste::ExpectedWaste(const TargetWorkload& workload) {
   for (size_t r = 0; r < cpu_levels_.size(); ++r) {
     for (const auto& [share, w] : joining[r]) weight[share] += w;
     Walk(weight, tables_[r]);
+    // Alive from the least share at which the kinds fitting it make
+    // kRareFitPercent of all arrivals (CPU-only and multi-GPU kinds count
+    // among the arrivals, not among what fits). Σ weight ≤ 2^30: no overflow.
+    int64_t fitting = 0, alive_from = 1001;
+    std::array<int16_t, kShares>& best = best_left_.emplace_back();
+    int64_t largest = 0;  // the largest share with arrivals at most f
+    for (size_t f = 0; f < kShares; ++f) {
+      if (f > 0 && weight[f] > 0) largest = static_cast<int64_t>(f);
+      best[f] = static_cast<int16_t>(static_cast<int64_t>(f) - largest);
+      fitting += weight[f];
+      if (alive_from == 1001 && fitting > 0 && fitting * 100 >= kRareFitPercent * workload.total_weight()) {
+        alive_from = static_cast<int64_t>(f);
+      }
+    }
+    alive_from_.push_back(alive_from);
   }
+}
+
+std::optional<size_t> ExpectedWaste::LevelOf(std::optional<int64_t> cpu_free) const {
+  if (!cpu_free.has_value()) return tables_.size() - 1;
+  // The highest level at most the free CPU.
+  const auto above = std::upper_bound(cpu_levels_.begin(), cpu_levels_.end(), *cpu_free);
+  if (above == cpu_levels_.begin()) return std::nullopt;
+  return static_cast<size_t>(above - cpu_levels_.begin()) - 1;
 }
 
 int64_t ExpectedWaste::Of(int64_t free_milli, std::optional<int64_t> cpu_free) const {
   const size_t f = static_cast<size_t>(std::clamp<int64_t>(free_milli, 0, 1000));
-  if (!cpu_free.has_value()) return tables_.back()[f];
-  // The highest level at most the free CPU; below the lowest no kind is hosted: all of f is waste.
-  const auto above = std::upper_bound(cpu_levels_.begin(), cpu_levels_.end(), *cpu_free);
-  if (above == cpu_levels_.begin()) return static_cast<int64_t>(f) * kScale;
-  return tables_[static_cast<size_t>(above - cpu_levels_.begin()) - 1][f];
+  const std::optional<size_t> level = LevelOf(cpu_free);
+  // Below the lowest level no kind is hosted: all of f is waste.
+  return level.has_value() ? tables_[*level][f] : static_cast<int64_t>(f) * kScale;
+}
+
+bool ExpectedWaste::Dead(int64_t free_milli, std::optional<int64_t> cpu_free) const {
+  const std::optional<size_t> level = LevelOf(cpu_free);
+  return free_milli > kFilledMilli && free_milli < (level.has_value() ? alive_from_[*level] : 1001);
+}
+
+int64_t ExpectedWaste::DeadLeftoverRegret(int64_t free_milli, int64_t share, std::optional<int64_t> cpu_before,
+                                          std::optional<int64_t> cpu_after) const {
+  const int64_t f = std::clamp<int64_t>(free_milli, 0, 1000);
+  const int64_t left = f - share;
+  if (left < 0 || !Dead(left, cpu_after)) return 0;
+  const std::optional<size_t> level = LevelOf(cpu_before);
+  const int64_t best = level.has_value() ? best_left_[*level][static_cast<size_t>(f)] : f;
+  return std::max<int64_t>(left - best, 0);
 }
 
 }  // namespace tessera

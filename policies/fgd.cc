@@ -213,7 +213,11 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const C
   for (size_t k = 0; k < fitting.size(); ++k) {
     const int64_t free = now.gpu[fitting[k]];
     measured[k].index = node.gpu_states[fitting[k]].index();
-    measured[k].decrease = decreases[like[k]] + (outlook ? OutlookDecrease(free, share, now.cpu, now.cpu_after) : 0);
+    measured[k].decrease = decreases[like[k]];
+    if (outlook) {
+      measured[k].decrease += OutlookDecrease(free, share, now.cpu, now.cpu_after) -
+                              DeadLeftoverCharge(free, share, now.cpu, now.cpu_after);
+    }
     if (cpu_cost) measured[k].decrease += cost_all - OutlookDecrease(free, 0, now.cpu, now.cpu_after);
   }
   return measured;
@@ -227,6 +231,15 @@ int64_t FgdPlugin::OutlookDecrease(int64_t free_milli, int64_t share, std::optio
   // A decrease is at most 1000 · kScale = 10^6 and the total weight ≤ 2^30: the product fits in 64 bits.
   return outlook_->DecreaseOf(free_milli, share, cpu_before, cpu_after) * workload_->total_weight() /
          ExpectedWaste::kScale;
+}
+
+int64_t FgdPlugin::DeadLeftoverCharge(int64_t free_milli, int64_t share, std::optional<int64_t> cpu_before,
+                                      std::optional<int64_t> cpu_after) const {
+  // An idle GPU displaces no partner: what a share leaves there is the walk's alone.
+  if (outlook_ == nullptr || free_milli >= kOneGpu.value()) return 0;
+  // A regret ≤ 1000, times 6, times the total weight ≤ 2^30: fits in 64 bits.
+  return kDeadLeftoverWeight * outlook_->DeadLeftoverRegret(free_milli, share, cpu_before, cpu_after) *
+         workload_->total_weight();
 }
 
 int64_t FgdPlugin::OutlookCpuCost(absl::Span<const int64_t> free_milli, std::optional<int64_t> cpu_before,
@@ -298,7 +311,8 @@ int64_t FgdPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, cons
     for (int32_t index : choice.gpu_indices) {
       for (size_t i = 0; i < node.gpu_states.size(); ++i) {
         if (node.gpu_states[i].index() != index) continue;
-        decrease += OutlookDecrease(now.gpu[i], PerGpuMilli(r), now.cpu, now.cpu_after);
+        decrease += OutlookDecrease(now.gpu[i], PerGpuMilli(r), now.cpu, now.cpu_after) -
+                    DeadLeftoverCharge(now.gpu[i], PerGpuMilli(r), now.cpu, now.cpu_after);
         if (cpu_cost) decrease -= OutlookDecrease(now.gpu[i], 0, now.cpu, now.cpu_after);
       }
     }

@@ -130,6 +130,68 @@ TEST(ExpectedWasteTest, KeepsAtMostItsCpuLevelsAndTheHighest) {
 // milli-GPU there, rises by 5 on GPU 1) and leaves 120 that nothing fills
 // (W 52.5 → 120); with the outlook it takes GPU 1 (W 152 → 70), keeping the
 // 350 for a 320, the commonest share: 90 − 67.5 < −5 + 82.
+TEST(ExpectedWasteTest, ALeftoverOnlyRareKindsFitIsDeadAndRegretsWhatTheBestFittingKindWouldHaveLeft) {
+  // Of 100 arrivals one 160 and two 230s: leftovers from 230 up fit 3 %,
+  // below 1 % (less than kRareFitPercent): dead from 51 to 229.
+  const ExpectedWaste w(Workload({"1 cpu=1 gpu=160m", "2 cpu=1 gpu=230m", "10 cpu=8 gpu=470m", "87 cpu=1 gpu=1"}));
+  struct Case {
+    std::string name;
+    int64_t free;
+    int64_t share;
+    std::optional<int64_t> cpu;  // free before the pod; it takes 1 core
+    bool dead;
+    int64_t regret;
+  };
+  const std::vector<Case> cases = {
+      {"a 320 beside a lone 470 leaves 210, where another 470 would leave 60", 530, 320, std::nullopt, true, 150},
+      {"the 470 itself leaves 60: dead, but no kind would leave less", 530, 470, std::nullopt, true, 0},
+      {"50 left is a full GPU", 530, 480, std::nullopt, false, 0},
+      {"229 left fits the 160s alone", 530, 301, std::nullopt, true, 169},
+      {"230 left fits the 230s: alive", 530, 300, std::nullopt, false, 0},
+      {"a 230 that leaves 120 where nothing would leave less", 350, 230, std::nullopt, true, 0},
+      {"on a node whose CPU hosts no 470 the best a 530 gets is a 230, leaving 300", 530, 320, 4000, true, 0},
+      {"with the CPU for a 470", 530, 320, 16000, true, 150},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::optional<int64_t> after = c.cpu.has_value() ? std::optional<int64_t>(*c.cpu - 1000) : std::nullopt;
+    EXPECT_EQ(w.Dead(c.free - c.share, after), c.dead);
+    EXPECT_EQ(w.DeadLeftoverRegret(c.free, c.share, c.cpu, after), c.regret);
+  }
+  const ExpectedWaste rare(Workload({"1 cpu=1 gpu=500m", "99 cpu=1"}));
+  EXPECT_TRUE(rare.Dead(600)) << "kinds that never make 2 % of arrivals fill nothing";
+  EXPECT_FALSE(rare.Dead(40));
+}
+
+TEST(LeftoverOutlookTest, AShareThatWouldLeaveASharedGpuDeadGoesWhereItLeavesRoomForACommonKind) {
+  // A 320 beside the lone 470 would leave 210, which only the 160s (1 % of
+  // arrivals) fit; beside the lone 320 it leaves 360, which a 320 fits.
+  const auto workload = [](const std::string& small_shares) {
+    return Workload({small_shares, "10 cpu=1 gpu=470m", "10 cpu=1 gpu=320m", "10 cpu=1 gpu=650m", "69 cpu=1 gpu=1"});
+  };
+  const Node node = Node("n").Gpus(3).Hold(0, 470).Hold(1, 320).Host(16000, 16000);
+  const NodeView view = node.View();
+  const CycleState pod(Pod().Fraction(320).Cpu(1000));
+  const MeasureArgs with_outlook{.kind_weights = KindWeights::kPerGpuAsked, .gpu_memory = false, .leftover_outlook = true};
+  struct Case {
+    std::string name;
+    std::string small_shares;
+    int32_t expected_gpu;
+  };
+  const std::vector<Case> cases = {
+      {"160s are rare: the 210 would stay empty", "1 cpu=1 gpu=160m", 1},
+      {"160s are common: the 210 will be filled", "10 cpu=1 gpu=160m", 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const FgdPlugin fgd(workload(c.small_shares), GpuShareArgs{}, with_outlook);
+    const std::optional<GpuChoice> choice = fgd.ChooseGpus(pod, view);
+    ASSERT_TRUE(choice.has_value());
+    EXPECT_EQ(choice->gpu_indices[0], c.expected_gpu);
+    EXPECT_EQ(*choice->chooser_score, fgd.ScoreNode(pod, view, *choice)) << "the score it carries is Score's";
+  }
+}
+
 TEST(LeftoverOutlookTest, AShareGoesWhereWhatItLeavesCanStillBeFilled) {
   const TargetWorkload w = Workload({"1 cpu=1000m gpu=650m", "1 cpu=1000m gpu=470m", "3 cpu=1000m gpu=320m",
                                      "1 cpu=1000m gpu=230m", "4 cpu=1000m gpu=1"});
