@@ -67,6 +67,31 @@ class ExtenderBinaryTest : public ::testing::Test {
     return {"--port=0", "--cluster-file=" + Path("cluster.yaml"), "--policy-file=" + Path("policy.yaml"),
             "--policy-poll-interval=100ms"};
   }
+  // The binary against `api` with the policy file `policy` (Write it
+  // first), once it serves and is ready; `port` is where (0, with a failure
+  // recorded, when it never was).
+  std::unique_ptr<Extender> StartReady(testing::FakeApiServer& api, const std::string& policy, uint16_t& port) {
+    port = 0;
+    absl::StatusOr<std::string> kubeconfig = api.WriteKubeconfig();
+    if (!kubeconfig.ok()) {
+      ADD_FAILURE() << kubeconfig.status();
+      return nullptr;
+    }
+    auto e = std::make_unique<Extender>(
+        std::vector<std::string>{"--port=0", "--kubeconfig=" + *kubeconfig, "--policy-file=" + Path(policy)});
+    const uint16_t serving = Port(*e);
+    if (serving == 0) {
+      ADD_FAILURE() << "never served: " << e->AllOutput();
+      return e;
+    }
+    testing::HttpClient client(serving);
+    if (!testing::WaitFor([&] { return client.Get("/readyz").status == 200; })) {
+      ADD_FAILURE() << "never ready: " << e->AllOutput();
+      return e;
+    }
+    port = serving;
+    return e;
+  }
   static uint16_t Port(Extender& e) {
     const std::vector<std::string> m = e.WaitFor(std::regex(R"(serving on http://127\.0\.0\.1:(\d+))"));
     return m.empty() ? 0 : static_cast<uint16_t>(std::stoi(m[1]));
@@ -308,13 +333,10 @@ workloadLearning: {windowPods: 100, warmupPods: 1, publishEveryPods: 1}
   nlohmann::json pod = GpuPod("p", "0.5");
   pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "6";  // 12 cores per GPU asked
   pod = *api.AddPod(pod);
-  absl::StatusOr<std::string> kubeconfig = api.WriteKubeconfig();
-  ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
-  Extender e({"--port=0", "--kubeconfig=" + *kubeconfig, "--policy-file=" + Path("learning.yaml")});
-  const uint16_t port = Port(e);
-  ASSERT_NE(port, 0) << e.AllOutput();
+  uint16_t port = 0;
+  const std::unique_ptr<Extender> e = StartReady(api, "learning.yaml", port);
+  ASSERT_NE(port, 0);
   testing::HttpClient client(port);
-  ASSERT_TRUE(testing::WaitFor([&] { return client.Get("/readyz").status == 200; })) << e.AllOutput();
 
   const std::string args = nlohmann::json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"n1"}}}.dump();
   ASSERT_EQ(client.Post("/filter", args).status, 200);
@@ -334,8 +356,8 @@ workloadLearning: {windowPods: 100, warmupPods: 1, publishEveryPods: 1}
   EXPECT_EQ(workload["clusterFreeGpuMilli"], 1500);
   EXPECT_EQ(workload["wholeNodeKinds"], nlohmann::json::array()) << "a share takes no whole node";
 
-  e.Signal(SIGTERM);
-  EXPECT_EQ(e.Wait(), 0);
+  e->Signal(SIGTERM);
+  EXPECT_EQ(e->Wait(), 0);
 }
 
 // Between two learned mixes the cluster changes with every bind and every
@@ -359,13 +381,10 @@ workloadLearning: {windowPods: 100, warmupPods: 1, publishEveryPods: 1000, prior
   ASSERT_TRUE(api.Start().ok());
   ASSERT_TRUE(api.AddNode(TwoL4Node("n1")).ok());
   const nlohmann::json pod = *api.AddPod(GpuPod("p", "0.5"));
-  absl::StatusOr<std::string> kubeconfig = api.WriteKubeconfig();
-  ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
-  Extender e({"--port=0", "--kubeconfig=" + *kubeconfig, "--policy-file=" + Path("retell.yaml")});
-  const uint16_t port = Port(e);
-  ASSERT_NE(port, 0) << e.AllOutput();
+  uint16_t port = 0;
+  const std::unique_ptr<Extender> e = StartReady(api, "retell.yaml", port);
+  ASSERT_NE(port, 0);
   testing::HttpClient client(port);
-  ASSERT_TRUE(testing::WaitFor([&] { return client.Get("/readyz").status == 200; })) << e.AllOutput();
 
   const std::string args = nlohmann::json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"n1"}}}.dump();
   ASSERT_EQ(client.Post("/filter", args).status, 200);
@@ -387,8 +406,8 @@ workloadLearning: {windowPods: 100, warmupPods: 1, publishEveryPods: 1000, prior
   EXPECT_EQ(workload["publications"], 1) << "nothing arrived: re-told, not learned";
   EXPECT_EQ(workload["clusterFreeGpuMilli"], 2000);
 
-  e.Signal(SIGTERM);
-  EXPECT_EQ(e.Wait(), 0);
+  e->Signal(SIGTERM);
+  EXPECT_EQ(e->Wait(), 0);
 }
 
 // Issue #18: binds wait on the API server on threads of their own, not on the
