@@ -213,11 +213,7 @@ absl::InlinedVector<FgdPlugin::GpuDecrease, 8> FgdPlugin::MeasureEachGpu(const C
   for (size_t k = 0; k < fitting.size(); ++k) {
     const int64_t free = now.gpu[fitting[k]];
     measured[k].index = node.gpu_states[fitting[k]].index();
-    measured[k].decrease = decreases[like[k]];
-    if (outlook) {
-      measured[k].decrease += OutlookDecrease(free, share, now.cpu, now.cpu_after) -
-                              DeadLeftoverCharge(free, share, now.cpu, now.cpu_after);
-    }
+    measured[k].decrease = decreases[like[k]] + (outlook ? ShareOutlook(free, share, now.cpu, now.cpu_after) : 0);
     if (cpu_cost) measured[k].decrease += cost_all - OutlookDecrease(free, 0, now.cpu, now.cpu_after);
   }
   return measured;
@@ -231,6 +227,12 @@ int64_t FgdPlugin::OutlookDecrease(int64_t free_milli, int64_t share, std::optio
   // A decrease is at most 1000 · kScale = 10^6 and the total weight ≤ 2^30: the product fits in 64 bits.
   return outlook_->DecreaseOf(free_milli, share, cpu_before, cpu_after) * workload_->total_weight() /
          ExpectedWaste::kScale;
+}
+
+int64_t FgdPlugin::ShareOutlook(int64_t free_milli, int64_t share, std::optional<int64_t> cpu_before,
+                                std::optional<int64_t> cpu_after) const {
+  return OutlookDecrease(free_milli, share, cpu_before, cpu_after) -
+         DeadLeftoverCharge(free_milli, share, cpu_before, cpu_after);
 }
 
 int64_t FgdPlugin::DeadLeftoverCharge(int64_t free_milli, int64_t share, std::optional<int64_t> cpu_before,
@@ -311,8 +313,7 @@ int64_t FgdPlugin::ScoreNode(const CycleState& cycle, const NodeView& node, cons
     for (int32_t index : choice.gpu_indices) {
       for (size_t i = 0; i < node.gpu_states.size(); ++i) {
         if (node.gpu_states[i].index() != index) continue;
-        decrease += OutlookDecrease(now.gpu[i], PerGpuMilli(r), now.cpu, now.cpu_after) -
-                    DeadLeftoverCharge(now.gpu[i], PerGpuMilli(r), now.cpu, now.cpu_after);
+        decrease += ShareOutlook(now.gpu[i], PerGpuMilli(r), now.cpu, now.cpu_after);
         if (cpu_cost) decrease -= OutlookDecrease(now.gpu[i], 0, now.cpu, now.cpu_after);
       }
     }

@@ -155,6 +155,12 @@ class FgdPlugin final : public Plugin {
   }
   // FGD's score of a decrease of F · W.
   [[nodiscard]] int64_t ScoreOf(int64_t decrease) const;
+  // With the outlook: what it says of a share of `share` on the GPU with
+  // `free_milli` free that takes it (F · W's units): how much the share
+  // lowers the GPU's expected waste, less its dead-leftover charge. What
+  // choosing a GPU and scoring the node both add.
+  [[nodiscard]] int64_t ShareOutlook(int64_t free_milli, int64_t share, std::optional<int64_t> cpu_before,
+                                     std::optional<int64_t> cpu_after) const;
   // With the outlook: what a share of `share` on a GPU with `free_milli`
   // free is charged (F · W's units) when the GPU is shared already:
   // kDeadLeftoverWeight times its regret (ExpectedWaste::DeadLeftoverRegret);

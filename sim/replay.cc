@@ -207,28 +207,28 @@ ReplayResult Replay(const ReplayInput& in) {
       if (std::optional<WorkloadPod> kind = WorkloadKindOf(cycle.request())) learner->Add(*kind);
       // As the server publishes a mix: with the cluster as it is now (its
       // CPU per GPU, GPUs by model, idle nodes and free GPU).
-      std::shared_ptr<const TargetWorkload> mix;
+      // A profile put in force: the answers under the one before are void.
+      const auto put_in_force = [&](std::shared_ptr<const Profile> next) {
+        learned_profile = std::move(next);
+        profile_in_force = learned_profile.get();
+        for (std::vector<Verdict>& v : verdicts) v.clear();
+      };
       if (learner->due()) {
-        mix = learner->DueMix(SupplyOf(cluster));
+        if (std::shared_ptr<const TargetWorkload> mix = learner->DueMix(SupplyOf(cluster))) {
+          result.last_learned_mix = mix;
+          if (std::shared_ptr<const Profile> next = in.profile->WithWorkload(std::move(mix))) {
+            put_in_force(std::move(next));
+            ++result.learned_mixes;
+          }
+        }
       } else if (position % kRetellEveryArrivals == 0) {
         // As the server re-tells the mix in force between two mixes, where
         // the cluster moved past what it judged by.
         if (std::shared_ptr<const TargetWorkload> retold = learner->Retold(SupplyOf(cluster))) {
           if (std::shared_ptr<const Profile> next = in.profile->WithRetoldWorkload(retold, *profile_in_force)) {
-            learned_profile = std::move(next);
-            profile_in_force = learned_profile.get();
+            put_in_force(std::move(next));
             ++result.retellings;
-            for (std::vector<Verdict>& v : verdicts) v.clear();
           }
-        }
-      }
-      if (mix != nullptr) {
-        result.last_learned_mix = mix;
-        if (std::shared_ptr<const Profile> next = in.profile->WithWorkload(std::move(mix))) {
-          learned_profile = std::move(next);
-          profile_in_force = learned_profile.get();
-          ++result.learned_mixes;
-          for (std::vector<Verdict>& v : verdicts) v.clear();  // answers under the old mix
         }
       }
     }

@@ -215,8 +215,8 @@ class TargetWorkload {
   /// binds, whether no model is scarce, and which kinds that take whole
   /// nodes are short of idle ones (whole_node_kinds() order). A mix told
   /// the cluster anew measures every node as before when its verdict is the
-  /// same (the server re-tells the mix in force only when it is not:
-  /// WorkloadLearner::Learn).
+  /// same (the mix in force is re-told only when it is not:
+  /// Profile::WithRetoldWorkload).
   struct ClusterVerdict {
     bool cpu_short = false;
     bool models_plentiful = false;
