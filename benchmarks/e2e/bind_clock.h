@@ -10,6 +10,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -19,6 +20,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "k8s/client/api_client.h"
+#include "k8s/client/watch_event.h"
+#include "simdjson.h"
 
 namespace tessera::bench {
 
@@ -31,8 +34,7 @@ class BindClock {
   BindClock(const BindClock&) = delete;
   BindClock& operator=(const BindClock&) = delete;
 
-  /// Waits until the watch has delivered at least `pods` pods (the initial
-  /// ADDED events): from then on no bind goes unseen.
+  /// Waits until the watch has delivered at least `pods` pods (its first list): from then on no bind goes unseen.
   absl::Status WaitUntilWatching(int pods, absl::Duration timeout);
   /// Waits until `pods` pods are bound; DeadlineExceeded naming how many are not.
   absl::Status WaitUntilBound(int pods, absl::Time deadline);
@@ -41,6 +43,8 @@ class BindClock {
 
  private:
   void Watch();
+  /// Lists the namespace's pods into seen_ and bound_, and sets resource_version_.
+  absl::Status List();
   bool OnLine(std::string_view line);
   // Waits until `pods` pods were seen (or, with `bound`, seen bound), the
   // watch fails, or `deadline`; `what` names the count in the error.
@@ -53,6 +57,12 @@ class BindClock {
   std::map<std::string, bool, std::less<>> seen_ ABSL_GUARDED_BY(mu_);         // pod name -> seen
   std::map<std::string, absl::Time, std::less<>> bound_ ABSL_GUARDED_BY(mu_);  // pod name -> first seen bound
   std::string resource_version_ ABSL_GUARDED_BY(mu_);  // of the last event seen
+  /// The Status of the ERROR event that ended the current stream, if one did.
+  std::optional<k8s::WatchStatus> ended_with_ ABSL_GUARDED_BY(mu_);
+  simdjson::dom::parser parser_;  ///< The watch thread's only.
+  std::atomic<size_t> events_{0};  ///< Pod events seen, to tell a stream that made progress.
+  /// Streams ended by an error one after another before the clock gives up.
+  static constexpr int kMostFailuresInARow = 30;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };

@@ -82,6 +82,8 @@ ABSL_FLAG(double, min_ratio, 0, "Exit 1 when tessera's pods/s over alone's is be
 ABSL_FLAG(std::string, scheduler_config, "",
           "kube-scheduler configuration template for the runs with Tessera, in ../shared/kube's format "
           "(placeholders @EXT_PORT@ and the like; default: its scheduler-config.yaml.tmpl). Not with --tls.");
+ABSL_FLAG(std::string, kube_version, "",
+          "Kubernetes version of the plane: 1.26 or 1.36 (shared/kube has both). Empty: $TESSERA_KUBE_VERSION, else 1.26.");
 ABSL_FLAG(bool, print_metrics, false, "Print Tessera's whole /metrics after its run.");
 ABSL_FLAG(std::string, policy_file, "",
           "Tessera's policy file (default: config/examples/default-policy.yaml, the shipped default).");
@@ -402,7 +404,9 @@ void PrintSchedulerLatency(const std::map<std::string, std::vector<RunResult>>& 
 }
 
 int Main() {
-  absl::StatusOr<std::string> kube_dir = testing::FindControlPlane();
+  const std::string kube_version =
+      absl::GetFlag(FLAGS_kube_version).empty() ? testing::KubeVersionUnderTest() : absl::GetFlag(FLAGS_kube_version);
+  absl::StatusOr<std::string> kube_dir = testing::FindControlPlane(kube_version);
   if (!kube_dir.ok()) {
     // As the control-plane tests do: skipped (ctest's SKIP_RETURN_CODE) in a
     // clone without shared/kube, a failure in CI.
@@ -412,6 +416,7 @@ int Main() {
   }
   ControlPlane::Options options;
   options.kube_dir = *kube_dir;
+  options.kube_version = kube_version;
   options.extender_binary = TESSERA_EXTENDER_BINARY;
   options.policy_file = absl::GetFlag(FLAGS_policy_file).empty()
                             ? std::string(TESSERA_SOURCE_DIR) + "/config/examples/default-policy.yaml"
@@ -480,6 +485,7 @@ int Main() {
     }
   }
   std::map<std::string, std::vector<RunResult>> results;
+  std::printf("Kubernetes v%s (kube-apiserver and kube-scheduler of shared/kube)\n", kube_version.c_str());
   std::printf("%-9s %6s %6s %8s %8s %8s %9s %9s   (seconds from the nodes' labelling; kube-scheduler's mean cycle)\n",
               "mode", "nodes", "pods", "10% s", "90% s", "all s", "pods/s", "cycle ms");
   for (int round = 0; round < rounds; ++round) {

@@ -172,6 +172,17 @@ void Reflector::Run() {
         break;
       case WatchEnd::kFailed:
         if (restarts != nullptr) restarts->Inc();
+        if (retry_after_ > absl::ZeroDuration()) {
+          // The server said when: from the same resourceVersion then, as
+          // client-go does, and without growing the backoff. A v1.36 API
+          // server on etcd 3.4 answers "Too large resource version, retry
+          // after 1 s" until its watch cache reaches the version the list
+          // was read at, which in a quiet cluster takes until the resource
+          // next changes: a doubled backoff would then see that change late.
+          Sleep(retry_after_);
+          retry_after_ = absl::ZeroDuration();
+          break;
+        }
         Sleep(Jitter(backoff, 0.5));
         backoff = std::min(backoff * 2, options_.max_backoff);
         break;
@@ -244,14 +255,12 @@ bool Reflector::ApplyLine(std::string_view line, WatchEnd& end) {
   Counter* counter = nullptr;
   switch (event->type) {
     case WatchEventType::kError: {
-      int64_t code = 0;
-      if (event->object["code"].get(code) != simdjson::SUCCESS) code = 0;
-      if (code == 410) {
+      const WatchStatus status = ParseWatchStatus(event->object);
+      if (status.gone()) {
         end = WatchEnd::kGone;
       } else {
-        std::string_view message;
-        if (event->object["message"].get(message) != simdjson::SUCCESS) message = "";
-        RecordError(absl::StrCat("watch ERROR event: ", Absl(message)));
+        RecordError(absl::StrCat("watch ERROR event: ", status.code, " ", status.reason, ": ", status.message));
+        retry_after_ = status.retry_after;
         end = WatchEnd::kFailed;
       }
       return false;
@@ -310,6 +319,7 @@ Reflector::WatchEnd Reflector::Watch() {
   if (stream->status == 410) return WatchEnd::kGone;
   if (stream->status != 200) {
     RecordError(absl::StrCat("watch refused: HTTP ", stream->status, ": ", StatusMessage(stream->error_body)));
+    retry_after_ = ParseWatchStatus(parser_, stream->error_body, stream->status).retry_after;
     return WatchEnd::kFailed;
   }
   return end;

@@ -103,6 +103,9 @@ class Reflector {
   Counter* malformed_ = nullptr;
   simdjson::dom::parser parser_;
   std::string resource_version_;  // reflector thread only; copied into status_
+  /// The server's retryAfterSeconds on the watch that failed last: the next
+  /// try waits at least this long (reflector thread only).
+  absl::Duration retry_after_ = absl::ZeroDuration();
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> synced_{false};

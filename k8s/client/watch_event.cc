@@ -1,5 +1,7 @@
 #include "k8s/client/watch_event.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "scheduler/model/absl_compat.h"
 
@@ -35,6 +37,31 @@ absl::StatusOr<WatchEvent> ParseWatchEvent(simdjson::dom::parser& parser, std::s
   if (object["metadata"].get(meta) == simdjson::SUCCESS) {
     if (meta["resourceVersion"].get(out.resource_version) != simdjson::SUCCESS) out.resource_version = {};
   }
+  return out;
+}
+
+WatchStatus ParseWatchStatus(simdjson::dom::element status, int64_t http_status) {
+  WatchStatus out;
+  if (status["code"].get(out.code) != simdjson::SUCCESS) out.code = http_status;
+  std::string_view text;
+  if (status["reason"].get(text) == simdjson::SUCCESS) out.reason = std::string(text);
+  if (status["message"].get(text) == simdjson::SUCCESS) out.message = std::string(text);
+  int64_t seconds = 0;
+  // Bounded: a server's word is a hint, not a reason to stop watching for an hour.
+  if (status["details"]["retryAfterSeconds"].get(seconds) == simdjson::SUCCESS && seconds > 0) {
+    out.retry_after = absl::Seconds(std::min<int64_t>(seconds, 60));
+  }
+  return out;
+}
+
+WatchStatus ParseWatchStatus(simdjson::dom::parser& parser, std::string_view body, int64_t http_status) {
+  simdjson::dom::element status;
+  if (parser.parse(body.data(), body.size(), true).get(status) == simdjson::SUCCESS && status.is_object()) {
+    return ParseWatchStatus(status, http_status);
+  }
+  WatchStatus out;
+  out.code = http_status;
+  out.message = std::string(body.substr(0, 200));
   return out;
 }
 

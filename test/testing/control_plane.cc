@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -221,16 +222,29 @@ bool RunningInCi() {
   return ci != nullptr && std::string_view(ci) == "true";
 }
 
-absl::StatusOr<std::string> FindControlPlane() {
+std::string KubeVersionUnderTest() {
+  const char* env = std::getenv("TESSERA_KUBE_VERSION");
+  std::string version = env != nullptr && *env != '\0' ? env : "1.26";
+  if (!version.empty() && version.front() == 'v') version.erase(0, 1);
+  return version;
+}
+
+absl::StatusOr<std::string> FindControlPlane(const std::string& version) {
+  if (std::find(std::begin(kKubeVersions), std::end(kKubeVersions), version) == std::end(kKubeVersions)) {
+    return absl::InvalidArgumentError(absl::StrCat("TESSERA_KUBE_VERSION=", version, " is none of the tested versions (",
+                                                   absl::StrJoin(kKubeVersions, ", "), ")"));
+  }
   const char* env = std::getenv("TESSERA_KUBE_DIR");
   const bool from_env = env != nullptr && *env != '\0';
   const std::string dir = from_env ? std::string(env) : std::string(TESSERA_KUBE_DEFAULT_DIR);
   const std::string where = from_env ? absl::StrCat("TESSERA_KUBE_DIR=", dir)
                                      : absl::StrCat(dir, " (the default; TESSERA_KUBE_DIR is unset)");
-  for (const char* file : {"up.sh", "down.sh", "unpack.sh", "bin/kube-apiserver.xz", "bin/kube-scheduler.xz"}) {
+  const std::string bin = version == "1.26" ? "bin/" : absl::StrCat("bin/v", version, "/");
+  for (const std::string& file : {std::string("up.sh"), std::string("down.sh"), std::string("unpack.sh"),
+                                 bin + "kube-apiserver.xz", bin + "kube-scheduler.xz"}) {
     if (!fs::exists(fs::path(dir) / file)) {
       return absl::NotFoundError(absl::StrCat(
-          where, " has no ", file,
+          where, " has no ", file, " (Kubernetes v", version, ")",
           "; set TESSERA_KUBE_DIR to the folder with up.sh, down.sh, unpack.sh and bin/ (shared/kube beside "
           "the Tessera checkout; README, \"Tests on a real control plane\")"));
     }
@@ -272,7 +286,7 @@ absl::StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Start(const Options&
   const std::string unpack_log = plane->run_dir_ + "/unpack.log";
   const std::string lock = (fs::temp_directory_path() / "tessera-kube-unpack.lock").string();
   absl::StatusOr<int> unpacked =
-      Run({FindOnPath("flock"), lock, options.kube_dir + "/unpack.sh"}, {}, unpack_log);
+      Run({FindOnPath("flock"), lock, options.kube_dir + "/unpack.sh"}, {{"KUBE_VERSION", options.kube_version}}, unpack_log);
   if (!unpacked.ok()) return unpacked.status();
   std::string out = ReadWhole(unpack_log);
   if (*unpacked != 0) return absl::FailedPreconditionError(absl::StrCat("unpack.sh failed: ", out));
@@ -320,6 +334,7 @@ absl::Status ControlPlane::Up() {
   std::map<std::string, std::string> env = {
       {"KUBE_RUN", run_dir_},
       {"KUBE_BIN", kube_bin_},
+      {"KUBE_VERSION", options_.kube_version},
       {"API_PORT", std::to_string((*ports)[0])},
       {"ETCD_PORT", std::to_string((*ports)[1])},
       {"ETCD_PEER_PORT", std::to_string((*ports)[2])},
@@ -723,7 +738,7 @@ void ControlPlaneEnvironment::SetUp() {
     shared.failure = "Tessera did not start on the control plane (the failure in the global set-up says why)";
     return;
   }
-  std::cout << "control plane and Tessera up in "
+  std::cout << "control plane v" << options_.kube_version << " and Tessera up in "
             << absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(100))) << " (" << *dir
             << ", state in " << shared.plane->run_dir() << ")" << std::endl;
 }

@@ -1,5 +1,5 @@
 // A real Kubernetes control plane for tests: etcd, kube-apiserver and
-// kube-scheduler v1.26 on 127.0.0.1 (the scripts and binaries of
+// kube-scheduler v1.26 or v1.36 on 127.0.0.1 (the scripts and binaries of
 // shared/kube), with the real tessera-extender as kube-scheduler's extender.
 //
 // Why a real one: the fake API server (fake_api_server.h) answers what we
@@ -47,11 +47,21 @@
 
 namespace tessera::testing {
 
-/// The folder with up.sh, down.sh, unpack.sh and bin/: $TESSERA_KUBE_DIR when
+/// The Kubernetes versions every control-plane test runs against: the oldest
+/// Tessera supports and the newest it is tested on (shared/kube has both).
+inline constexpr const char* kKubeVersions[] = {"1.26", "1.36"};
+
+/// The version this run's plane is to be: $TESSERA_KUBE_VERSION ("1.26" or
+/// "1.36", a leading "v" allowed), else "1.26". test/CMakeLists.txt registers
+/// each control-plane binary once per version with it set.
+std::string KubeVersionUnderTest();
+
+/// The folder with up.sh, down.sh, unpack.sh and the binaries of `version`
+/// (bin/ for 1.26, bin/v<version>/ otherwise): $TESSERA_KUBE_DIR when
 /// set, else TESSERA_KUBE_DEFAULT_DIR (<source>/../shared/kube). NotFound, saying what is missing and how
-/// to get it, when that folder or a program the scripts run (etcd, openssl,
-/// curl, xz, flock) is not there.
-absl::StatusOr<std::string> FindControlPlane();
+/// to get it, when that folder, that version's binaries, or a program the
+/// scripts run (etcd, openssl, curl, xz, flock) is not there.
+absl::StatusOr<std::string> FindControlPlane(const std::string& version = KubeVersionUnderTest());
 
 /// True when $CI is "true" (our CI sets it): a missing plane is then a failure.
 bool RunningInCi();
@@ -100,6 +110,8 @@ class ControlPlane {
  public:
   struct Options {
     std::string kube_dir;          ///< FindControlPlane()'s folder.
+    /// The Kubernetes version (up.sh's KUBE_VERSION): "1.26" or "1.36".
+    std::string kube_version = KubeVersionUnderTest();
     std::string extender_binary;   ///< build/tessera-extender.
     std::string policy_file;       ///< Tessera's --policy-file.
     std::string url_path = "/scheduler";  ///< kube-scheduler's urlPrefix path = Tessera's --url-prefix.
@@ -203,6 +215,11 @@ class ControlPlane {
   /// The last lines of Tessera's and kube-scheduler's logs, for a failing test.
   [[nodiscard]] std::string LogTails(int lines = 40) const;
   [[nodiscard]] const std::string& run_dir() const { return run_dir_; }
+  /// "1.26" or "1.36": the version this plane runs.
+  [[nodiscard]] const std::string& kube_version() const { return options_.kube_version; }
+  /// Where this version's kube-apiserver, kube-scheduler (and 1.36's
+  /// kube-controller-manager) were unpacked.
+  [[nodiscard]] const std::string& kube_bin() const { return kube_bin_; }
 
  private:
   ControlPlane() = default;

@@ -631,7 +631,17 @@ struct FakeApiServer::Impl {
     std::optional<std::string> expired;
     {
       std::lock_guard lock(mu);
-      if (from_rv > 0 && from_rv < compacted_rv) {
+      TooLargeRule& too_large = too_large_watches[Index(route.resource)];
+      if (too_large.remaining > 0) {
+        --too_large.remaining;
+        json status = StatusObject(504, absl::StrCat("Timeout: Too large resource version: ", from_rv + 1,
+                                                     ", current: ", from_rv));
+        status["details"] = {{"causes", json::array({{{"reason", "ResourceVersionTooLarge"},
+                                                      {"message", "Too large resource version"}}})},
+                             {"retryAfterSeconds", too_large.retry_after_seconds}};
+        lines.push_back(EventLine("ERROR", status));
+        scanned_rv = -1;  // the stream ends after this event
+      } else if (from_rv > 0 && from_rv < compacted_rv) {
         expired = ExpiredMessage(from_rv, compacted_rv);
         lines.push_back(EventLine("ERROR", StatusObject(410, *expired)));
         scanned_rv = -1;  // the stream ends after this event
@@ -1246,6 +1256,12 @@ struct FakeApiServer::Impl {
   std::vector<std::weak_ptr<Connection>> connections;
   std::vector<std::shared_ptr<WatchStream>> watches;
   std::array<std::vector<std::string>, kResourceCount> pending_malformed;
+  // RefuseNextWatchesAsTooLarge, per resource (guarded by mu).
+  struct TooLargeRule {
+    int remaining = 0;
+    int retry_after_seconds = 1;
+  };
+  std::array<TooLargeRule, kResourceCount> too_large_watches;
   std::vector<std::shared_ptr<Connection>> held;  // requests HoldNext holds
   std::atomic<int> held_count{0};
 
@@ -1598,6 +1614,11 @@ void FakeApiServer::SendBookmarks() {
       w->connection->timer.cancel();
     }
   });
+}
+
+void FakeApiServer::RefuseNextWatchesAsTooLarge(FakeResource resource, int count, int retry_after_seconds) {
+  std::lock_guard lock(impl_->mu);
+  impl_->too_large_watches[Index(resource)] = {.remaining = count, .retry_after_seconds = retry_after_seconds};
 }
 
 bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {

@@ -313,6 +313,12 @@ class FakeApiServer {
   void ExpireWatches(FakeResource resource);
   /// Every open stream that allowed bookmarks gets a BOOKMARK now.
   void SendBookmarks();
+  /// The next `count` watch requests of `resource` get a stream whose only
+  /// event is ERROR with a 504 Timeout Status, cause ResourceVersionTooLarge
+  /// and `retry_after_seconds` in its details: what a v1.36 API server answers
+  /// a watch from a resourceVersion its watch cache has not reached yet (on
+  /// etcd 3.4, until the resource next changes). Watches after them are served.
+  void RefuseNextWatchesAsTooLarge(FakeResource resource, int count, int retry_after_seconds = 1);
 
  private:
   struct Impl;

@@ -49,5 +49,46 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"UnknownType", R"({"type":"EXPLODED","object":{}})", std::nullopt, "unknown event type \"EXPLODED\""}),
     [](const auto& info) { return info.param.name; });
 
+
+struct StatusCase {
+  std::string name;
+  std::string body;
+  int64_t http_status;
+  int64_t code;
+  bool gone;
+  absl::Duration retry_after;
+};
+
+class ParseWatchStatusTest : public ::testing::TestWithParam<StatusCase> {};
+
+TEST_P(ParseWatchStatusTest, SaysWhetherToRelistOrWhenToWatchAgain) {
+  const StatusCase& c = GetParam();
+  simdjson::dom::parser parser;
+  const WatchStatus status = ParseWatchStatus(parser, c.body, c.http_status);
+  EXPECT_EQ(status.code, c.code);
+  EXPECT_EQ(status.gone(), c.gone);
+  EXPECT_EQ(status.retry_after, c.retry_after);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Statuses, ParseWatchStatusTest,
+    ::testing::Values(
+        StatusCase{"TooLargeResourceVersionWaitsWhatTheServerSays",
+                   R"({"kind":"Status","code":504,"reason":"Timeout","message":"Timeout: Too large resource version: 255, current: 253",)"
+                   R"("details":{"causes":[{"reason":"ResourceVersionTooLarge"}],"retryAfterSeconds":1}})",
+                   200, 504, false, absl::Seconds(1)},
+        StatusCase{"ExpiredIsGone", R"({"kind":"Status","code":410,"reason":"Expired","message":"too old"})", 200, 410,
+                   true, absl::ZeroDuration()},
+        StatusCase{"AReasonOfGoneWithoutACodeIsGone", R"({"kind":"Status","reason":"Gone"})", 200, 200, true,
+                   absl::ZeroDuration()},
+        StatusCase{"TooManyRequestsIsCappedAtAMinute",
+                   R"({"kind":"Status","code":429,"reason":"TooManyRequests","details":{"retryAfterSeconds":3600}})",
+                   429, 429, false, absl::Seconds(60)},
+        StatusCase{"ANegativeRetryAfterIsNone", R"({"code":500,"details":{"retryAfterSeconds":-5}})", 500, 500, false,
+                   absl::ZeroDuration()},
+        StatusCase{"ABodyThatIsNoJsonKeepsTheHttpStatus", "upstream connect error", 503, 503, false,
+                   absl::ZeroDuration()}),
+    [](const ::testing::TestParamInfo<StatusCase>& info) { return info.param.name; });
+
 }  // namespace
 }  // namespace tessera::k8s

@@ -36,6 +36,11 @@ std::string BodyFor(std::string_view verb) {
   if (verb == "bind") {
     return nlohmann::json{{"PodName", "p"}, {"PodNamespace", "ml"}, {"PodUID", "u-1"}, {"Node", "a100-1"}}.dump();
   }
+  if (verb == "preempt") {
+    return nlohmann::json{{"Pod", pod},
+                          {"NodeNameToMetaVictims", {{"a100-1", {{"Pods", nlohmann::json::array()}, {"NumPDBViolations", 0}}}}}}
+        .dump();
+  }
   return nlohmann::json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"a100-1"}}}.dump();
 }
 
@@ -85,7 +90,10 @@ void ExpectAgreesWithTessera(const YAML::Node& config, int tessera_port, const s
   EXPECT_EQ(extender["filterVerb"].as<std::string>(), "filter");
   EXPECT_EQ(extender["prioritizeVerb"].as<std::string>(), "prioritize");
   EXPECT_EQ(extender["bindVerb"].as<std::string>(), "bind");
-  EXPECT_FALSE(extender["preemptVerb"].IsDefined()) << "Tessera answers /preempt with 501";
+  // Without it kube-scheduler's preemption evicts by priority alone and never
+  // asks which victims free one GPU (issue 42: 5 pods on 4 GPUs instead of 2 on one).
+  ASSERT_TRUE(extender["preemptVerb"].IsDefined()) << "kube-scheduler must ask Tessera which victims free a GPU";
+  EXPECT_EQ(extender["preemptVerb"].as<std::string>(), "preempt");
   EXPECT_GT(extender["weight"].as<int>(), 0) << "prioritize needs a positive weight";
   EXPECT_FALSE(extender["ignorable"].IsDefined() && extender["ignorable"].as<bool>())
       << "an ignorable extender would let GPU pods be placed without their GPUs";
@@ -97,7 +105,7 @@ void ExpectAgreesWithTessera(const YAML::Node& config, int tessera_port, const s
   // Every verb named is a route Tessera serves there.
   testing::ServiceFixture fixture(kCluster);
   const Router router(RouterOptions{.url_prefix = tessera_url_prefix}, fixture.service(), fixture.metrics());
-  for (const char* key : {"filterVerb", "prioritizeVerb", "bindVerb"}) {
+  for (const char* key : {"filterVerb", "prioritizeVerb", "bindVerb", "preemptVerb"}) {
     const std::string verb = extender[key].as<std::string>();
     // kube-scheduler's URL: strings.TrimRight(urlPrefix, "/") + "/" + verb.
     HttpRequest request(http::verb::post, absl::StrCat(url->path, "/", verb), 11);

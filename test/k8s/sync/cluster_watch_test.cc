@@ -163,6 +163,27 @@ TEST_F(ClusterWatchTest, AWatchFromACompactedVersionGets410AndRelists) {
       << "GPUs " << Gpus(model_) << ", lists " << watch->node_status().lists << " (were " << lists << ")";
 }
 
+TEST_F(ClusterWatchTest, AWatchRefusedAsTooLargeResumesFromItsVersionAfterTheServersRetryAfter) {
+  // A v1.36 API server whose watch cache lags the version the list was read
+  // at refuses the watch ("Too large resource version", retry after 1 s):
+  // the reflector waits what the server said, however short its own backoff
+  // (20 ms here), and resumes from the same version; no relist, nothing lost.
+  ASSERT_TRUE(server_.AddNode(GpuNode("n1", 2)).ok());
+  auto watch = Watch(model_, pods_);
+  ASSERT_TRUE(WaitFor([&] { return server_.OpenWatchStreams(FakeResource::kPods) == 1; }));
+  const int64_t lists = watch->pod_status().lists;
+  const int connections = server_.WatchConnections(FakeResource::kPods);
+  server_.RefuseNextWatchesAsTooLarge(FakeResource::kPods, 2, /*retry_after_seconds=*/1);
+  const absl::Time dropped = absl::Now();
+  server_.DropWatchStreamsAfter(FakeResource::kPods, 0);
+  ASSERT_TRUE(server_.AddPod(BoundPod("while-refused", "n1", 0, 600)).ok());
+  EXPECT_TRUE(WaitFor([&] { return Held(model_, "n1", 0) == 600; }));
+  EXPECT_GE(absl::Now() - dropped, absl::Seconds(2)) << "two refusals, each saying retry after 1 s";
+  EXPECT_EQ(server_.WatchConnections(FakeResource::kPods), connections + 3) << "two refused, the third served";
+  EXPECT_EQ(watch->pod_status().lists, lists) << "a lagging cache is waited for, not relisted around";
+  EXPECT_THAT(watch->pod_status().last_error, HasSubstr("Too large resource version"));
+}
+
 TEST_F(ClusterWatchTest, ADroppedStreamReconnectsFromItsResourceVersion) {
   ASSERT_TRUE(server_.AddNode(GpuNode("n1", 2)).ok());
   auto watch = Watch(model_, pods_);

@@ -44,6 +44,9 @@ extenders:
     filterVerb: filter
     prioritizeVerb: prioritize
     bindVerb: bind
+    # Without it kube-scheduler picks victims by priority alone, one pod per
+    # GPU across nodes, and never asks which pods free one GPU (issue 42).
+    preemptVerb: preempt
     weight: {{ .Values.extender.weight }}
     httpTimeout: {{ .Values.extender.httpTimeout }}
     nodeCacheCapable: true
