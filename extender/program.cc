@@ -282,6 +282,7 @@ std::string Program::DebugState() const {
   if (watch_ != nullptr) {
     in.watches = {{"nodes", watch_->node_status()}, {"pods", watch_->pod_status()}};
     in.pod_problems = watch_->pod_problems();
+    in.dra = watch_->dra_report();
   }
   if (lease_ != nullptr) {
     in.lease = {.name = absl::StrCat(options_.lease.namespace_name, "/", options_.lease.name),
@@ -364,6 +365,8 @@ void Program::LearnWorkload() {
 
 void Program::Chore() {
   LearnWorkload();
+  // A node whose inventory arrived after the DRA claims on its GPUs.
+  if (watch_ != nullptr) watch_->ResolveDra();
   if (binder_ == nullptr) return;
   // Binds whose bound pod the watch never showed release their GPUs. Only
   // while the watch is in sync: a confirmation cannot arrive through a

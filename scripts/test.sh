@@ -9,7 +9,7 @@
 #
 #   TESSERA_SKIP_SANITIZERS=1   skip the clang sanitizer build, its tests and the fuzzing
 #   TESSERA_SKIP_FUZZ=1         skip only the fuzzing
-#   TESSERA_FUZZ_SECONDS=N      seconds per fuzz target (default 10; twelve targets)
+#   TESSERA_FUZZ_SECONDS=N      seconds per fuzz target (default 10; thirteen targets)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"

@@ -78,6 +78,15 @@ std::string RenderDebugState(const DebugInputs& in) {
     pods.push_back({{"pod", p.pod}, {"uid", p.uid}, {"kind", p.kind}, {"message", p.message}});
   }
   doc["podProblems"] = std::move(pods);
+  if (in.dra.has_value()) {
+    doc["dra"] = {{"api", in.dra->api},
+                  {"synced", in.dra->synced},
+                  {"slices", in.dra->slices},
+                  {"claims", in.dra->claims},
+                  {"sharedNodes", in.dra->shared_nodes},
+                  {"held", in.dra->held},
+                  {"unmatched", in.dra->unmatched}};
+  }
   if (!in.lease.name.empty()) {
     doc["lease"] = {{"name", in.lease.name},
                     {"identity", in.lease.identity},

@@ -6,11 +6,13 @@
 #include "extender/service/mig_advice.h"
 #include "extender/service/tenant_accounting.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "k8s/client/reflector.h"
+#include "k8s/sync/dra_watch.h"
 #include "k8s/sync/pod_sink.h"
 #include "scheduler/cache/cluster_snapshot.h"
 #include "scheduler/cache/workload_learner.h"
@@ -22,6 +24,8 @@ struct DebugInputs {
   const ClusterSnapshot* snapshot = nullptr;
   std::vector<std::pair<std::string, k8s::ReflectorStatus>> watches;  ///< By resource; empty without an API server.
   std::vector<k8s::PodProblem> pod_problems;
+  /// DRA beside Tessera (k8s/sync/dra_watch.h); nullopt without an API server.
+  std::optional<k8s::DraReport> dra = std::nullopt;
   std::string source;  ///< "kubeconfig ...", "cluster file ..."
   /// The writer election (k8s/sync/leader_lease.h); `name` empty without one.
   struct Lease {
@@ -59,7 +63,10 @@ struct DebugInputs {
 /// ...] (the last mix learned, most common first)}, "pools":
 /// {defaultPlugins, routes: [{pool, taskTypes, exclusive, plugins, nodes,
 /// gpuMilli: {capacity, allocated}}]} when the policy routes task types to
-/// node pools}.
+/// node pools}, "dra": {api ("served", "not served", "unknown"), synced,
+/// slices, claims, sharedNodes (GPU nodes a DRA driver publishes too), held
+/// ["ns/claim: node GPU i (driver/pool/device)"], unmatched [why]} with an
+/// API server.
 std::string RenderDebugState(const DebugInputs& in);
 
 }  // namespace tessera

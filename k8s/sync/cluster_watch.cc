@@ -23,23 +23,29 @@ ClusterWatch::ClusterWatch(ApiClient& client, ClusterModel& model, PodDirectory&
       nodes_(client, node_sink_, OptionsFor("nodes", "/api/v1/nodes", options), metrics),
       // Every pod, not only pending ones: bound pods' annotations are the
       // allocations, and finished pods must free their GPUs.
-      pods_(client, pod_sink_, OptionsFor("pods", "/api/v1/pods", options), metrics) {}
+      pods_(client, pod_sink_, OptionsFor("pods", "/api/v1/pods", options), metrics),
+      dra_(client, model, metrics, OptionsFor("", "", options)) {}
 
 ClusterWatch::~ClusterWatch() { Stop(); }
 
 void ClusterWatch::Start() {
   nodes_.Start();
   pods_.Start();
+  dra_.Start();
 }
 
 void ClusterWatch::Stop() {
+  dra_.Stop();
   nodes_.Stop();
   pods_.Stop();
 }
 
 bool ClusterWatch::WaitForSync(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
-  return nodes_.WaitForSync(timeout) && pods_.WaitForSync(std::max(absl::ZeroDuration(), deadline - absl::Now()));
+  if (!nodes_.WaitForSync(timeout) || !pods_.WaitForSync(std::max(absl::ZeroDuration(), deadline - absl::Now()))) {
+    return false;
+  }
+  return dra_.WaitForSync(std::max(absl::ZeroDuration(), deadline - absl::Now()));
 }
 
 }  // namespace tessera::k8s

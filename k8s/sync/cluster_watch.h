@@ -1,5 +1,6 @@
 // Keeps the cluster model in step with the API server: one reflector for
-// Nodes and one for Pods, each feeding its sink.
+// Nodes and one for Pods, each feeding its sink, and where the API server
+// serves DRA the ResourceSlices and ResourceClaims (dra_watch.h).
 #pragma once
 
 #include <memory>
@@ -8,6 +9,7 @@
 #include "absl/time/time.h"
 #include "k8s/client/api_client.h"
 #include "k8s/client/reflector.h"
+#include "k8s/sync/dra_watch.h"
 #include "k8s/sync/node_sink.h"
 #include "k8s/sync/pod_sink.h"
 #include "scheduler/cache/cluster_model.h"
@@ -32,14 +34,18 @@ class ClusterWatch {
 
   void Start();
   void Stop();
-  /// Both initial lists are applied: the model is as complete as the API
-  /// server's state, so answers (and /readyz) can be trusted.
-  [[nodiscard]] bool synced() const { return nodes_.synced() && pods_.synced(); }
+  /// Every initial list is applied (nodes, pods, and DRA's where served):
+  /// the model is as complete as the API server's state, so answers (and
+  /// /readyz) can be trusted.
+  [[nodiscard]] bool synced() const { return nodes_.synced() && pods_.synced() && dra_.synced(); }
   bool WaitForSync(absl::Duration timeout);
 
   [[nodiscard]] ReflectorStatus node_status() const { return nodes_.status(); }
   [[nodiscard]] ReflectorStatus pod_status() const { return pods_.status(); }
   [[nodiscard]] std::vector<PodProblem> pod_problems() const { return pod_sink_.problems(); }
+  [[nodiscard]] DraReport dra_report() const { return dra_.Report(); }
+  /// See DraWatch::Resolve: the control loop's once a second.
+  void ResolveDra() { dra_.Resolve(); }
   /// See NodeSink::set_utilization_observer; before Start().
   void set_utilization_observer(NodeSink::UtilizationObserver o) { node_sink_.set_utilization_observer(std::move(o)); }
   /// See NodeSink::set_capacity_observer; before Start().
@@ -50,6 +56,7 @@ class ClusterWatch {
   PodSink pod_sink_;
   Reflector nodes_;
   Reflector pods_;
+  DraWatch dra_;
 };
 
 }  // namespace tessera::k8s

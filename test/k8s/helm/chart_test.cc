@@ -287,14 +287,17 @@ TEST_F(ChartRbac, TesseraGetsExactlyWhatItUses) {
   const YAML::Node role = Rendered().One("ClusterRole", "-extender");
   std::vector<std::string> rules;
   for (const YAML::Node& r : role["rules"]) {
-    EXPECT_THAT(Strings(r["apiGroups"]), ElementsAre("")) << "core API only";
+    const std::vector<std::string> groups = Strings(r["apiGroups"]);
+    ASSERT_EQ(groups.size(), 1u) << "one API group a rule";
     for (const std::string& resource : Strings(r["resources"])) {
-      rules.push_back(absl::StrCat(resource, ":", absl::StrJoin(Strings(r["verbs"]), ",")));
+      rules.push_back(absl::StrCat(groups[0].empty() ? "" : groups[0] + "/", resource, ":",
+                                   absl::StrJoin(Strings(r["verbs"]), ",")));
     }
   }
   EXPECT_THAT(rules, UnorderedElementsAre("nodes:get,list,watch", "nodes/status:patch", "pods:get,list,watch,patch",
                                           "pods/binding:create", "pods/eviction:create", "pods/status:patch",
-                                          "events:create"));
+                                          "events:create", "resource.k8s.io/resourceslices:list,watch",
+                                          "resource.k8s.io/resourceclaims:list,watch"));
 }
 
 TEST_F(ChartRbac, NoRuleUsesWildcards) {
