@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(
-  g++ cmake make pkg-config curl
+  g++ cmake make pkg-config curl ccache
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libabsl-dev libsimdjson-dev libssl-dev libnghttp2-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   prometheus

@@ -18,8 +18,13 @@ scripts/install-deps.sh
 scripts/install-helm.sh
 
 # ccache, where installed, makes a re-run compile only what changed.
+# Paths relative to the checkout and no working directory in the hash, so
+# that a fresh clone elsewhere (CI's) hits what this machine compiled before.
 launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
+fi
 
 echo "== build (optimised, no debug info) and test"
 # -O2 as RelWithDebInfo, without -g: debug info is a third of the compile
