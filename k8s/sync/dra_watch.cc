@@ -88,14 +88,9 @@ DraWatch::DraWatch(ApiClient& client, ClusterModel& model, MetricsRegistry* metr
     : client_(client),
       model_(model),
       metrics_(metrics),
+      base_(base),
       slice_sink_(std::make_unique<Sink>(*this, Sink::Kind::kSlices)),
-      claim_sink_(std::make_unique<Sink>(*this, Sink::Kind::kClaims)),
-      slices_(std::make_unique<Reflector>(client, *slice_sink_,
-                                          For(base, "resourceslices", absl::StrCat(kGroupVersion, "/resourceslices")),
-                                          metrics)),
-      claims_(std::make_unique<Reflector>(client, *claim_sink_,
-                                          For(base, "resourceclaims", absl::StrCat(kGroupVersion, "/resourceclaims")),
-                                          metrics)) {}
+      claim_sink_(std::make_unique<Sink>(*this, Sink::Kind::kClaims)) {}
 
 DraWatch::~DraWatch() { Stop(); }
 
@@ -107,8 +102,9 @@ void DraWatch::Start() {
 void DraWatch::Stop() {
   if (!stopping_.HasBeenNotified()) stopping_.Notify();
   if (discovery_.joinable()) discovery_.join();
-  slices_->Stop();
-  claims_->Stop();
+  // The discovery thread, which made them, has ended.
+  if (slices_ != nullptr) slices_->Stop();
+  if (claims_ != nullptr) claims_->Stop();
 }
 
 void DraWatch::Discover() {
@@ -120,9 +116,14 @@ void DraWatch::Discover() {
     absl::Duration next = absl::Seconds(1);
     if (answer.ok() && answer->status == 200) {
       if (api_.exchange(1) != 1) LogInfo("DRA: the API server serves resource.k8s.io/v1; watching ResourceSlices and ResourceClaims");
+      // Made only now, so that a cluster without DRA shows no series of theirs.
+      slices_ = std::make_unique<Reflector>(
+          client_, *slice_sink_, For(base_, "resourceslices", absl::StrCat(kGroupVersion, "/resourceslices")), metrics_);
+      claims_ = std::make_unique<Reflector>(
+          client_, *claim_sink_, For(base_, "resourceclaims", absl::StrCat(kGroupVersion, "/resourceclaims")), metrics_);
       slices_->Start();
       claims_->Start();
-      reflectors_started_.store(true);
+      reflectors_started_.store(true, std::memory_order_release);
       if (!answered_.HasBeenNotified()) answered_.Notify();
       return;
     }
@@ -140,7 +141,7 @@ bool DraWatch::synced() const {
     case 2:
       return true;
     case 1:
-      return reflectors_started_.load() && slices_->synced() && claims_->synced();
+      return reflectors_started_.load(std::memory_order_acquire) && slices_->synced() && claims_->synced();
     default:
       return false;
   }
@@ -149,7 +150,7 @@ bool DraWatch::synced() const {
 bool DraWatch::WaitForSync(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   if (!answered_.WaitForNotificationWithTimeout(timeout)) return false;
-  if (api_.load() != 1) return synced();
+  if (api_.load() != 1 || !reflectors_started_.load(std::memory_order_acquire)) return synced();
   return slices_->WaitForSync(std::max(absl::ZeroDuration(), deadline - absl::Now())) &&
          claims_->WaitForSync(std::max(absl::ZeroDuration(), deadline - absl::Now()));
 }

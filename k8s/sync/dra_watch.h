@@ -94,8 +94,11 @@ class DraWatch {
   ApiClient& client_;
   ClusterModel& model_;
   MetricsRegistry* metrics_;
+  const ReflectorOptions base_;
   std::unique_ptr<Sink> slice_sink_;
   std::unique_ptr<Sink> claim_sink_;
+  // Made by the discovery thread once the API server serves the group, before
+  // reflectors_started_ is set; read by others only after they see it set.
   std::unique_ptr<Reflector> slices_;
   std::unique_ptr<Reflector> claims_;
   std::thread discovery_;
