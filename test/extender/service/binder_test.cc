@@ -9,10 +9,13 @@
 #include <map>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "config/policy_loader.h"
+#include "extender/service/extender_service.h"
 #include "extender/service/profile_request.h"
 #include "k8s/annotations.h"
 #include "k8s/gpu_assignment.h"
@@ -455,6 +458,40 @@ TEST_F(BinderTest, AFiltersAssumptionHoldsTheGpusSoTheNextPodCannotTakeThemBefor
   EXPECT_THAT(api_.calls(), ElementsAre("bind ml/first n1 with annotations"));
   EXPECT_EQ(Held("n1", 0), 600) << "the bind took the assumption over, not a second share";
   EXPECT_EQ(model_.reservation_count(), 1u);
+}
+
+TEST_F(BinderTest, AFilterOfTheNominatedNodeAloneWithNoPrioritizeGivesTheGpusThePolicyChooses) {
+  // kube-scheduler 1.35+ may filter a pod's nominated node alone, and never
+  // prioritizes a pod with one feasible node: the GPUs come from the policy's
+  // choice on that node when filter assumes them, not from a ranking.
+  GpuShare half;
+  half.index = 1;
+  half.guaranteed = MilliGpu(500);
+  half.limit = MilliGpu(500);
+  model_.UpsertPod(PodHolding{.uid = "uid-held", .pod_key = "ml/held", .assignment = {.node = "n2", .gpus = {half}}});
+  model_.Publish();
+  const PodRecord pod = PendingPod("nominated", "0.5");
+  Known(pod);
+  const ExtenderService service(ExtenderSources{.snapshot = [this] { return model_.Current(); },
+                                                .profile = [this] { return profile_; },
+                                                .binder = binder_.get()},
+                                metrics_);
+  const nlohmann::json request = {
+      {"Pod", {{"metadata", {{"name", pod.name}, {"namespace", pod.namespace_name}, {"uid", pod.uid},
+                             {"annotations", pod.annotations}}},
+               {"spec", {{"schedulerName", "tessera-scheduler"}}}}},
+      {"NodeNames", {"n2"}}};
+  absl::StatusOr<std::string> answer = service.Filter(request.dump());
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(nlohmann::json::parse(*answer)["NodeNames"], nlohmann::json::array({"n2"})) << *answer;
+  EXPECT_EQ(Held("n2", 1), 1000) << "binpack fills the half-held GPU 1, not the idle GPU 0";
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n2")).ok());
+  absl::StatusOr<GpuAssignment> written =
+      k8s::ParseGpuAssignment(api_.Pod("ml/nominated")->annotations.at(std::string(k8s::kGpuAssignment)));
+  ASSERT_TRUE(written.ok()) << written.status();
+  ASSERT_EQ(written->gpus.size(), 1u);
+  EXPECT_EQ(written->gpus[0].index, 1);
+  EXPECT_EQ(Held("n2", 0), 0);
 }
 
 TEST_F(BinderTest, AnAssumptionNoBindFollowsIsReleasedAfterItsShortTtl) {
