@@ -83,8 +83,8 @@ TEST_F(GpuCapacityTest, ANamespaceQuotaOnGpuMilliRefusesAPodOverItWithKubernetes
   ASSERT_EQ(Send("PATCH", quotas + "/gpus/status", status, "application/merge-patch+json")->status, 200);
 
   // Pods as the webhook completes them: the annotation and the matching requests = limits.
-  auto pod = [&](const std::string& name) {
-    const json amounts = {{"tessera.io/gpu-milli", "600"}};
+  auto pod = [&](const std::string& name, const std::string& milli = "600", const std::string& query = "") {
+    const json amounts = {{"tessera.io/gpu-milli", milli}};
     const json p = {{"apiVersion", "v1"},
                     {"kind", "Pod"},
                     {"metadata", {{"name", name}, {"annotations", {{"tessera.io/gpu-fraction", "0.6"}}}}},
@@ -93,8 +93,20 @@ TEST_F(GpuCapacityTest, ANamespaceQuotaOnGpuMilliRefusesAPodOverItWithKubernetes
                       {"containers", json::array({{{"name", "main"},
                                                    {"image", "cuda"},
                                                    {"resources", {{"requests", amounts}, {"limits", amounts}}}}})}}}};
-    return Send("POST", absl::StrCat("/api/v1/namespaces/", ns(), "/pods"), p);
+    return Send("POST", absl::StrCat("/api/v1/namespaces/", ns(), "/pods", query), p);
   };
+  // The quota admission reads quotas from an informer: until it has seen the
+  // status just written, it lets pods through uncounted (seen once in a CI
+  // run: both pods admitted). A dry run over the whole quota is refused once
+  // it has; nothing is created meanwhile.
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  int probe = 0;
+  for (;; absl::SleepFor(absl::Milliseconds(50))) {
+    absl::StatusOr<k8s::ApiResponse> dry = pod(absl::StrCat("probe-", probe++), "1100", "?dryRun=All");
+    ASSERT_TRUE(dry.ok());
+    if (dry->status == 403) break;
+    ASSERT_LT(absl::Now(), deadline) << "the quota was never enforced: " << dry->body;
+  }
   absl::StatusOr<k8s::ApiResponse> first = pod("first");
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->status, 201) << first->body;
