@@ -121,9 +121,10 @@ void DraWatch::Discover() {
           client_, *slice_sink_, For(base_, "resourceslices", absl::StrCat(kGroupVersion, "/resourceslices")), metrics_);
       claims_ = std::make_unique<Reflector>(
           client_, *claim_sink_, For(base_, "resourceclaims", absl::StrCat(kGroupVersion, "/resourceclaims")), metrics_);
+      // Set before they start: their first list's Flush must resolve.
+      reflectors_started_.store(true, std::memory_order_release);
       slices_->Start();
       claims_->Start();
-      reflectors_started_.store(true, std::memory_order_release);
       if (!answered_.HasBeenNotified()) answered_.Notify();
       return;
     }
@@ -238,6 +239,8 @@ DraMatch MatchDraClaims(const absl::btree_map<std::string, DraSlice>& slices,
 }
 
 void DraWatch::Resolve() {
+  // Nothing to match (and no gauges to show) where the group is not served.
+  if (!reflectors_started_.load(std::memory_order_acquire)) return;
   const std::shared_ptr<const ClusterSnapshot> snapshot = model_.Current();
   absl::MutexLock lock(&mu_);
   DraMatch match = MatchDraClaims(slice_by_name_, claim_by_uid_, *snapshot);
