@@ -23,6 +23,9 @@ class PluginArgs;
 class BestFitPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "best-fit";
+  /// One line for docs/reference/policy-file.md.
+  static constexpr std::string_view kSummary =
+      "Score: the node the pod leaves with the least free (the FGD paper's BestFit baseline).";
 
   /// Takes no args.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);

@@ -22,21 +22,21 @@ namespace tessera {
 
 std::vector<PluginRegistry::Entry> BuiltinPlugins() {
   return {
-      {GpuSharePlugin::kName, &GpuSharePlugin::New},
-      {LoadAwarePlugin::kName, &LoadAwarePlugin::New},
-      {NvlinkTopologyPlugin::kName, &NvlinkTopologyPlugin::New},
-      {MigPartitionPlugin::kName, &MigPartitionPlugin::New},
+      {GpuSharePlugin::kName, &GpuSharePlugin::New, GpuSharePlugin::kSummary},
+      {LoadAwarePlugin::kName, &LoadAwarePlugin::New, LoadAwarePlugin::kSummary},
+      {NvlinkTopologyPlugin::kName, &NvlinkTopologyPlugin::New, NvlinkTopologyPlugin::kSummary},
+      {MigPartitionPlugin::kName, &MigPartitionPlugin::New, MigPartitionPlugin::kSummary},
       // Placement-quality plugins (the FGD paper's baselines and FGD itself;
       // config/examples/placement/ pairs them into policies).
-      {HostResourcesFitPlugin::kName, &HostResourcesFitPlugin::New},
-      {GpuFitPlugin::kName, &GpuFitPlugin::New},
-      {RandomScorePlugin::kName, &RandomScorePlugin::New},
-      {DotProductPlugin::kName, &DotProductPlugin::New},
-      {GpuClusteringPlugin::kName, &GpuClusteringPlugin::New},
-      {GpuPackingPlugin::kName, &GpuPackingPlugin::New},
-      {BestFitPlugin::kName, &BestFitPlugin::New},
-      {FgdPlugin::kName, &FgdPlugin::New},
-      {HostStrandingPlugin::kName, &HostStrandingPlugin::New},
+      {HostResourcesFitPlugin::kName, &HostResourcesFitPlugin::New, HostResourcesFitPlugin::kSummary},
+      {GpuFitPlugin::kName, &GpuFitPlugin::New, GpuFitPlugin::kSummary},
+      {RandomScorePlugin::kName, &RandomScorePlugin::New, RandomScorePlugin::kSummary},
+      {DotProductPlugin::kName, &DotProductPlugin::New, DotProductPlugin::kSummary},
+      {GpuClusteringPlugin::kName, &GpuClusteringPlugin::New, GpuClusteringPlugin::kSummary},
+      {GpuPackingPlugin::kName, &GpuPackingPlugin::New, GpuPackingPlugin::kSummary},
+      {BestFitPlugin::kName, &BestFitPlugin::New, BestFitPlugin::kSummary},
+      {FgdPlugin::kName, &FgdPlugin::New, FgdPlugin::kSummary},
+      {HostStrandingPlugin::kName, &HostStrandingPlugin::New, HostStrandingPlugin::kSummary},
   };
 }
 

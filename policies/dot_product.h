@@ -25,6 +25,9 @@ class PluginArgs;
 class DotProductPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "dot-product";
+  /// One line for docs/reference/policy-file.md.
+  static constexpr std::string_view kSummary =
+      "Score: the node whose free resources align least with the pod (the FGD paper's DotProd baseline).";
 
   /// Takes no args.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);

@@ -96,9 +96,11 @@ int64_t PlacementFragmentationDecrease(const TargetWorkload& workload, const Fra
 
 MeasureArgs ReadMeasureArgs(PluginArgs& args) {
   MeasureArgs m;
-  m.kind_weights = args.Enum("kindWeights", {"pods", "gpus"}, "pods") == "gpus" ? KindWeights::kPerGpuAsked
+  m.kind_weights = args.Enum("kindWeights", {"pods", "gpus"}, "pods",
+                                "Weigh each kind of the workload by its pods (pods) or by the GPUs its pods ask (gpus).") == "gpus" ? KindWeights::kPerGpuAsked
                                                                                 : KindWeights::kPerPod;
-  m.gpu_memory = args.Enum("gpuMemory", {"ignore", "fit"}, "ignore") == "fit";
+  m.gpu_memory = args.Enum("gpuMemory", {"ignore", "fit"}, "ignore",
+                              "Count a GPU as fitting a kind by compute alone (ignore) or by compute and GPU memory (fit).") == "fit";
   return m;
 }
 
@@ -107,7 +109,8 @@ namespace {
 // fgd's own measure args: MeasureArgs and `leftover`.
 MeasureArgs ReadFgdMeasureArgs(PluginArgs& args) {
   MeasureArgs m = ReadMeasureArgs(args);
-  m.leftover_outlook = args.Enum("leftover", {"ignore", "outlook"}, "ignore") == "outlook";
+  m.leftover_outlook = args.Enum("leftover", {"ignore", "outlook"}, "ignore",
+                                     "Also weigh what the GPUs left after a placement could still take (outlook).") == "outlook";
   return m;
 }
 
@@ -124,7 +127,8 @@ std::shared_ptr<const TargetWorkload> Weighed(std::shared_ptr<const TargetWorklo
 
 std::optional<TargetWorkload> ReadWorkloadArg(PluginArgs& args, std::string_view key) {
   const bool present = args.Has(key);
-  const std::vector<std::string> items = args.StringList(key);
+  const std::vector<std::string> items = args.StringList(
+      key, "Required: the kinds of pod the cluster expects, one per item, \"<count> cpu=<milli>m gpu=<milli>m\" (as in [\"1078 cpu=3152m gpu=810m\"]).");
   if (!present) {
     args.Error(key, "required: list the kinds of pod the cluster expects, as in [\"1078 cpu=3152m gpu=810m\"]");
     return std::nullopt;

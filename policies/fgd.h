@@ -92,6 +92,9 @@ std::shared_ptr<const TargetWorkload> MixedWithPrior(const TargetWorkload& learn
 class FgdPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "fgd";
+  /// One line for docs/reference/policy-file.md.
+  static constexpr std::string_view kSummary =
+      "Filter, GPU choice and score: where the node's GPU fragmentation under the expected workload grows least (FGD, ATC '23); gpu-share's args apply.";
 
   /// Reads `workload`, a list of workload items (required; see
   /// fragmentation.h), then gpu-share's args for the fit.

@@ -26,6 +26,9 @@ class PluginArgs;
 class GpuClusteringPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "gpu-clustering";
+  /// One line for docs/reference/policy-file.md.
+  static constexpr std::string_view kSummary =
+      "Score: keep pods of one shape together on a node (the FGD paper's GpuClustering baseline).";
 
   /// Takes no args.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);

@@ -9,7 +9,8 @@
 namespace tessera {
 
 absl::StatusOr<std::unique_ptr<Plugin>> GpuFitPlugin::New(PluginArgs& args) {
-  const std::string selection = args.Enum("gpuSelection", {"best", "random"}, "best");
+  const std::string selection = args.Enum("gpuSelection", {"best", "random"}, "best",
+                                               "Which GPU a one-GPU fractional pod gets on a node: the best fit, or one by the pod's hash.");
   if (absl::Status st = args.Finish(); !st.ok()) return st;
   return std::make_unique<GpuFitPlugin>(selection == "random" ? GpuSelection::kRandom : GpuSelection::kBest);
 }

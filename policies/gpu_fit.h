@@ -34,6 +34,9 @@ enum class GpuSelection { kBest, kRandom };
 class GpuFitPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "gpu-fit";
+  /// One line for docs/reference/policy-file.md.
+  static constexpr std::string_view kSummary =
+      "Filter and GPU choice of gpu-share without its score, to pair with any score plugin.";
 
   /// Reads `gpuSelection` (best | random, default best).
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);

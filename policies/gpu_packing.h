@@ -26,6 +26,9 @@ class PluginArgs;
 class GpuPackingPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "gpu-packing";
+  /// One line for docs/reference/policy-file.md.
+  static constexpr std::string_view kSummary =
+      "Score: fill shared GPUs first, then idle GPUs of used nodes, then empty nodes (the FGD paper's GpuPacking baseline).";
 
   /// Takes no args.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);

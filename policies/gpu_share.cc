@@ -425,11 +425,16 @@ absl::StatusOr<std::unique_ptr<Plugin>> GpuSharePlugin::New(PluginArgs& args) {
   auto strategy = [](const std::string& s) {
     return s == "spread" ? PlacementStrategy::kSpread : PlacementStrategy::kBinpack;
   };
-  a.node_strategy = strategy(args.Enum("nodeStrategy", {"binpack", "spread"}, "binpack"));
-  a.gpu_strategy = strategy(args.Enum("gpuStrategy", {"binpack", "spread"}, "binpack"));
-  a.memory_reserve = args.Memory("gpuMemoryReserve", MemoryMiB(0));
-  a.max_limit_percent = args.Int("maxLimitPercent", 100, 1000, a.max_limit_percent);
-  a.max_memory_limit_percent = args.Int("maxMemoryLimitPercent", 100, 1000, a.max_memory_limit_percent);
+  a.node_strategy = strategy(args.Enum("nodeStrategy", {"binpack", "spread"}, "binpack",
+                                               "Score nodes that are already busy higher (binpack) or lower (spread)."));
+  a.gpu_strategy = strategy(args.Enum("gpuStrategy", {"binpack", "spread"}, "binpack",
+                                              "On a node, give the pod the fullest GPU that fits (binpack) or the emptiest (spread)."));
+  a.memory_reserve = args.Memory("gpuMemoryReserve", MemoryMiB(0),
+                                 "Memory held back on every GPU (driver, the runtime's CUDA context); pods' guaranteed memory fits in the rest.");
+  a.max_limit_percent = args.Int("maxLimitPercent", 100, 1000, a.max_limit_percent,
+                                  "Cap on the sum of burst limits on one GPU, in percent of the GPU (100: no overcommit).");
+  a.max_memory_limit_percent = args.Int("maxMemoryLimitPercent", 100, 1000, a.max_memory_limit_percent,
+                                         "Cap on the sum of memory limits on one GPU, in percent of its usable memory.");
   if (absl::Status st = args.Finish(); !st.ok()) return st;
   return std::make_unique<GpuSharePlugin>(a);
 }

@@ -73,6 +73,9 @@ bool GpuAccepted(const CycleState& cycle, const GpuDevice& gpu);
 class GpuSharePlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "gpu-share";
+  /// One line for docs/reference/policy-file.md.
+  static constexpr std::string_view kSummary =
+      "Fractional GPUs: filter, GPU choice and score by guaranteed share, burst limit and GPU memory.";
 
   /// Reads nodeStrategy, gpuStrategy, gpuMemoryReserve, maxLimitPercent and
   /// maxMemoryLimitPercent from `args`.

@@ -25,6 +25,9 @@ class PluginArgs;
 class HostResourcesFitPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "host-resources";
+  /// One line for docs/reference/policy-file.md.
+  static constexpr std::string_view kSummary =
+      "Filter: the node has the CPU and memory the pod requests (kube-scheduler's NodeResourcesFit, for the simulator).";
 
   /// Takes no args.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);

@@ -53,6 +53,9 @@ class PluginArgs;
 class HostStrandingPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "host-stranding";
+  /// One line for docs/reference/policy-file.md.
+  static constexpr std::string_view kSummary =
+      "Score: among nodes fgd finds equally good, the one where the pod strands the least GPU behind short CPU.";
 
   /// Reads `workload` (required; see fragmentation.h), and `kindWeights`
   /// and `gpuMemory` as fgd does (policies/fgd.h): give it fgd's.

@@ -87,26 +87,39 @@ absl::Time LoadAwarePlugin::CoarseNow() {
 
 absl::StatusOr<std::unique_ptr<Plugin>> LoadAwarePlugin::New(PluginArgs& args) {
   LoadAwareArgs a;
-  a.utilization_weight = args.Int("utilizationWeight", 0, 100, a.utilization_weight);
-  a.memory_weight = args.Int("memoryWeight", 0, 100, a.memory_weight);
+  a.utilization_weight = args.Int("utilizationWeight", 0, 100, a.utilization_weight,
+                                  "Weight of the compute left on the chosen GPUs in the score.");
+  a.memory_weight = args.Int("memoryWeight", 0, 100, a.memory_weight, "Weight of the measured memory left in the score.");
   if (a.utilization_weight + a.memory_weight == 0) {
     args.Error("memoryWeight", "utilizationWeight and memoryWeight cannot both be 0");
   }
-  a.short_window_weight = args.Int("shortWindowWeight", 0, 100, a.short_window_weight);
-  a.long_window_weight = args.Int("longWindowWeight", 0, 100, a.long_window_weight);
+  a.short_window_weight = args.Int("shortWindowWeight", 0, 100, a.short_window_weight,
+                                   "Weight of the short window's utilisation (or SM activity) in the measured load.");
+  a.long_window_weight = args.Int("longWindowWeight", 0, 100, a.long_window_weight,
+                                  "Weight of the sustained window's utilisation in the measured load.");
   if (a.short_window_weight + a.long_window_weight == 0) {
     args.Error("longWindowWeight", "shortWindowWeight and longWindowWeight cannot both be 0");
   }
-  a.use_sm_active = args.Bool("useSmActive", a.use_sm_active);
-  a.guaranteed_estimate_percent = args.Int("guaranteedEstimatePercent", 0, 200, a.guaranteed_estimate_percent);
-  a.burst_estimate_percent = args.Int("burstEstimatePercent", 0, 100, a.burst_estimate_percent);
-  a.pod_warmup = absl::Seconds(args.Int("podWarmupSeconds", 0, 3600, absl::ToInt64Seconds(a.pod_warmup)));
-  a.hot_spot_threshold_percent = args.Int("hotSpotThresholdPercent", 1, 99, a.hot_spot_threshold_percent);
-  a.hot_spot_penalty_percent = args.Int("hotSpotPenaltyPercent", 0, 100, a.hot_spot_penalty_percent);
-  a.neutral_score = args.Int("neutralScore", 0, kMaxPluginScore, a.neutral_score);
-  a.reject_busy_gpus = args.Bool("rejectBusyGpus", a.reject_busy_gpus);
-  a.busy_threshold_percent = args.Int("busyThresholdPercent", 1, 100, a.busy_threshold_percent);
-  a.memory_guard = args.Bool("memoryGuard", a.memory_guard);
+  a.use_sm_active = args.Bool("useSmActive", a.use_sm_active,
+                               "Use SM activity for the short window where the GPU reports it (a truer load than utilisation).");
+  a.guaranteed_estimate_percent = args.Int("guaranteedEstimatePercent", 0, 200, a.guaranteed_estimate_percent,
+                                   "Load a pod bound since the sample is assumed to add, in percent of its guaranteed share.");
+  a.burst_estimate_percent = args.Int("burstEstimatePercent", 0, 100, a.burst_estimate_percent,
+                                   "Load assumed of the part of its burst limit above its guaranteed share, in percent.");
+  a.pod_warmup = absl::Seconds(args.Int("podWarmupSeconds", 0, 3600, absl::ToInt64Seconds(a.pod_warmup),
+                                             "Seconds a newly bound pod is still counted by its estimate: it is starting and the averages lag."));
+  a.hot_spot_threshold_percent = args.Int("hotSpotThresholdPercent", 1, 99, a.hot_spot_threshold_percent,
+                                   "Predicted load past which each further per-mille costs more (the hot-spot penalty starts).");
+  a.hot_spot_penalty_percent = args.Int("hotSpotPenaltyPercent", 0, 100, a.hot_spot_penalty_percent,
+                                   "Share of the score a GPU at full predicted load loses past the hot-spot threshold.");
+  a.neutral_score = args.Int("neutralScore", 0, kMaxPluginScore, a.neutral_score,
+                             "Score of a GPU with no fresh measurement (missing data is never a penalty).");
+  a.reject_busy_gpus = args.Bool("rejectBusyGpus", a.reject_busy_gpus,
+                                  "Rule out GPUs whose sustained utilisation is above busyThresholdPercent.");
+  a.busy_threshold_percent = args.Int("busyThresholdPercent", 1, 100, a.busy_threshold_percent,
+                                    "Sustained utilisation above which rejectBusyGpus rules a GPU out.");
+  a.memory_guard = args.Bool("memoryGuard", a.memory_guard,
+                               "Rule out GPUs whose measured free memory, less what pods bound since reserved, is below the pod's guaranteed memory.");
   if (absl::Status st = args.Finish(); !st.ok()) return st;
   return std::make_unique<LoadAwarePlugin>(a);
 }

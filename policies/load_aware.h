@@ -75,6 +75,9 @@ struct LoadAwareArgs {
 class LoadAwarePlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "load-aware";
+  /// One line for docs/reference/policy-file.md.
+  static constexpr std::string_view kSummary =
+      "GPU exclusion and score by live GPU metrics: steer pods away from GPUs that are busy in fact.";
   /// Reasons of its rejections (tessera_filter_rejections_total's label).
   static constexpr std::string_view kBusyReason = "gpu_busy";
   static constexpr std::string_view kMemoryReason = "gpu_memory_in_use";

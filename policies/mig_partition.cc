@@ -67,8 +67,9 @@ absl::Span<const int64_t> MigProfileWeights::For(const MigGeometry& geometry) co
 
 absl::StatusOr<std::unique_ptr<Plugin>> MigPartitionPlugin::New(PluginArgs& args) {
   MigPartitionArgs parsed;
-  parsed.profile_mix = args.IntMap("profileMix", 0, 1000);
-  parsed.default_weight = args.Int("defaultWeight", 0, 1000, 1);
+  parsed.profile_mix = args.IntMap("profileMix", 0, 1000,
+                                      "Expected share of each MIG profile (1g.10gb: 50): the instances to keep placeable.");
+  parsed.default_weight = args.Int("defaultWeight", 0, 1000, 1, "Weight of a MIG profile profileMix does not name.");
   for (const auto& entry : parsed.profile_mix) {
     const std::string& name = entry.first;  // a name, not a binding: lambdas capture it (clang 14)
     const bool offered = std::any_of(AllMigGeometries().begin(), AllMigGeometries().end(),

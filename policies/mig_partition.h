@@ -74,6 +74,9 @@ class MigProfileWeights {
 class MigPartitionPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "mig-partition";
+  /// One line for docs/reference/policy-file.md.
+  static constexpr std::string_view kSummary =
+      "Filter, MIG instance choice and score for pods that ask for a MIG instance.";
 
   /// Reads profileMix (a map of profile to weight) and defaultWeight from `args`.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);

@@ -49,8 +49,10 @@ std::string SlowestLink(const GpuTopology& topology, GpuMask gpus) {
 
 absl::StatusOr<std::unique_ptr<Plugin>> NvlinkTopologyPlugin::New(PluginArgs& args) {
   NvlinkTopologyArgs a;
-  a.require_nvlink = args.Bool("requireNvlink", a.require_nvlink);
-  a.protect_free_sets = args.Bool("protectFreeSets", a.protect_free_sets);
+  a.require_nvlink = args.Bool("requireNvlink", a.require_nvlink,
+                                 "Refuse a node where a multi-GPU pod's chosen set has no NVLink between any two of its GPUs.");
+  a.protect_free_sets = args.Bool("protectFreeSets", a.protect_free_sets,
+                                    "Give a one-GPU pod the GPU whose use least damages the free GPUs' best pair, quad and set of 8.");
   if (absl::Status st = args.Finish(); !st.ok()) return st;
   return std::make_unique<NvlinkTopologyPlugin>(a);
 }

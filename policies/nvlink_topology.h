@@ -55,6 +55,9 @@ struct NvlinkTopologyArgs {
 class NvlinkTopologyPlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "nvlink-topology";
+  /// One line for docs/reference/policy-file.md.
+  static constexpr std::string_view kSummary =
+      "GPU-set choice, filter and score: the best-connected GPUs for multi-GPU pods.";
 
   /// Reads requireNvlink and protectFreeSets (booleans) from `args`.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);

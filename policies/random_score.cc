@@ -9,7 +9,8 @@
 namespace tessera {
 
 absl::StatusOr<std::unique_ptr<Plugin>> RandomScorePlugin::New(PluginArgs& args) {
-  const int64_t seed = args.Int("seed", 0, std::numeric_limits<int64_t>::max(), 0);
+  const int64_t seed = args.Int("seed", 0, std::numeric_limits<int64_t>::max(), 0,
+                                "Seed of the stable hash that scores nodes at random.");
   if (absl::Status st = args.Finish(); !st.ok()) return st;
   return std::make_unique<RandomScorePlugin>(static_cast<uint64_t>(seed));
 }

@@ -21,6 +21,9 @@ class PluginArgs;
 class RandomScorePlugin final : public Plugin {
  public:
   static constexpr std::string_view kName = "random";
+  /// One line for docs/reference/policy-file.md.
+  static constexpr std::string_view kSummary =
+      "Score: one fitting node at random, reproducibly (the FGD paper's Random baseline).";
 
   /// Reads `seed` (integer ≥ 0, default 0), mixed into every key.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);

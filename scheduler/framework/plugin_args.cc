@@ -77,8 +77,16 @@ void PluginArgs::AddErrorAt(const YAML::Mark& mark, std::string_view key, std::s
   errors_->Add(mark, JoinPath(path_, key), std::move(message));
 }
 
+void PluginArgs::Declare(ArgDescription description) {
+  for (const ArgDescription& d : described_) {
+    if (d.key == description.key) return;
+  }
+  described_.push_back(std::move(description));
+}
+
 std::string PluginArgs::Enum(std::string_view key, std::vector<std::string_view> allowed,
-                             std::string_view default_value) {
+                             std::string_view default_value, std::string_view doc) {
+  Declare({std::string(key), "one of", JoinNames(allowed), std::string(default_value), std::string(doc)});
   const YamlMap::Field* field = Lookup(key);
   if (field == nullptr) return std::string(default_value);
   if (field->value.IsScalar()) {
@@ -92,7 +100,10 @@ std::string PluginArgs::Enum(std::string_view key, std::vector<std::string_view>
   return std::string(default_value);
 }
 
-int64_t PluginArgs::Int(std::string_view key, int64_t min, int64_t max, int64_t default_value) {
+int64_t PluginArgs::Int(std::string_view key, int64_t min, int64_t max, int64_t default_value,
+                        std::string_view doc) {
+  Declare({std::string(key), "integer", absl::StrFormat("%d..%d", min, max), absl::StrFormat("%d", default_value),
+            std::string(doc)});
   const YamlMap::Field* field = Lookup(key);
   if (field == nullptr) return default_value;
   std::optional<int64_t> value = ParseInteger(field->value);
@@ -108,7 +119,8 @@ int64_t PluginArgs::Int(std::string_view key, int64_t min, int64_t max, int64_t 
   return *value;
 }
 
-bool PluginArgs::Bool(std::string_view key, bool default_value) {
+bool PluginArgs::Bool(std::string_view key, bool default_value, std::string_view doc) {
+  Declare({std::string(key), "boolean", "", default_value ? "true" : "false", std::string(doc)});
   const YamlMap::Field* field = Lookup(key);
   if (field == nullptr) return default_value;
   if (field->value.IsScalar()) {
@@ -120,7 +132,9 @@ bool PluginArgs::Bool(std::string_view key, bool default_value) {
   return default_value;
 }
 
-MemoryMiB PluginArgs::Memory(std::string_view key, MemoryMiB default_value) {
+MemoryMiB PluginArgs::Memory(std::string_view key, MemoryMiB default_value, std::string_view doc) {
+  Declare({std::string(key), "memory", "quantity (512Mi, 1Gi) or whole MiB",
+            absl::StrFormat("%dMi", default_value.value()), std::string(doc)});
   const YamlMap::Field* field = Lookup(key);
   if (field == nullptr) return default_value;
   const YAML::Node& value = field->value;
@@ -150,7 +164,8 @@ MemoryMiB PluginArgs::Memory(std::string_view key, MemoryMiB default_value) {
   return *parsed;
 }
 
-std::vector<std::string> PluginArgs::StringList(std::string_view key) {
+std::vector<std::string> PluginArgs::StringList(std::string_view key, std::string_view doc) {
+  Declare({std::string(key), "list of strings", "", "", std::string(doc)});
   std::vector<std::string> out;
   const YamlMap::Field* field = Lookup(key);
   if (field == nullptr) return out;
@@ -171,7 +186,10 @@ std::vector<std::string> PluginArgs::StringList(std::string_view key) {
   return out;
 }
 
-std::vector<std::pair<std::string, int64_t>> PluginArgs::IntMap(std::string_view key, int64_t min, int64_t max) {
+std::vector<std::pair<std::string, int64_t>> PluginArgs::IntMap(std::string_view key, int64_t min, int64_t max,
+                                                                std::string_view doc) {
+  Declare({std::string(key), "map of names to integers", absl::StrFormat("%d..%d", min, max), "",
+            std::string(doc)});
   std::vector<std::pair<std::string, int64_t>> out;
   const YamlMap::Field* field = Lookup(key);
   if (field == nullptr) return out;

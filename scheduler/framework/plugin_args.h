@@ -17,6 +17,11 @@
 //
 // A missing key, and a key whose value is null (`key:` or `key: ~`), take the
 // default.
+//
+// Every getter also takes the arg's one-line documentation and records what it
+// was asked (key, type, range, default, doc) in described(): running a factory
+// on empty args is how docs/reference/policy-file.md is generated from the code
+// (config/policy_reference.h), so the reference cannot drift from the getters.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +40,15 @@
 #include "yaml-cpp/yaml.h"
 
 namespace tessera {
+
+/// One arg as a factory's getter declared it: what the reference prints.
+struct ArgDescription {
+  std::string key;
+  std::string type;           ///< "integer", "boolean", "one of", "memory", "list of strings", "map of names to integers"
+  std::string allowed;        ///< "1..1000", "binpack, spread"; empty where any value of the type goes
+  std::string default_value;  ///< as a policy file would write it; empty: none (an empty list or map)
+  std::string doc;            ///< one line: what the arg changes
+};
 
 class PluginArgs {
  public:
@@ -60,27 +74,28 @@ class PluginArgs {
 
   /// One of `allowed` (case-sensitive), e.g. Enum("nodeStrategy", {"binpack", "spread"}, "binpack").
   std::string Enum(std::string_view key, std::vector<std::string_view> allowed,
-                   std::string_view default_value);
+                   std::string_view default_value, std::string_view doc);
 
   /// A decimal integer in [min, max]; "1.5", "abc" and out-of-range values are errors.
-  int64_t Int(std::string_view key, int64_t min, int64_t max, int64_t default_value);
+  int64_t Int(std::string_view key, int64_t min, int64_t max, int64_t default_value, std::string_view doc);
 
   /// `true` or `false` (also True/TRUE/False/FALSE). YAML 1.1's yes/no/on/off
   /// are errors: `nodeStrategy: no`-style surprises are not worth the brevity.
-  bool Bool(std::string_view key, bool default_value);
+  bool Bool(std::string_view key, bool default_value, std::string_view doc);
 
   /// A Kubernetes memory quantity ("512Mi", "1Gi", "16G") or a plain
   /// non-negative integer, which means MiB (`256` = 256Mi, not 256 bytes).
-  MemoryMiB Memory(std::string_view key, MemoryMiB default_value);
+  MemoryMiB Memory(std::string_view key, MemoryMiB default_value, std::string_view doc);
 
   /// A list of strings; absent or null is the empty list. A bad element is
   /// reported at its own path (`models[1]`) and left out.
-  std::vector<std::string> StringList(std::string_view key);
+  std::vector<std::string> StringList(std::string_view key, std::string_view doc);
 
   /// A map of names to integers in [min, max] ("1g.10gb: 50"), in file
   /// order; absent or null is empty. A bad entry is reported at its own path
   /// (`profileMix.1g.10gb`) and left out.
-  std::vector<std::pair<std::string, int64_t>> IntMap(std::string_view key, int64_t min, int64_t max);
+  std::vector<std::pair<std::string, int64_t>> IntMap(std::string_view key, int64_t min, int64_t max,
+                                                      std::string_view doc);
 
   /// Records a factory's own error, e.g. a cross-field check, at `key`'s value
   /// (or at the args when `key` is absent; an empty `key` names the args
@@ -102,6 +117,9 @@ class PluginArgs {
   /// Field path of the args, "plugins[0].args".
   [[nodiscard]] const std::string& path() const { return path_; }
 
+  /// Every arg a getter asked for so far, in the order asked, each once.
+  [[nodiscard]] const std::vector<ArgDescription>& described() const { return described_; }
+
  private:
   // The field `key` with a non-null value, marked read; nullptr when absent or null.
   const yaml_internal::YamlMap::Field* Lookup(std::string_view key);
@@ -110,6 +128,8 @@ class PluginArgs {
   // Records an error at `at`'s position, or at HomeMark() when `at` has none.
   void AddError(const YAML::Node& at, std::string_view key, std::string message);
   void AddErrorAt(const YAML::Mark& mark, std::string_view key, std::string message);
+  // Records a getter's declaration (the first one per key).
+  void Declare(ArgDescription description);
 
   std::shared_ptr<ConfigErrors> errors_;
   // Errors from this index on belong to these args: the loader records
@@ -120,6 +140,7 @@ class PluginArgs {
   YAML::Mark fallback_;
   yaml_internal::YamlMap map_;
   bool finished_ = false;
+  std::vector<ArgDescription> described_;
 };
 
 }  // namespace tessera

@@ -24,24 +24,32 @@ using PluginFactory = std::function<absl::StatusOr<std::unique_ptr<Plugin>>(Plug
 
 class PluginRegistry {
  public:
-  /// One line of a registry's list: the name the policy file uses, and the factory.
+  /// One line of a registry's list: the name the policy file uses, the
+  /// factory, and one line on what the plugin does (the generated reference's).
   struct Entry {
     std::string_view name;
     PluginFactory factory;
+    std::string_view summary;
   };
   /// A registry of every entry of `entries`.
   /// \return AlreadyExists naming the first name listed twice.
   static absl::StatusOr<PluginRegistry> FromList(const std::vector<Entry>& entries);
 
   /// \return AlreadyExists if `name` is registered.
-  absl::Status Register(std::string name, PluginFactory factory);
+  absl::Status Register(std::string name, PluginFactory factory, std::string summary = "");
   /// \return nullptr when unknown.
   [[nodiscard]] const PluginFactory* Find(std::string_view name) const;
   /// Registered names, sorted (for "unknown plugin X; known: a, b, c").
   [[nodiscard]] std::vector<std::string> Names() const;
+  /// The summary `name` was registered with; empty when unknown or none.
+  [[nodiscard]] std::string Summary(std::string_view name) const;
 
  private:
-  absl::flat_hash_map<std::string, PluginFactory> factories_;
+  struct Registered {
+    PluginFactory factory;
+    std::string summary;
+  };
+  absl::flat_hash_map<std::string, Registered> factories_;
 };
 
 }  // namespace tessera

@@ -21,8 +21,8 @@ class FakeChooser final : public Plugin {
   static constexpr std::string_view kName = "fake-chooser";
 
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args) {
-    const int64_t gpus = args.Int("gpus", 1, 8, 1);
-    const bool last = args.Enum("order", {"first", "last"}, "first") == "last";
+    const int64_t gpus = args.Int("gpus", 1, 8, 1, "A test plugin's arg.");
+    const bool last = args.Enum("order", {"first", "last"}, "first", "A test plugin's arg.") == "last";
     if (absl::Status s = args.Finish(); !s.ok()) return s;
     return std::make_unique<FakeChooser>(gpus, last);
   }
@@ -47,10 +47,10 @@ class FakeChooser final : public Plugin {
 class FakeScorer final : public Plugin {
  public:
   static absl::StatusOr<std::unique_ptr<Plugin>> New(std::string name, PluginArgs& args) {
-    const int64_t score = args.Int("score", 0, 100, 50);
-    (void)args.Memory("reserve", MemoryMiB(0));
-    const std::vector<std::string> models = args.StringList("models");
-    if (args.Bool("strict", false) && models.empty()) {
+    const int64_t score = args.Int("score", 0, 100, 50, "A test plugin's arg.");
+    (void)args.Memory("reserve", MemoryMiB(0), "A test plugin's arg.");
+    const std::vector<std::string> models = args.StringList("models", "A test plugin's arg.");
+    if (args.Bool("strict", false, "A test plugin's arg.") && models.empty()) {
       args.Error("models", "must list at least one model when strict is true");
     }
     if (absl::Status s = args.Finish(); !s.ok()) return s;

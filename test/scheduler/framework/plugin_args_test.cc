@@ -23,13 +23,33 @@ TEST(PluginArgsTest, AbsentAndNullKeysTakeTheDefaults) {
   for (std::string_view yaml : {"", "~", "{}", "mode: ~\nn: ~\nflag: ~\nmem: ~\nlist: ~\n"}) {
     SCOPED_TRACE(yaml);
     PluginArgs args = Args(yaml);
-    EXPECT_EQ(args.Enum("mode", {"a", "b"}, "b"), "b");
-    EXPECT_EQ(args.Int("n", 1, 10, 7), 7);
-    EXPECT_TRUE(args.Bool("flag", true));
-    EXPECT_EQ(args.Memory("mem", MemoryMiB(42)), MemoryMiB(42));
-    EXPECT_THAT(args.StringList("list"), IsEmpty());
+    EXPECT_EQ(args.Enum("mode", {"a", "b"}, "b", "doc"), "b");
+    EXPECT_EQ(args.Int("n", 1, 10, 7, "doc"), 7);
+    EXPECT_TRUE(args.Bool("flag", true, "doc"));
+    EXPECT_EQ(args.Memory("mem", MemoryMiB(42), "doc"), MemoryMiB(42));
+    EXPECT_THAT(args.StringList("list", "doc"), IsEmpty());
     EXPECT_TRUE(args.Finish().ok());
   }
+}
+
+TEST(PluginArgsTest, EveryGetterDescribesItsArgOnceWithTypeRangeDefaultAndDoc) {
+  PluginArgs args = Args("");
+  (void)args.Enum("mode", {"a", "b"}, "b", "Which mode.");
+  (void)args.Int("n", 1, 10, 7, "How many.");
+  (void)args.Int("n", 1, 10, 7, "Asked twice, described once.");
+  (void)args.Bool("flag", true, "Whether.");
+  (void)args.Memory("mem", MemoryMiB(42), "How much.");
+  (void)args.StringList("list", "Which ones.");
+  (void)args.IntMap("mix", 0, 9, "How each.");
+  const std::vector<ArgDescription>& d = args.described();
+  ASSERT_EQ(d.size(), 6u);
+  auto row = [](const ArgDescription& a) { return a.key + "|" + a.type + "|" + a.allowed + "|" + a.default_value + "|" + a.doc; };
+  EXPECT_EQ(row(d[0]), "mode|one of|a, b|b|Which mode.");
+  EXPECT_EQ(row(d[1]), "n|integer|1..10|7|How many.");
+  EXPECT_EQ(row(d[2]), "flag|boolean||true|Whether.");
+  EXPECT_EQ(row(d[3]), "mem|memory|quantity (512Mi, 1Gi) or whole MiB|42Mi|How much.");
+  EXPECT_EQ(row(d[4]), "list|list of strings|||Which ones.");
+  EXPECT_EQ(row(d[5]), "mix|map of names to integers|0..9||How each.");
 }
 
 TEST(PluginArgsTest, ValidValuesAreReturned) {
@@ -44,16 +64,16 @@ TEST(PluginArgsTest, ValidValuesAreReturned) {
       "gi: 1Gi\n"
       "plain: 256\n"
       "list: [x, \"y z\", '']\n");
-  EXPECT_EQ(args.Enum("mode", {"a", "b"}, "b"), "a");
-  EXPECT_EQ(args.Int("low", 1, 10, 5), 1);
-  EXPECT_EQ(args.Int("high", 1, 10, 5), 10);
-  EXPECT_EQ(args.Int("negative", -5, 5, 0), -3);
-  EXPECT_TRUE(args.Bool("yes", false));
-  EXPECT_FALSE(args.Bool("no", true));
-  EXPECT_EQ(args.Memory("mi", MemoryMiB(0)), MemoryMiB(512));
-  EXPECT_EQ(args.Memory("gi", MemoryMiB(0)), MemoryMiB(1024));
-  EXPECT_EQ(args.Memory("plain", MemoryMiB(0)), MemoryMiB(256));  // MiB, not bytes
-  EXPECT_THAT(args.StringList("list"), ElementsAre("x", "y z", ""));
+  EXPECT_EQ(args.Enum("mode", {"a", "b"}, "b", "doc"), "a");
+  EXPECT_EQ(args.Int("low", 1, 10, 5, "doc"), 1);
+  EXPECT_EQ(args.Int("high", 1, 10, 5, "doc"), 10);
+  EXPECT_EQ(args.Int("negative", -5, 5, 0, "doc"), -3);
+  EXPECT_TRUE(args.Bool("yes", false, "doc"));
+  EXPECT_FALSE(args.Bool("no", true, "doc"));
+  EXPECT_EQ(args.Memory("mi", MemoryMiB(0), "doc"), MemoryMiB(512));
+  EXPECT_EQ(args.Memory("gi", MemoryMiB(0), "doc"), MemoryMiB(1024));
+  EXPECT_EQ(args.Memory("plain", MemoryMiB(0), "doc"), MemoryMiB(256));  // MiB, not bytes
+  EXPECT_THAT(args.StringList("list", "doc"), ElementsAre("x", "y z", ""));
   EXPECT_TRUE(args.Finish().ok());
   EXPECT_FALSE(args.has_errors());
 }
@@ -89,17 +109,17 @@ TEST(PluginArgsTest, EachBadValueRecordsAnErrorAndReturnsTheDefault) {
     SCOPED_TRACE(c.name);
     PluginArgs args = Args(c.yaml);
     if (c.name.starts_with("An enum")) {
-      EXPECT_EQ(args.Enum("v", {"a", "b"}, "b"), "b");
+      EXPECT_EQ(args.Enum("v", {"a", "b"}, "b", "doc"), "b");
     } else if (c.name.starts_with("An integer")) {
-      EXPECT_EQ(args.Int("v", 1, 10, 5), 5);
+      EXPECT_EQ(args.Int("v", 1, 10, 5, "doc"), 5);
     } else if (c.name.starts_with("A bool")) {
-      EXPECT_TRUE(args.Bool("v", true));
+      EXPECT_TRUE(args.Bool("v", true, "doc"));
     } else if (c.name.starts_with("A memory")) {
-      EXPECT_EQ(args.Memory("v", MemoryMiB(7)), MemoryMiB(7));
+      EXPECT_EQ(args.Memory("v", MemoryMiB(7), "doc"), MemoryMiB(7));
     } else if (c.name.ends_with("map")) {
-      EXPECT_THAT(args.StringList("v"), IsEmpty());
+      EXPECT_THAT(args.StringList("v", "doc"), IsEmpty());
     } else {
-      EXPECT_THAT(args.StringList("v"), ElementsAre("a"));  // the bad element is left out
+      EXPECT_THAT(args.StringList("v", "doc"), ElementsAre("a"));  // the bad element is left out
     }
     EXPECT_TRUE(args.has_errors());
     const absl::Status status = args.Finish();
@@ -110,7 +130,7 @@ TEST(PluginArgsTest, EachBadValueRecordsAnErrorAndReturnsTheDefault) {
 
 TEST(PluginArgsTest, FinishReportsEveryUnreadKeyOnce) {
   PluginArgs args = Args("known: 1\ntypo: 2\nother: 3\n");
-  EXPECT_EQ(args.Int("known", 0, 9, 0), 1);
+  EXPECT_EQ(args.Int("known", 0, 9, 0, "doc"), 1);
   const absl::Status first = args.Finish();
   EXPECT_EQ(first.message(),
             "args.yaml:2:1: args.typo: unknown field\n"
@@ -129,7 +149,7 @@ TEST(PluginArgsTest, HasDoesNotCountAsARead) {
 
 TEST(PluginArgsTest, ErrorPointsAtTheNamedKeyOrTheArgs) {
   PluginArgs args = Args("a: 1\nb: 2\n");
-  (void)args.Int("a", 0, 9, 0);
+  (void)args.Int("a", 0, 9, 0, "doc");
   args.Error("b", "must be greater than a");   // present: at its value, and now counts as read
   args.Error("c", "is required when a is 1");  // absent: at the args map
   args.Error("", "a and b conflict");          // the args as a whole
@@ -141,7 +161,7 @@ TEST(PluginArgsTest, ErrorPointsAtTheNamedKeyOrTheArgs) {
 
 TEST(PluginArgsTest, ArgsThatAreNotAMapAreAnError) {
   PluginArgs args = Args("[1, 2]");
-  EXPECT_EQ(args.Int("a", 0, 9, 4), 4);
+  EXPECT_EQ(args.Int("a", 0, 9, 4, "doc"), 4);
   EXPECT_EQ(args.Finish().message(), "args.yaml:1:1: args: must be a map; got a list");
 }
 
@@ -156,7 +176,7 @@ TEST(PluginArgsTest, FinishOnlyReportsTheErrorsOfItsOwnArgs) {
   errors->Add(YAML::Mark(), "elsewhere", "an earlier plugin's error");
   PluginArgs args(YAML::Load("a: 1"), YAML::Mark(), "plugins[1].args", errors);
   EXPECT_FALSE(args.has_errors());
-  EXPECT_EQ(args.Int("a", 0, 9, 0), 1);
+  EXPECT_EQ(args.Int("a", 0, 9, 0, "doc"), 1);
   EXPECT_TRUE(args.Finish().ok());
   EXPECT_EQ(errors->size(), 1u);
 }
