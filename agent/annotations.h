@@ -1,5 +1,5 @@
-// The node annotations Tessera reads (README, "What nodes have: the GPU
-// inventory" and "GPU topology"), written from what the probe found. The
+// The node annotations Tessera reads (docs/reference/annotations.md, "What
+// nodes have: the GPU inventory", and docs/concepts/topology.md), written from what the probe found. The
 // texts are exactly what k8s/node_inventory.h and k8s/gpu_topology.h parse;
 // tests read them back through those parsers.
 #pragma once

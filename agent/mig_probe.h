@@ -1,5 +1,5 @@
 // The MIG instances of a GPU in MIG mode, read from NVML for the inventory's
-// `"mig"` list (README, "MIG instances").
+// `"mig"` list (docs/concepts/mig-and-vendors.md).
 //
 // Each MIG device (a compute instance, with its "MIG-..." UUID) is asked for
 // its GPU instance; the GPU instance gives its profile and placement, and the

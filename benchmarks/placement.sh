@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Placement quality on the Alibaba GPU-sharing trace: every shipped policy,
-# 10 seeds (README, "Measure placement quality").
+# 10 seeds (docs/benchmarks.md, "Placement quality").
 #
 #   benchmarks/placement.sh                      # the default trace
 #   benchmarks/placement.sh --all-traces         # and every variant in the traces folder
@@ -60,7 +60,7 @@ if [ "$stress" = 1 ]; then
   # FGD told each trace's mix against Tessera learning it, on the traces as
   # they are and on the stress variants (sim/stress.h); the summaries give
   # 10-seed means and the seeds Tessera won. Node CPU × 0.6 and × 0.9 are
-  # checks the policy was not tuned on (README, "CPU × 0.9 and × 0.6").
+  # checks the policy was not tuned on (docs/experiments/2026-11-27-cpu-0.9-and-0.6.md).
   for variant in "as-is::--node_cpu_percent=100" "cpu-x0.5::--node_cpu_percent=50" \
                  "cpu-x0.75::--node_cpu_percent=75" "gpu-memory-heavy::--pod_gpu_memory_percent=100" \
                  "cpu-x0.6::--node_cpu_percent=60" "cpu-x0.9::--node_cpu_percent=90"; do

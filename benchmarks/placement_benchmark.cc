@@ -6,7 +6,7 @@
 //
 //   BM_ReplayDefaultTrace/<policy>   one seed of the default trace, every pod
 //                                    to 130% of GPU capacity (10 seeds = the
-//                                    README's table row; target: the winning
+//                                    docs/benchmarks.md's table row; target: the winning
 //                                    policy's 10 seeds in <= 60 s on 2 cores)
 //   BM_ReplayMixedFleet/<policy>     the same on the mixed fleet (tessera-sim
 //                                    --fleet=mixed; sim/fleet.h): the trace's

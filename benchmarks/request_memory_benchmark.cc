@@ -1,7 +1,7 @@
 // Memory per request body: how many bytes Tessera holds at its peak while it
 // decodes and answers one filter or prioritize request, per byte of body.
 // This is the amplification that ties the body limits to the chart's memory
-// limit (extender/server/request_memory.h, README "Limits").
+// limit (extender/server/request_memory.h, docs/operations/limits.md).
 //
 //   ./build/benchmarks/request_memory_benchmark
 //

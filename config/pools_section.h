@@ -1,5 +1,5 @@
 // The policy file's `pools:` section (scheduler/framework/profile_set.h;
-// README, "Pools by task type"):
+// docs/concepts/pools.md):
 //
 //   pools:
 //     - name: gpu-training             # required, unique: the node pool, as the node's pool

@@ -34,11 +34,11 @@ inline constexpr std::string_view kVisibleDevices = "tessera.io/visible-devices"
 inline constexpr std::string_view kTenantLabel = "tessera.io/tenant";
 
 // Pod label: the pod's task type ("training", "inference"); the policy
-// file's `pools:` route pods by it to node pools (README, "Pools by task type").
+// file's `pools:` route pods by it to node pools (docs/concepts/pools.md).
 inline constexpr std::string_view kTaskTypeLabel = "tessera.io/task-type";
 
 // Extended resources: GPU use as kube-scheduler, ResourceQuota and preemption
-// count it (README, "From annotation to container"). Integers, as extended
+// count it (docs/concepts/extended-resources.md). Integers, as extended
 // resources must be; requests = limits.
 inline constexpr std::string_view kGpuMilliResource = "tessera.io/gpu-milli";       // 1000 per GPU
 inline constexpr std::string_view kGpuMemoryResource = "tessera.io/gpu-memory-mib";  // MiB over all GPUs

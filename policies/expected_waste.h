@@ -33,7 +33,7 @@
 // the first-order correction. Where the cluster is short of CPU
 // (TargetWorkload::cpu_short), fgd also charges a share for what the CPU it
 // takes does to the node's other GPUs: Σ W_c(f_i) − W_c'(f_i) over them
-// (README, "The leftover's outlook", measured).
+// (measured: docs/experiments/2026-11-26-leftover-outlook.md).
 //
 // Dead leftovers. The walk is optimistic: it waits on each GPU for a kind
 // that fits, however rare. A leftover only rare kinds fit stays empty in
@@ -49,7 +49,7 @@
 // what it leaves beyond what the best-fitting kind the node hosted would
 // have left there (0 where none leaves less: a node short of the CPU a
 // better partner asks has none to wait for). fgd charges that regret on
-// GPUs other pods share already (policies/fgd.h; README, "Dead leftovers").
+// GPUs other pods share already (policies/fgd.h; docs/experiments/2026-11-27-dead-leftovers.md).
 //
 // Integers: W is kept in thousandths of a milli-GPU (weights ≤ 2^30, W ≤
 // 10^6: products below 2^50), computed once per workload: 1001 entries per

@@ -11,7 +11,7 @@
 // policy gives it 20: there it also outweighs a one-point fgd difference
 // where its own scores differ by more than 5, which is where the pod
 // strands noticeably more GPU behind CPU on one node than on the other;
-// README, "Where CPU binds"):
+// docs/experiments/2026-11-26-where-cpu-binds.md):
 //
 //   plugins:
 //     - name: fgd
@@ -28,7 +28,7 @@
 // (TargetWorkload::idle_node_reserve: their expected need is a quarter or
 // more of the idle nodes they fit, as the learned mix was told the
 // cluster), breaking one also counts as a fragment of all its GPUs: the
-// whole-node pod it would have placed (README, "CPU × 0.9 and × 0.6"). A
+// whole-node pod it would have placed (docs/experiments/2026-11-27-cpu-0.9-and-0.6.md). A
 // pod that takes the whole node places such a pod itself: it is charged one
 // GPU per reserved kind asking more CPU than it that fits the node, so that
 // of the idle nodes it may take it takes one the fewest bigger kinds need.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets of fuzz/ (README, "Fuzzing") from a build
+# Runs the libFuzzer targets of fuzz/ (docs/operations/testing.md, "Fuzzing") from a build
 # configured with -DTESSERA_FUZZ=ON (scripts/test.sh makes one: build-sanitize).
 #
 #   scripts/fuzz.sh [-b BUILD_DIR] [-t SECONDS] [TARGET...] [-- LIBFUZZER_FLAG...]

@@ -2,7 +2,7 @@
 # Installs what Tessera needs to build and test, from Debian 12's packages only.
 # Idempotent: installs only what is missing. Uses sudo when not root.
 # etcd-server, openssl, curl, xz-utils and util-linux (flock) are for the tests on a
-# real control plane (README, "Tests on a real control plane"); the plane's
+# real control plane (docs/operations/testing.md, "Tests on a real control plane"); the plane's
 # kube-apiserver and kube-scheduler come from ../shared/kube, not from Debian.
 set -euo pipefail
 
@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   prometheus
   # Only benchmarks/exposition (Tessera's exposition format against prometheus-cpp,
-  # README "Metrics"); nothing Tessera ships links it.
+  # docs/operations/metrics.md); nothing Tessera ships links it.
   prometheus-cpp-dev
   etcd-server openssl xz-utils util-linux
   # Helm and kubectl come from the npm registry (scripts/install-helm.sh);

@@ -1,6 +1,6 @@
 // The cluster and pods a replay runs on: the trace's as they are, or a mixed
-// fleet made from them (`tessera-sim --fleet=mixed`; README, "Measure
-// placement quality"), so that placement across vendors and onto MIG
+// fleet made from them (`tessera-sim --fleet=mixed`;
+// docs/experiments/2026-11-26-mixed-fleet.md), so that placement across vendors and onto MIG
 // instances is measured on the trace's scale too.
 //
 // The mixed fleet is a fixed function of the node and pod lists (of names,

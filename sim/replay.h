@@ -1,6 +1,6 @@
 // One replay run: every pod of a run's workload scheduled once, in order,
 // through a Tessera profile (the extender's framework and plugins), with
-// the FGD paper's protocol (README, "Measure placement quality"):
+// the FGD paper's protocol (docs/benchmarks.md, "Placement quality"):
 //
 //   for each pod:
 //     feasible = nodes where every filter passes and the chooser finds GPUs

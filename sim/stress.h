@@ -1,5 +1,5 @@
 // Stress variants of a trace's cluster and pods, for placement that must
-// hold up beyond the published traces (README, "Measure placement quality"):
+// hold up beyond the published traces (docs/benchmarks.md, "Placement quality"):
 //
 //  - CPU-scarce nodes: every node's CPU × node_cpu_percent / 100 (GPU nodes
 //    short of CPU are common; then CPU, not GPU, often binds).

@@ -1,5 +1,5 @@
 // What one replay run submits, and in what order (the paper's "workload
-// tuning"; README, "Measure placement quality"), and the target workload
+// tuning"; docs/benchmarks.md, "Placement quality"), and the target workload
 // FGD-style plugins measure fragmentation against.
 #pragma once
 

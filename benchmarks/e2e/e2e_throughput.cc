@@ -1,5 +1,5 @@
-// End-to-end throughput on a real control plane (README, "End-to-end
-// throughput"): etcd, kube-apiserver and kube-scheduler v1.26 from
+// End-to-end throughput on a real control plane (docs/benchmarks.md, "End to
+// end, on a real control plane"): etcd, kube-apiserver and kube-scheduler v1.26 from
 // shared/kube, N fake GPU nodes (status through the status subresource, no
 // kubelet) and M pods asking for a fraction of a GPU, scheduled twice on
 // fresh planes. The pods select a label no node has yet, so kube-scheduler

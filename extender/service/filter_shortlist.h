@@ -1,5 +1,5 @@
 // Which of the nodes that fit filter passes on (the policy's `shortlist:`,
-// scheduler/framework/profile_set.h; README "The shortlist").
+// scheduler/framework/profile_set.h; docs/concepts/kubernetes.md, "The shortlist").
 //
 // kube-scheduler runs its own score plugins on every node filter passes, and
 // sends them all to prioritize: at 1000 nodes that work, not Tessera's,

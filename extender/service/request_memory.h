@@ -34,7 +34,7 @@
 //   3 x 384 MiB + 2 x 128 MiB + 512 MiB = 1920 MiB <= 2 GiB
 //
 // test/k8s/helm/memory_limits_test.cc checks this against the chart's values
-// file, so that neither side changes alone; README "Limits" lists them.
+// file, so that neither side changes alone; docs/operations/limits.md lists them.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// A node's GPUs as extended resources (README, "From annotation to
-// container"): what its status should advertise, and what it does.
+// A node's GPUs as extended resources (docs/concepts/extended-resources.md):
+// what its status should advertise, and what it does.
 #pragma once
 
 #include <cstdint>

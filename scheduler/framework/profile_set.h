@@ -1,6 +1,5 @@
 // A policy's profiles: the default, and one per node pool that pods of given
-// task types are routed to (the policy file's `pools:`, README "Pools by task
-// type"). One set is published at a time, so a request that reads it once
+// task types are routed to (the policy file's `pools:`, docs/concepts/pools.md). One set is published at a time, so a request that reads it once
 // places its pod by one consistent policy.
 //
 // Routing, for a pod whose task type is T (its `tessera.io/task-type` label):
@@ -40,7 +39,7 @@ struct PoolPolicy {
 };
 
 /// How many nodes filter passes on for a pod that asks for GPUs (the policy
-/// file's `shortlist:`, README "The shortlist"): at most `max_nodes` of those
+/// file's `shortlist:`, docs/concepts/kubernetes.md): at most `max_nodes` of those
 /// the pod's profile ranks best (every node at the highest score), so that
 /// kube-scheduler's own score plugins and the prioritize call weigh a
 /// handful of nodes, not thousands, and only choose among equally good ones.

@@ -1,8 +1,8 @@
 // A small, thread-safe Prometheus registry rendering the text exposition
 // format 0.0.4 (https://prometheus.io/docs/instrumenting/exposition_formats/).
 //
-// Why our own, not Debian's prometheus-cpp: README, "Why Tessera writes the
-// exposition format itself" (benchmarks/exposition measures both).
+// Why our own, not Debian's prometheus-cpp: docs/operations/metrics.md, "Why
+// Tessera writes the exposition format itself" (benchmarks/exposition measures both).
 // Design:
 //   - Series objects (Counter, Gauge, Histogram) live as long as the registry
 //     and never move, so callers look a series up once (under the registry's

@@ -442,7 +442,7 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   // another; it only sets how large fgd's differences are on the score's
   // scale (σ(ΔF / 1000)). Weighed as a kind asking 10 GPUs: measured on the
   // Alibaba traces and their stress variants, as one GPU or as nothing (64)
-  // it lost to FGD on one of them (gpuspec10, node CPU × 0.75; README, "Kind weights").
+  // it lost to FGD on one of them (gpuspec10, node CPU × 0.75; docs/experiments/2026-11-26-kind-weights-and-gpu-memory.md).
   constexpr int64_t kCpuOnlyAsks = 10 * kOneGpu.value();
   __int128 total = 0;
   std::vector<__int128> scaled(pods.size());

@@ -50,7 +50,7 @@ enum class KindWeights {
   /// up and multi-GPU kinds down, so that a GPU left with room only for
   /// small shares counts as less fragmented. Chosen by measurement, not
   /// derived: better than the paper's on every Alibaba trace and its stress
-  /// variants (README, "Kind weights").
+  /// variants (docs/experiments/2026-11-26-kind-weights-and-gpu-memory.md).
   kPerGpuAsked,
 };
 
@@ -148,7 +148,7 @@ class TargetWorkload {
   };
   /// How many times its expected need a kind that takes whole nodes must
   /// have in idle nodes it fits before breaking one costs it nothing
-  /// (idle_node_reserve). Measured (README, "CPU × 0.9 and × 0.6"): 2 held
+  /// (idle_node_reserve). Measured (docs/experiments/2026-11-27-cpu-0.9-and-0.6.md): 2 held
   /// too few at node CPU × 0.9, 8 cost the × 0.75 and × 0.6 columns.
   static constexpr int64_t kIdleReserveFactor = 4;
   /// A copy that knows the cluster's idle nodes (each alike group once;

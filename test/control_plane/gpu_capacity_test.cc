@@ -1,4 +1,4 @@
-// GPUs as Kubernetes counts them (README, "From annotation to container"):
+// GPUs as Kubernetes counts them (docs/concepts/extended-resources.md):
 // Tessera keeps every GPU node's tessera.io/gpu-milli and gpu-memory-mib in
 // its status, on the real API server, and a namespace quota on them is
 // enforced by Kubernetes itself.

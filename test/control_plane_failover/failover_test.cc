@@ -1,4 +1,4 @@
-// Two replicas, one writer, failover without loss (README, "Two replicas"):
+// Two replicas, one writer, failover without loss (docs/operations/failover.md):
 // two kube-schedulers electing a leader, each calling a Tessera of its own,
 // as the chart runs them. Pods keep arriving while the active pair is killed
 // (SIGKILL, both); the standby pair takes over, every pod that fits binds,
@@ -135,7 +135,7 @@ TEST_F(FailoverTest, KillingTheActivePairMidRunLeavesTheStandbyToBindEveryPodWit
   }
   EXPECT_TRUE(writer) << plane().TesseraGet("/debug", standby).body;
 
-  // README quotes these figures.
+  // docs/operations/failover.md quotes these figures.
   std::printf("failover: %d pods bound at the kill; first bind by the standby %.1f s after it; all %d that fit %.1f s "
               "after it (kube-scheduler lease 6s/4s/1s)\n",
               bound_at_kill, absl::ToDoubleSeconds(first_bind_after - killed), kFits,

@@ -2,7 +2,7 @@
 // the default trace, through tessera-sim's whole path (load, inflate,
 // replay, bin). The values pin the replay bit for bit: any change to the
 // protocol, a plugin or the binning moves them. The 10-seed table, which
-// the published numbers compare with, is benchmarks/placement.sh (README).
+// the published numbers compare with, is benchmarks/placement.sh (docs/benchmarks.md).
 #include <string>
 #include <vector>
 

@@ -10,7 +10,7 @@
 // which a real server cannot do on demand.
 //
 // Where it is: $TESSERA_KUBE_DIR, else <source>/../shared/kube
-// (README, "Tests on a real control plane"). Absent, the tests are skipped
+// (docs/operations/testing.md, "Tests on a real control plane"). Absent, the tests are skipped
 // with one line saying what is missing and how to get it; with CI=true they
 // fail instead, so CI cannot pass without having run them.
 //

@@ -25,7 +25,7 @@ profiles:
 # writes tessera.io/gpu-assignment, then creates the Binding.
 extenders:
   {{- if .Values.tessera.tls.enabled }}
-  # Over TLS (README, "TLS"): Tessera's certificate checked against the
+  # Over TLS (docs/operations/tls.md): Tessera's certificate checked against the
   # chart's CA, and with client auth kube-scheduler's own certificate shown.
   - urlPrefix: https://127.0.0.1:{{ .Values.tessera.port }}
     enableHTTPS: true
