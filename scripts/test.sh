@@ -59,9 +59,10 @@ if [ "${TESSERA_SKIP_SANITIZERS:-0}" != "1" ]; then
     -DCMAKE_CXX_COMPILER=clang++-14 \
     -DTESSERA_SANITIZE=ON -DTESSERA_FUZZ=ON -DTESSERA_BUILD_BENCHMARKS=OFF ${launcher[@]+"${launcher[@]}"} >/dev/null
   cmake --build build-sanitize -j"$jobs"
-  # The whole-trace replays (8000+ pods through every plugin) take minutes
-  # unoptimised under ASan; the smaller sim tests run the same code on small
-  # inputs here, and the replays themselves run in the build above. The
+  # The whole-trace replays (label replay: 8000+ pods through every plugin)
+  # take minutes unoptimised under ASan; the smaller sim tests (label unit)
+  # run the same code on small inputs here, and the replays themselves run
+  # in the build above. The
   # control-plane tests (label control-plane) run in the build above only:
   # under ASan they would add a minute of mostly etcd and API-server time,
   # and the code they reach in Tessera (watch, API client, bind) runs under
@@ -69,8 +70,8 @@ if [ "${TESSERA_SKIP_SANITIZERS:-0}" != "1" ]; then
   # check ran above (a sanitizer adds nothing to a grep); the missing-data
   # run stays, as ASan sees a bad read that does not crash.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    scripts/without_shared.sh ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -LE control-plane \
-      -E '^(ReducedRunTest\.|ReplayTest\.TheMemoGivesWhatEvaluatingEveryNodeGives$|StandaloneTest\.NothingReadsTheSharedFolder)'
+    scripts/without_shared.sh ctest --test-dir build-sanitize --output-on-failure -j"$jobs" -LE 'control-plane|replay' \
+      -E '^StandaloneTest\.NothingReadsTheSharedFolder'
 
   if [ "${TESSERA_SKIP_FUZZ:-0}" != "1" ]; then
     echo "== fuzz each target for ${TESSERA_FUZZ_SECONDS:-10} s"
