@@ -1,7 +1,7 @@
 // Tessera's answers to real kube-scheduler v1.26 requests (data/kube-scheduler-v1.26),
 // as they are and with Tessera's annotations added, checked against golden
 // answers in test/golden/. Regenerate after an intended change with
-//   TESSERA_UPDATE_GOLDEN=1 ./build/test/service_tests --gtest_filter='Golden*'
+//   scripts/update-golden.sh
 // and review the diff.
 #include <cstdlib>
 #include <filesystem>
