@@ -67,6 +67,7 @@
 #include "extender/service/extender_service.h"
 #include "extender/service/gpu_map_page.h"
 #include "extender/service/recent_refusals.h"
+#include "test/testing/function_handle.h"
 
 namespace tessera {
 namespace {
@@ -408,6 +409,8 @@ struct Fixture {
   std::shared_ptr<const Profile> profile;
   std::shared_ptr<const ClusterSnapshot> snapshot;
   RecentRefusals refusals;
+  // The program as each service sees it (declared before the services, which point to them).
+  testing::FunctionHandle handle, handle_without_record, handle_with_pools;
   std::unique_ptr<ExtenderService> service;
   std::unique_ptr<ExtenderService> service_without_record;  // for BM_FilterRefusedNames
   // The same profile as a policy with two node pools (even nodes "gpu-training", odd "gpu-inference").
@@ -505,14 +508,14 @@ std::unique_ptr<Fixture> BuildFixture(int64_t n, bool mig_cluster) {
     names += Json(name).dump();
   }
   f->snapshot = f->model.Publish();
-  f->service = std::make_unique<ExtenderService>(ExtenderSources{.snapshot = [fp = f.get()] { return fp->snapshot; },
-                                                                 .profile = [fp = f.get()] { return fp->profile; },
-                                                                 .refusals = &f->refusals},
-                                                 f->metrics);
-  f->service_without_record = std::make_unique<ExtenderService>(
-      ExtenderSources{.snapshot = [fp = f.get()] { return fp->snapshot; },
-                      .profile = [fp = f.get()] { return fp->profile; }},
-      f->metrics);
+  for (testing::FunctionHandle* h : {&f->handle, &f->handle_without_record, &f->handle_with_pools}) {
+    h->snapshot = [fp = f.get()] { return fp->snapshot; };
+    h->profile = [fp = f.get()] { return fp->profile; };
+  }
+  f->handle.refusal_log = &f->refusals;
+  f->handle_with_pools.profiles = [fp = f.get()] { return fp->pools; };
+  f->service = std::make_unique<ExtenderService>(f->handle, f->metrics);
+  f->service_without_record = std::make_unique<ExtenderService>(f->handle_without_record, f->metrics);
   {
     Json pod = Json::parse(PodJson(1));
     pod["metadata"]["annotations"] = {{"tessera.io/gpu-count", "8"}, {"tessera.io/gpu-model", "NVIDIA-B200"}};
@@ -524,10 +527,7 @@ std::unique_ptr<Fixture> BuildFixture(int64_t n, bool mig_cluster) {
                    PoolPolicy{.name = "gpu-inference", .task_types = {"inference"}, .exclusive = false,
                               .profile = f->profile}});
   f->service_with_pools = std::make_unique<ExtenderService>(
-      ExtenderSources{.snapshot = [fp = f.get()] { return fp->snapshot; },
-                      .profile = [fp = f.get()] { return fp->profile; },
-                      .profiles = [fp = f.get()] { return fp->pools; }},
-      f->metrics);
+      f->handle_with_pools, f->metrics);
   {
     Json pod = Json::parse(PodJson(1));
     pod["metadata"]["labels"]["tessera.io/task-type"] = "training";

@@ -51,6 +51,7 @@
 #include "policies/builtin_registry.h"
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/metrics/metrics.h"
+#include "test/testing/function_handle.h"
 
 // --- the counting allocator ---------------------------------------------------
 //
@@ -145,6 +146,7 @@ struct Service {
   MetricsRegistry metrics;
   std::shared_ptr<const Profile> profile;
   std::shared_ptr<const ClusterSnapshot> snapshot;
+  testing::FunctionHandle handle;
   std::unique_ptr<ExtenderService> service;
   std::unique_ptr<Router> router;
 };
@@ -161,8 +163,9 @@ Service& GetService() {
     }
     s->profile = *profile;
     s->snapshot = s->model.Publish();
-    s->service = std::make_unique<ExtenderService>(
-        ExtenderSources{.snapshot = [s] { return s->snapshot; }, .profile = [s] { return s->profile; }}, s->metrics);
+    s->handle.snapshot = [s] { return s->snapshot; };
+    s->handle.profile = [s] { return s->profile; };
+    s->service = std::make_unique<ExtenderService>(s->handle, s->metrics);
     s->router = std::make_unique<Router>(RouterOptions{}, *s->service, s->metrics);
     return s;
   }();

@@ -53,6 +53,7 @@
 #include "scheduler/memo/worker_pool.h"
 #include "scheduler/metrics/metrics.h"
 #include "extender/service/extender_service.h"
+#include "test/testing/function_handle.h"
 
 namespace tessera {
 namespace {
@@ -126,6 +127,8 @@ struct Fixture {
   std::shared_ptr<const ClusterSnapshot> snapshot;
   std::shared_ptr<const Profile> profile;
   MetricsRegistry metrics;
+  // One handle per score pool a service was made with: a service points to its handle.
+  std::map<WorkerPool*, std::unique_ptr<testing::FunctionHandle>> handles;
   std::unique_ptr<ExtenderService> service;
   std::string body;
   std::string error;
@@ -145,10 +148,14 @@ struct Fixture {
     snapshot = model.Publish();
   }
   [[nodiscard]] std::unique_ptr<ExtenderService> NewService(WorkerPool* score_pool = nullptr) {
-    return std::make_unique<ExtenderService>(ExtenderSources{.snapshot = [this] { return snapshot; },
-                                                             .profile = [this] { return profile; },
-                                                             .score_pool = score_pool},
-                                             metrics);
+    std::unique_ptr<testing::FunctionHandle>& handle = handles[score_pool];
+    if (handle == nullptr) {
+      handle = std::make_unique<testing::FunctionHandle>();
+      handle->snapshot = [this] { return snapshot; };
+      handle->profile = [this] { return profile; };
+      handle->pool = score_pool;
+    }
+    return std::make_unique<ExtenderService>(*handle, metrics);
   }
 };
 

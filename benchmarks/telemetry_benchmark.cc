@@ -40,6 +40,7 @@
 #include "extender/service/extender_service.h"
 #include "telemetry/gpu_samples.h"
 #include "telemetry/prometheus_vector.h"
+#include "test/testing/function_handle.h"
 
 namespace tessera {
 namespace {
@@ -246,8 +247,10 @@ void BM_Prioritize(benchmark::State& state, Policy policy) {
   }
   MetricsRegistry metrics;
   const std::shared_ptr<const ClusterSnapshot> snapshot = cluster.model.Current();
-  ExtenderService service(ExtenderSources{.snapshot = [&] { return snapshot; }, .profile = [&] { return *profile; }},
-                          metrics);
+  testing::FunctionHandle handle;
+  handle.snapshot = [&] { return snapshot; };
+  handle.profile = [&] { return *profile; };
+  ExtenderService service(handle, metrics);
   std::string body =
       R"({"Pod":{"metadata":{"name":"resnet-0","namespace":"ml","uid":"7d1e4b2a-0006","annotations":{)"
       R"("tessera.io/gpu-fraction":"0.25","tessera.io/gpu-fraction-limit":"0.5","tessera.io/gpu-memory":"10Gi"}}},)"
@@ -265,11 +268,9 @@ void BM_Prioritize(benchmark::State& state, Policy policy) {
       // afresh, as for the first pod of a shape; with the pool, on as many
       // threads as tessera-extender uses by default here.
       static WorkerPool pool(WorkerPool::DefaultThreads());
-      const ExtenderService cold(
-          ExtenderSources{.snapshot = [&] { return snapshot; },
-                          .profile = [&] { return *profile; },
-                          .score_pool = policy == Policy::kLoadAwareColdMemoPool ? &pool : nullptr},
-          metrics);
+      testing::FunctionHandle cold_handle = handle;
+      cold_handle.pool = policy == Policy::kLoadAwareColdMemoPool ? &pool : nullptr;
+      const ExtenderService cold(cold_handle, metrics);
       absl::StatusOr<std::string> out = cold.Prioritize(body);
       benchmark::DoNotOptimize(out);
       continue;

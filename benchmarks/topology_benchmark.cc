@@ -57,6 +57,7 @@
 #include "scheduler/model/gpu_set_search.h"
 #include "extender/service/extender_service.h"
 #include "test/testing/topologies.h"
+#include "test/testing/function_handle.h"
 
 namespace tessera {
 namespace {
@@ -323,6 +324,7 @@ struct Cluster {
   MetricsRegistry metrics;
   std::shared_ptr<const ClusterSnapshot> snapshot, cold_snapshot;
   std::shared_ptr<const Profile> profiles[2];
+  testing::FunctionHandle handles[2][2];             // [plugin][reuse]: what each service reads
   std::unique_ptr<ExtenderService> services[2][2];  // [plugin][reuse]
   std::string names_body[4];                        // by pod kind
   std::string full_body[4];
@@ -393,10 +395,9 @@ std::unique_ptr<Cluster> BuildCluster(int64_t n, bool full_bodies) {
   for (int on = 0; on < 2; ++on) {
     for (int reuse = 0; reuse < 2; ++reuse) {
       Cluster* cp = c.get();
-      c->services[on][reuse] = std::make_unique<ExtenderService>(
-          ExtenderSources{.snapshot = [cp, reuse] { return reuse == 1 ? cp->snapshot : cp->cold_snapshot; },
-                          .profile = [cp, on] { return cp->profiles[on]; }},
-          c->metrics);
+      c->handles[on][reuse].snapshot = [cp, reuse] { return reuse == 1 ? cp->snapshot : cp->cold_snapshot; };
+      c->handles[on][reuse].profile = [cp, on] { return cp->profiles[on]; };
+      c->services[on][reuse] = std::make_unique<ExtenderService>(c->handles[on][reuse], c->metrics);
     }
   }
   for (size_t k = 0; k < std::size(kPods); ++k) {

@@ -79,6 +79,33 @@ Program::Program(const ProgramOptions& options, const PluginRegistry& registry)
       registry_(registry),
       score_pool_(options.score_threads == -1 ? WorkerPool::DefaultThreads() : options.score_threads) {}
 
+// The program as the extender service sees it: every read goes to the
+// component that owns it, every notification to the one that acts on it.
+class Program::Handle final : public SchedulerHandle {
+ public:
+  explicit Handle(Program& program) : p_(program) {}
+
+  [[nodiscard]] std::shared_ptr<const ClusterSnapshot> Snapshot() const override { return p_.model_.Current(); }
+  [[nodiscard]] std::shared_ptr<const ProfileSet> Profiles() const override { return p_.store_->CurrentProfiles(); }
+  [[nodiscard]] std::shared_ptr<const TenantSet> Tenants() const override { return p_.store_->CurrentTenants(); }
+  [[nodiscard]] bool Synced() const override { return p_.Synced(); }
+  [[nodiscard]] Binder* binder() const override { return p_.binder_.get(); }
+  [[nodiscard]] WorkerPool* score_pool() const override { return &p_.score_pool_; }
+  void PodArrived(std::string_view uid, const PodGpuRequest& request) const override {
+    p_.learner_.Observe(uid, request);
+  }
+  void PodUnschedulable(UnschedulablePod pod) const override {
+    if (p_.preemption_ != nullptr) p_.preemption_->NoteUnschedulable(std::move(pod));
+  }
+  void SchedulerPreempted(std::string_view uid) const override {
+    if (p_.preemption_ != nullptr) p_.preemption_->NoteSchedulerPreempted(uid);
+  }
+  [[nodiscard]] RecentRefusals* refusals() const override { return &p_.refusals_; }
+
+ private:
+  Program& p_;
+};
+
 Program::~Program() = default;
 
 absl::StatusOr<std::unique_ptr<Program>> Program::Build(const ProgramOptions& options,
@@ -230,27 +257,8 @@ void Program::ApplyTelemetrySettings() {
 }
 
 void Program::BuildService() {
-  service_ = std::make_unique<ExtenderService>(
-      ExtenderSources{.snapshot = [this] { return model_.Current(); },
-                      .profile = [this] { return store_->Current(); },
-                      .binder = binder_.get(),
-                      .synced = [this] { return Synced(); },
-                      .score_pool = &score_pool_,
-                      .tenants = [this] { return store_->CurrentTenants(); },
-                      .profiles = [this] { return store_->CurrentProfiles(); },
-                      .unschedulable =
-                          [this](UnschedulablePod pod) {
-                            if (preemption_ != nullptr) preemption_->NoteUnschedulable(std::move(pod));
-                          },
-                      .scheduler_preempted =
-                          [this](std::string_view uid) {
-                            if (preemption_ != nullptr) preemption_->NoteSchedulerPreempted(uid);
-                          },
-                      .refusals = &refusals_,
-                      .arrival = [this](std::string_view uid, const PodGpuRequest& request) {
-                        learner_.Observe(uid, request);
-                      }},
-      metrics_);
+  handle_ = std::make_unique<Handle>(*this);
+  service_ = std::make_unique<ExtenderService>(*handle_, metrics_);
   router_ = std::make_unique<Router>(
       RouterOptions{.url_prefix = options_.url_prefix,
                     // Answers from a half-synced model would place pods on GPUs

@@ -88,6 +88,9 @@ class Program {
   // runs on a detached thread that owns all it touches, so a slow API server
   // never holds up a shutdown.
   struct Nudge;
+  // What the extender service reads of the program and tells it
+  // (extender/service/scheduler_handle.h).
+  class Handle;
 
   const ProgramOptions options_;
   const PluginRegistry& registry_;
@@ -108,6 +111,7 @@ class Program {
   std::unique_ptr<k8s::KubePodApi> pod_api_;
   std::unique_ptr<Binder> binder_;
   std::unique_ptr<TelemetryRefresher> telemetry_;
+  std::unique_ptr<Handle> handle_;
   std::unique_ptr<ExtenderService> service_;
   std::unique_ptr<Router> router_;
   // Its threads run binds and large requests: destroyed (joined) before all above.

@@ -23,13 +23,11 @@ class FuzzService {
   explicit FuzzService(const std::string& policy) : registry_(NewBuiltinRegistry()) {
     const std::string examples = std::string(TESSERA_SOURCE_DIR) + "/config/examples/";
     Check(LoadClusterFile(examples + "demo-cluster.yaml", model_));
-    model_.Publish();
+    handle_.snapshot = model_.Publish();
     absl::StatusOr<std::shared_ptr<const Profile>> profile = LoadPolicyFile(examples + policy, registry_);
     Check(profile.status());
-    profile_ = *profile;
-    service_ = std::make_unique<ExtenderService>(
-        ExtenderSources{.snapshot = [this] { return model_.Current(); }, .profile = [this] { return profile_; }},
-        metrics_);
+    handle_.profiles = ProfileSet::Single(*profile);
+    service_ = std::make_unique<ExtenderService>(handle_, metrics_);
   }
 
   [[nodiscard]] const ExtenderService& service() const { return *service_; }
@@ -45,7 +43,7 @@ class FuzzService {
   PluginRegistry registry_;
   ClusterModel model_;
   MetricsRegistry metrics_;
-  std::shared_ptr<const Profile> profile_;
+  FixedHandle handle_;  // the one snapshot and policy; nothing changes them
   std::unique_ptr<ExtenderService> service_;
 };
 

@@ -220,13 +220,19 @@ void NoteRefusal(RecentRefusals& refusals, const k8s::WirePod& pod,
 
 }  // namespace
 
-std::shared_ptr<const ProfileSet> ExtenderService::CurrentProfiles() const {
-  if (sources_.profiles) return sources_.profiles();
-  return ProfileSet::Single(sources_.profile());
-}
+// What filter decided for one pod, and what the steps after it read.
+struct ExtenderService::FilterDecision {
+  k8s::FilterResult result;
+  // Rejections are counted per reason once per request, not once per node:
+  // the registry lookup takes a lock.
+  Rejections rejections;
+  // Filter asked the profile: the pod's request was readable and the model in sync.
+  bool decided_by_profile = false;
+  bool wants_gpus = false;
+};
 
-ExtenderService::ExtenderService(ExtenderSources sources, MetricsRegistry& metrics)
-    : sources_(std::move(sources)),
+ExtenderService::ExtenderService(const SchedulerHandle& handle, MetricsRegistry& metrics)
+    : handle_(handle),
       metrics_(metrics),
       nodes_computed_(metrics.Counter(kPrioritizedNodes, kPrioritizedNodesHelp, {{"answer", "computed"}})),
       nodes_from_memo_(metrics.Counter(kPrioritizedNodes, kPrioritizedNodesHelp, {{"answer", "memo"}})),
@@ -238,125 +244,156 @@ ExtenderService::ExtenderService(ExtenderSources sources, MetricsRegistry& metri
           "Nodes that fit but filter left out: not among the best-ranked few the policy's shortlist passes on.")),
       preempt_victims_(metrics.Counter("tessera_preempt_victims_total",
                                        "Pods the preempt verb named as victims, over all nodes it kept.")),
-      score_memo_(sources_.score_pool) {}
+      score_memo_(handle.score_pool()) {}
 
 absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const {
   const ThreadParserLease lease;
   absl::StatusOr<k8s::ExtenderArgs> args = k8s::DecodeExtenderArgs(body, ThreadParser());
   if (!args.ok()) return args.status();
   const size_t n = NodeCount(*args);
-
-  k8s::FilterResult result;
-  // Rejections are counted per reason once per request, not once per node:
-  // the registry lookup takes a lock.
-  Rejections rejections;
+  FilterDecision decision;
 
   absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(args->pod.annotations);
-  if (sources_.synced && !sources_.synced()) {
-    result.error = std::string(kNotSyncedError);
-    return k8s::EncodeFilterResult(*args, result);
+  if (!handle_.Synced()) {
+    decision.result.error = std::string(kNotSyncedError);
+    return k8s::EncodeFilterResult(*args, decision.result);
   }
+  std::optional<CycleState> cycle;
   if (!request.ok() || !args->pod.host_error.ok()) {
     // The pod, not a node, is at fault: one Error instead of the same reason
     // per node (120 000 names once made a 740 MB answer). kube-scheduler shows
     // it as the pod's FailedScheduling event and retries the pod with backoff;
     // the cluster autoscaler does not scale up for it, as it would for a pod
     // every node refused.
-    result.error = !request.ok()
-                       ? absl::StrCat("pod has an invalid GPU request: ", request.status().message())
-                       : absl::StrCat("pod has an unreadable CPU or memory request: ", args->pod.host_error.message());
-    rejections["invalid_pod_request"].nodes += static_cast<int64_t>(n);
+    decision.result.error =
+        !request.ok() ? absl::StrCat("pod has an invalid GPU request: ", request.status().message())
+                      : absl::StrCat("pod has an unreadable CPU or memory request: ", args->pod.host_error.message());
+    decision.rejections["invalid_pod_request"].nodes += static_cast<int64_t>(n);
   } else {
     // A pod without a GPU request goes through the profile too, with count
     // 0: host-resources checks its CPU and memory where the model knows them.
-    const std::shared_ptr<const ClusterSnapshot> snapshot = sources_.snapshot();
-    const std::shared_ptr<const ProfileSet> policy = CurrentProfiles();
-    PoolRoute route(*policy, args->pod.task_type);
-    const std::optional<std::string> invalid_task_type = InvalidTaskType(*policy, args->pod);
-    const Profile* profile = route.profile().get();
-    const CandidateNodes candidates(*args, *snapshot);
-    const CycleState cycle(ProfileRequest(*request, args->pod.host));
-    if (sources_.arrival) sources_.arrival(args->pod.uid, cycle.request());
-    const bool wants_gpus = cycle.wants_gpus();
-    const std::shared_ptr<const TenantSet> tenants = sources_.tenants ? sources_.tenants() : nullptr;
-    const std::optional<std::string> unknown_tenant = UnknownTenant(tenants.get(), args->pod);
-    const std::optional<FilterVerdict> refused =
-        unknown_tenant ? std::nullopt : QuotaRefusal(tenants.get(), args->pod, cycle, *snapshot);
-    if (unknown_tenant) {
-      result.error = *unknown_tenant;
-      rejections["unknown_tenant"].nodes += static_cast<int64_t>(n);
-    } else if (invalid_task_type) {
-      result.error = *invalid_task_type;
-      rejections["invalid_task_type"].nodes += static_cast<int64_t>(n);
+    cycle.emplace(ProfileRequest(*request, args->pod.host));
+    DecideFilter(*args, *cycle, decision);
+  }
+
+  // The steps after deciding.
+  if (decision.decided_by_profile) {
+    handle_.PodArrived(args->pod.uid, cycle->request());
+    ReserveOnTheOneNode(*args, *cycle, decision);
+    QueuePreemptionIfItMayHelp(*args, *cycle, decision);
+  }
+  CountRejections(decision);
+  if (RecentRefusals* refusals = handle_.refusals(); refusals != nullptr) {
+    NoteRefusal(*refusals, args->pod, request, n, decision.result, decision.rejections);
+  }
+  return k8s::EncodeFilterResult(*args, decision.result);
+}
+
+void ExtenderService::DecideFilter(const k8s::ExtenderArgs& args, const CycleState& cycle,
+                                   FilterDecision& decision) const {
+  const size_t n = NodeCount(args);
+  k8s::FilterResult& result = decision.result;
+  Rejections& rejections = decision.rejections;
+  const std::shared_ptr<const ClusterSnapshot> snapshot = handle_.Snapshot();
+  const std::shared_ptr<const ProfileSet> policy = handle_.Profiles();
+  PoolRoute route(*policy, args.pod.task_type);
+  const std::optional<std::string> invalid_task_type = InvalidTaskType(*policy, args.pod);
+  const Profile* profile = route.profile().get();
+  const CandidateNodes candidates(args, *snapshot);
+  decision.decided_by_profile = true;
+  decision.wants_gpus = cycle.wants_gpus();
+  const bool wants_gpus = decision.wants_gpus;
+  const std::shared_ptr<const TenantSet> tenants = handle_.Tenants();
+  const std::optional<std::string> unknown_tenant = UnknownTenant(tenants.get(), args.pod);
+  const std::optional<FilterVerdict> refused =
+      unknown_tenant ? std::nullopt : QuotaRefusal(tenants.get(), args.pod, cycle, *snapshot);
+  if (unknown_tenant) {
+    result.error = *unknown_tenant;
+    rejections["unknown_tenant"].nodes += static_cast<int64_t>(n);
+  } else if (invalid_task_type) {
+    result.error = *invalid_task_type;
+    rejections["invalid_task_type"].nodes += static_cast<int64_t>(n);
+  }
+  for (size_t i = 0; i < n && !unknown_tenant && !invalid_task_type; ++i) {
+    if (i + kPrefetchDistance < n) {
+      PrefetchNode(candidates.view(i + kPrefetchDistance));
+      if (route.restricts_nodes()) candidates.PrefetchPool(i + kPrefetchDistance);
     }
-    for (size_t i = 0; i < n && !unknown_tenant && !invalid_task_type; ++i) {
-      if (i + kPrefetchDistance < n) {
-        PrefetchNode(candidates.view(i + kPrefetchDistance));
-        if (route.restricts_nodes()) candidates.PrefetchPool(i + kPrefetchDistance);
-      }
-      const NodeView& view = candidates.view(i);
-      if (!candidates.known(i) && !wants_gpus) {
-        // Tessera knows nothing of the node; kube-scheduler checks CPU and memory.
+    const NodeView& view = candidates.view(i);
+    if (!candidates.known(i) && !wants_gpus) {
+      // Tessera knows nothing of the node; kube-scheduler checks CPU and memory.
+      result.passed.push_back(static_cast<uint32_t>(i));
+      continue;
+    }
+    if (!candidates.known(i)) {
+      // The watch may not have seen the node yet: "not now", not "never".
+      constexpr std::string_view kUnknownNode = "node is not in Tessera's cluster model (yet)";
+      result.failed.Add(view.name, kUnknownNode);
+      rejections["unknown_node"].Count(view.name, kUnknownNode);
+      continue;
+    }
+    // A node of another pool than the pod's task type goes to, or of a pool
+    // kept for other task types: "never", whatever its GPUs.
+    if (const FilterVerdict* outside = route.restricts_nodes() ? route.Refusal(candidates.pool(i)) : nullptr) {
+      result.unresolvable.Add(view.name, outside->message);
+      rejections[outside->reason_code].Count(view.name, outside->message);
+      continue;
+    }
+    FilterVerdict computed;
+    const FilterVerdict& verdict = refused ? *refused : (computed = profile->Filter(cycle, view));
+    switch (verdict.code) {
+      case FilterCode::kSuccess:
         result.passed.push_back(static_cast<uint32_t>(i));
         continue;
-      }
-      if (!candidates.known(i)) {
-        // The watch may not have seen the node yet: "not now", not "never".
-        constexpr std::string_view kUnknownNode = "node is not in Tessera's cluster model (yet)";
-        result.failed.Add(view.name, kUnknownNode);
-        rejections["unknown_node"].Count(view.name, kUnknownNode);
-        continue;
-      }
-      // A node of another pool than the pod's task type goes to, or of a pool
-      // kept for other task types: "never", whatever its GPUs.
-      if (const FilterVerdict* outside = route.restricts_nodes() ? route.Refusal(candidates.pool(i)) : nullptr) {
-        result.unresolvable.Add(view.name, outside->message);
-        rejections[outside->reason_code].Count(view.name, outside->message);
-        continue;
-      }
-      FilterVerdict computed;
-      const FilterVerdict& verdict = refused ? *refused : (computed = profile->Filter(cycle, view));
-      switch (verdict.code) {
-        case FilterCode::kSuccess:
-          result.passed.push_back(static_cast<uint32_t>(i));
-          continue;
-        case FilterCode::kUnschedulable:
-          result.failed.Add(view.name, verdict.message);
-          break;
-        case FilterCode::kUnschedulableUnresolvable:
-          result.unresolvable.Add(view.name, verdict.message);
-          break;
-      }
-      rejections[verdict.reason_code].Count(view.name, verdict.message);
+      case FilterCode::kUnschedulable:
+        result.failed.Add(view.name, verdict.message);
+        break;
+      case FilterCode::kUnschedulableUnresolvable:
+        result.unresolvable.Add(view.name, verdict.message);
+        break;
     }
-    if (wants_gpus && result.error.empty()) {
-      const size_t dropped = KeepShortlist(*score_memo_.For(*policy, route.profile()), policy->shortlist(), cycle,
-                                           candidates, args->pod, result.passed);
-      if (dropped > 0) shortlist_dropped_.Inc(static_cast<double>(dropped));
-      // One node: kube-scheduler will bind the pod there, and may send the
-      // next pod's filter before this bind (binder.h). Its GPUs count from now.
-      if (result.passed.size() == 1 && sources_.binder != nullptr && !args->pod.uid.empty()) {
-        sources_.binder->Assume(args->pod.uid, NodeName(*args, result.passed[0]), cycle.request());
-      }
-    }
-    const bool preemption_may_help = result.passed.empty() && !result.failed.empty() && result.error.empty() &&
-                                     wants_gpus && !args->pod.never_preempts && !args->pod.uid.empty();
-    if (preemption_may_help && sources_.unschedulable) {
-      sources_.unschedulable(UnschedulablePod{.uid = std::string(args->pod.uid),
-                                              .namespace_name = std::string(args->pod.namespace_name),
-                                              .name = std::string(args->pod.name),
-                                              .priority = args->pod.priority,
-                                              .tenant_label = std::string(args->pod.tenant_label),
-                                              .request = cycle.request(),
-                                              .task_type = std::string(args->pod.task_type)});
-    }
+    rejections[verdict.reason_code].Count(view.name, verdict.message);
   }
-  for (const auto& [reason, rejected] : rejections) {
+  if (wants_gpus && result.error.empty()) {
+    // Part of deciding: of the nodes that fit, the policy's shortlist passes the best few.
+    const size_t dropped = KeepShortlist(*score_memo_.For(*policy, route.profile()), policy->shortlist(), cycle,
+                                         candidates, args.pod, result.passed);
+    if (dropped > 0) shortlist_dropped_.Inc(static_cast<double>(dropped));
+  }
+}
+
+void ExtenderService::ReserveOnTheOneNode(const k8s::ExtenderArgs& args, const CycleState& cycle,
+                                          const FilterDecision& decision) const {
+  // One node: kube-scheduler will bind the pod there, and may send the next
+  // pod's filter before this bind (binder.h). Its GPUs count from now.
+  Binder* binder = handle_.binder();
+  if (!decision.wants_gpus || !decision.result.error.empty() || decision.result.passed.size() != 1 ||
+      binder == nullptr || args.pod.uid.empty()) {
+    return;
+  }
+  binder->Assume(args.pod.uid, NodeName(args, decision.result.passed[0]), cycle.request());
+}
+
+void ExtenderService::QueuePreemptionIfItMayHelp(const k8s::ExtenderArgs& args, const CycleState& cycle,
+                                                 const FilterDecision& decision) const {
+  const k8s::FilterResult& result = decision.result;
+  const bool may_help = result.passed.empty() && !result.failed.empty() && result.error.empty() &&
+                        decision.wants_gpus && !args.pod.never_preempts && !args.pod.uid.empty();
+  if (!may_help) return;
+  handle_.PodUnschedulable(UnschedulablePod{.uid = std::string(args.pod.uid),
+                                            .namespace_name = std::string(args.pod.namespace_name),
+                                            .name = std::string(args.pod.name),
+                                            .priority = args.pod.priority,
+                                            .tenant_label = std::string(args.pod.tenant_label),
+                                            .request = cycle.request(),
+                                            .task_type = std::string(args.pod.task_type)});
+}
+
+void ExtenderService::CountRejections(const FilterDecision& decision) const {
+  for (const auto& [reason, rejected] : decision.rejections) {
     metrics_.Counter(kRejections, kRejectionsHelp, {{"reason", std::string(reason)}})
         .Inc(static_cast<double>(rejected.nodes));
   }
-  if (sources_.refusals != nullptr) NoteRefusal(*sources_.refusals, args->pod, request, n, result, rejections);
-  return k8s::EncodeFilterResult(*args, result);
 }
 
 absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) const {
@@ -372,9 +409,9 @@ absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) c
   // A pod filter already refused everywhere gets no preference from Tessera.
   // One without a GPU request is scored with count 0 and its host request:
   // fgd and host-stranding steer it away from CPU that GPUs need.
-  const std::shared_ptr<const ProfileSet> policy = CurrentProfiles();
+  const std::shared_ptr<const ProfileSet> policy = handle_.Profiles();
   if (request.ok() && args->pod.host_error.ok() && !InvalidTaskType(*policy, args->pod)) {
-    const std::shared_ptr<const ClusterSnapshot> snapshot = sources_.snapshot();
+    const std::shared_ptr<const ClusterSnapshot> snapshot = handle_.Snapshot();
     const PoolRoute route(*policy, args->pod.task_type);
     const CandidateNodes candidates(*args, *snapshot);
     ScoreMemo::Counters memo;
@@ -398,7 +435,8 @@ ExtenderService::BindRest ExtenderService::StartBind(std::string_view body, absl
   const ThreadParserLease lease;
   absl::StatusOr<k8s::ExtenderBindingArgs> args = k8s::DecodeBindingArgs(body, ThreadParser());
   if (!args.ok()) return [status = args.status()]() -> absl::StatusOr<std::string> { return status; };
-  if (sources_.binder == nullptr) {
+  Binder* binder = handle_.binder();
+  if (binder == nullptr) {
     return []() -> absl::StatusOr<std::string> {
       return absl::UnimplementedError(
           "bind needs the API server: Tessera runs from a cluster file; leave bindVerb unset so kube-scheduler "
@@ -411,11 +449,10 @@ ExtenderService::BindRest ExtenderService::StartBind(std::string_view body, absl
     out += '}';
     return out;
   };
-  if (sources_.synced && !sources_.synced()) {
+  if (!handle_.Synced()) {
     return [answer] { return answer(absl::UnavailableError(Absl(kNotSyncedError))); };
   }
-  if (sources_.refusals != nullptr) sources_.refusals->Forget(args->pod_uid);
-  Binder* binder = sources_.binder;
+  if (RecentRefusals* refusals = handle_.refusals(); refusals != nullptr) refusals->Forget(args->pod_uid);
   return [answer, binder, pending = binder->Begin(*args, deadline)]() mutable {
     return answer(binder->Finish(std::move(pending)));
   };
@@ -426,23 +463,23 @@ absl::StatusOr<std::string> ExtenderService::Preempt(std::string_view body) cons
   absl::StatusOr<k8s::ExtenderPreemptionArgs> args = k8s::DecodePreemptionArgs(body, ThreadParser());
   if (!args.ok()) return args.status();
   absl::StatusOr<std::optional<PodGpuRequest>> request = k8s::ParsePodGpuRequest(args->pod.annotations);
-  const std::shared_ptr<const ProfileSet> policy = CurrentProfiles();
-  if (!request.ok() || (sources_.synced && !sources_.synced()) || InvalidTaskType(*policy, args->pod)) {
+  const std::shared_ptr<const ProfileSet> policy = handle_.Profiles();
+  if (!request.ok() || !handle_.Synced() || InvalidTaskType(*policy, args->pod)) {
     // A pod filter refused for its request, or a model still filling: no
     // node is accepted (the result has no Error field; an empty map is "none").
     return std::string("{\"NodeNameToMetaVictims\":{}}");
   }
-  const std::shared_ptr<const TenantSet> tenants = sources_.tenants ? sources_.tenants() : nullptr;
+  const std::shared_ptr<const TenantSet> tenants = handle_.Tenants();
   static const TenantSet kNoTenants;
   PreemptOutcome outcome;
   const PoolRoute route(*policy, args->pod.task_type);
-  std::string answer = AnswerPreemption(*args, ProfileRequest(*request, args->pod.host), *sources_.snapshot(),
+  std::string answer = AnswerPreemption(*args, ProfileRequest(*request, args->pod.host), *handle_.Snapshot(),
                                         *route.profile(), tenants != nullptr ? *tenants : kNoTenants,
-                                        sources_.clock->Now(), &outcome, &route);
+                                        handle_.clock().Now(), &outcome, &route);
   preempt_nodes_kept_.Inc(static_cast<double>(outcome.nodes_kept));
   preempt_nodes_dropped_.Inc(static_cast<double>(outcome.nodes_proposed - outcome.nodes_kept));
   preempt_victims_.Inc(static_cast<double>(outcome.victims));
-  if (outcome.nodes_kept > 0 && sources_.scheduler_preempted) sources_.scheduler_preempted(args->pod.uid);
+  if (outcome.nodes_kept > 0) handle_.SchedulerPreempted(args->pod.uid);
   return answer;
 }
 

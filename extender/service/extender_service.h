@@ -1,8 +1,10 @@
-// The extender verbs as pure functions of the request body: decode the wire
-// types, run the policy in force over one cluster snapshot, encode the answer.
+// The extender verbs: decode the wire types, decide by the policy in force
+// over one cluster snapshot, encode the answer. What a verb reads and what it
+// tells the program once it has decided go through one SchedulerHandle
+// (scheduler_handle.h); deciding is a function of the request and what the
+// handle returned, and each side effect is a named step after it.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -10,65 +12,20 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "scheduler/cache/cluster_snapshot.h"
-#include "scheduler/common/clock.h"
-#include "scheduler/framework/profile.h"
-#include "scheduler/framework/profile_set.h"
+#include "scheduler/framework/cycle_state.h"
 #include "scheduler/memo/score_memo.h"
 #include "scheduler/metrics/metrics.h"
-#include "scheduler/tenancy/tenant_set.h"
-#include "extender/service/binder.h"
-#include "extender/service/preemption_loop.h"
-#include "extender/service/recent_refusals.h"
+#include "k8s/extender_args.h"
+#include "k8s/extender_results.h"
+#include "extender/service/scheduler_handle.h"
 
 namespace tessera {
 
-/// Where the service reads the cluster and the policy from; both are called
-/// once per request and must be cheap and thread-safe.
-struct ExtenderSources {
-  std::function<std::shared_ptr<const ClusterSnapshot>()> snapshot;
-  std::function<std::shared_ptr<const Profile>()> profile;
-  /// Binds pods through the API server; null when Tessera runs without one
-  /// (a --cluster-file), and then bind is not served.
-  Binder* binder = nullptr;
-  /// False while the model is still being filled from the API server; then
-  /// filter and bind answer an Error (kube-scheduler retries the pod later)
-  /// rather than place pods on GPUs the model does not yet know are taken.
-  /// Null: always in sync (a cluster file).
-  std::function<bool()> synced = {};
-  /// Threads that share prioritize's work on nodes the score memo has not
-  /// seen (a new pod shape, a policy reload); not owned, must outlive the
-  /// service. Null: prioritize runs on the request's thread alone.
-  WorkerPool* score_pool = nullptr;
-  /// The tenants in force (scheduler/tenancy/tenant_set.h); null or empty:
-  /// no quotas, and preemption weighs priorities alone.
-  std::function<std::shared_ptr<const TenantSet>()> tenants = {};
-  /// The profiles in force, the default and one per node pool that pods of
-  /// given task types go to (scheduler/framework/profile_set.h; the policy
-  /// file's `pools:`), read once per request in place of `profile`, so one
-  /// request places its pod by one policy. Empty: `profile` alone, no pools.
-  std::function<std::shared_ptr<const ProfileSet>()> profiles = {};
-  /// What preemption reads as now (run time lost, expired priorities).
-  const Clock* clock = &Clock::Real();
-  /// Told of every GPU pod filter refused on every node for reasons
-  /// evicting may cure (extender/service/preemption_loop.h); may be empty.
-  std::function<void(UnschedulablePod)> unschedulable = {};
-  /// Told of every pod the preempt verb kept nodes for; may be empty.
-  std::function<void(std::string_view uid)> scheduler_preempted = {};
-  /// Keeps, per pod filter refused on every node, the reasons it gave (the
-  /// GPU map page shows them); a filter that passes the pod somewhere, or
-  /// its bind, forgets it. Not owned; null: nothing is kept.
-  RecentRefusals* refusals = nullptr;
-  /// Told of every pod filter is asked about, with its UID (the workload
-  /// learner's arrivals: scheduler/cache/workload_learner.h); must be cheap.
-  /// May be empty.
-  std::function<void(std::string_view uid, const PodGpuRequest& request)> arrival = {};
-};
-
 class ExtenderService {
  public:
+  /// \param handle what the verbs read and tell; must outlive the service.
   /// \param metrics receives filter rejections per reason; must outlive the service.
-  ExtenderService(ExtenderSources sources, MetricsRegistry& metrics);
+  ExtenderService(const SchedulerHandle& handle, MetricsRegistry& metrics);
 
   /// `POST /filter`: ExtenderArgs -> ExtenderFilterResult JSON.
   /// \return InvalidArgument for a body that is not valid ExtenderArgs (HTTP 400).
@@ -109,10 +66,18 @@ class ExtenderService {
   absl::StatusOr<std::string> Preempt(std::string_view body) const;
 
  private:
-  // The profiles in force: sources_.profiles(), or sources_.profile() alone.
-  [[nodiscard]] std::shared_ptr<const ProfileSet> CurrentProfiles() const;
+  struct FilterDecision;
+  // Filter's decision for a pod with a readable request, in sync: which
+  // nodes pass, which fail and why. Reads the handle; tells it nothing.
+  void DecideFilter(const k8s::ExtenderArgs& args, const CycleState& cycle, FilterDecision& decision) const;
+  // Filter's steps after deciding, each named for what it does.
+  void ReserveOnTheOneNode(const k8s::ExtenderArgs& args, const CycleState& cycle,
+                           const FilterDecision& decision) const;
+  void QueuePreemptionIfItMayHelp(const k8s::ExtenderArgs& args, const CycleState& cycle,
+                                  const FilterDecision& decision) const;
+  void CountRejections(const FilterDecision& decision) const;
 
-  ExtenderSources sources_;
+  const SchedulerHandle& handle_;
   MetricsRegistry& metrics_;
   // Prioritize's memo counters, looked up once: the registry takes a lock
   // and builds a label map per lookup.

@@ -81,12 +81,11 @@ class Tessera {
     watch_ = std::make_unique<k8s::ClusterWatch>(*client_, model_, pods_, &metrics_, watch_options);
     pod_api_ = std::make_unique<k8s::KubePodApi>(*client_);
     binder_ = std::make_unique<Binder>(model_, pods_, *pod_api_, [this] { return profile_; }, metrics_);
-    service_ = std::make_unique<ExtenderService>(
-        ExtenderSources{.snapshot = [this] { return model_.Current(); },
-                        .profile = [this] { return profile_; },
-                        .binder = binder_.get(),
-                        .synced = [this] { return watch_->synced(); }},
-        metrics_);
+    handle_.snapshot = [this] { return model_.Current(); };
+    handle_.profile = [this] { return profile_; };
+    handle_.bind = binder_.get();
+    handle_.synced = [this] { return watch_->synced(); };
+    service_ = std::make_unique<ExtenderService>(handle_, metrics_);
     RouterOptions router_options;
     router_options.ready = [this] { return watch_->synced(); };
     router_options.debug_state = [this] {
@@ -140,6 +139,7 @@ class Tessera {
   std::unique_ptr<k8s::ClusterWatch> watch_;
   std::unique_ptr<k8s::KubePodApi> pod_api_;
   std::unique_ptr<Binder> binder_;
+  testing::FunctionHandle handle_;
   std::unique_ptr<ExtenderService> service_;
   std::unique_ptr<Router> router_;
   std::unique_ptr<RequestDispatcher> dispatcher_;

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "scheduler/metrics/metrics.h"
 #include "extender/service/extender_service.h"
 #include "test/testing/data_files.h"
+#include "test/testing/function_handle.h"
 
 namespace tessera::testing {
 
@@ -47,6 +49,23 @@ inline nlohmann::json RecordedFilterPod(const std::string& uid, const std::strin
   return pod;
 }
 
+/// A handle that reads a test's own variables at each request: the test may
+/// point them elsewhere between requests (a new snapshot, a reloaded policy).
+class VariablesHandle final : public SchedulerHandle {
+ public:
+  VariablesHandle(const std::shared_ptr<const ClusterSnapshot>& snapshot, const std::shared_ptr<const Profile>& profile,
+                  WorkerPool* pool = nullptr)
+      : snapshot_(snapshot), profile_(profile), pool_(pool) {}
+  [[nodiscard]] std::shared_ptr<const ClusterSnapshot> Snapshot() const override { return snapshot_; }
+  [[nodiscard]] std::shared_ptr<const ProfileSet> Profiles() const override { return ProfileSet::Single(profile_); }
+  [[nodiscard]] WorkerPool* score_pool() const override { return pool_; }
+
+ private:
+  const std::shared_ptr<const ClusterSnapshot>& snapshot_;
+  const std::shared_ptr<const Profile>& profile_;
+  WorkerPool* pool_;
+};
+
 /// A service over `cluster_yaml` (the cluster-file format) and `policy_yaml`.
 class ServiceFixture {
  public:
@@ -59,17 +78,8 @@ class ServiceFixture {
     model_.Publish();
     absl::StatusOr<LoadedPolicy> policy = LoadPolicyDocument(policy_yaml, "policy.yaml", registry_);
     EXPECT_TRUE(policy.ok()) << policy.status();
-    if (policy.ok()) {
-      profile_ = policy->profile;
-      profiles_ = policy->profiles;  // the policy's pools, as the program reads them
-    }
-    service_ = std::make_unique<ExtenderService>(
-        ExtenderSources{.snapshot = [this] { return model_.Current(); },
-                        .profile = [this] { return profile_; },
-                        .tenants = [this] { return tenants_; },
-                        .profiles = [this] { return profiles_; },
-                        .refusals = &refusals_},
-        metrics_);
+    if (policy.ok()) profiles_ = policy->profiles;  // the policy's pools, as the program reads them
+    service_ = std::make_unique<ExtenderService>(handle_, metrics_);
   }
 
   /// The tenants the service reads from now on (none until set).
@@ -86,13 +96,26 @@ class ServiceFixture {
   RecentRefusals& refusals() { return refusals_; }
 
  private:
+  // Reads what the fixture holds now: the model's snapshot, the policy, the tenants set last.
+  class Handle final : public SchedulerHandle {
+   public:
+    explicit Handle(const ServiceFixture& f) : f_(f) {}
+    [[nodiscard]] std::shared_ptr<const ClusterSnapshot> Snapshot() const override { return f_.model_.Current(); }
+    [[nodiscard]] std::shared_ptr<const ProfileSet> Profiles() const override { return f_.profiles_; }
+    [[nodiscard]] std::shared_ptr<const TenantSet> Tenants() const override { return f_.tenants_; }
+    [[nodiscard]] RecentRefusals* refusals() const override { return &f_.refusals_; }
+
+   private:
+    const ServiceFixture& f_;
+  };
+
   PluginRegistry registry_;
   ClusterModel model_;
   MetricsRegistry metrics_;
-  std::shared_ptr<const Profile> profile_;
   std::shared_ptr<const ProfileSet> profiles_;
   std::shared_ptr<const TenantSet> tenants_;
-  RecentRefusals refusals_;
+  mutable RecentRefusals refusals_;
+  Handle handle_{*this};
   std::unique_ptr<ExtenderService> service_;
 };
 

@@ -472,10 +472,11 @@ TEST_F(BinderTest, AFilterOfTheNominatedNodeAloneWithNoPrioritizeGivesTheGpusThe
   model_.Publish();
   const PodRecord pod = PendingPod("nominated", "0.5");
   Known(pod);
-  const ExtenderService service(ExtenderSources{.snapshot = [this] { return model_.Current(); },
-                                                .profile = [this] { return profile_; },
-                                                .binder = binder_.get()},
-                                metrics_);
+  testing::FunctionHandle handle;
+  handle.snapshot = [this] { return model_.Current(); };
+  handle.profile = [this] { return profile_; };
+  handle.bind = binder_.get();
+  const ExtenderService service(handle, metrics_);
   const nlohmann::json request = {
       {"Pod", {{"metadata", {{"name", pod.name}, {"namespace", pod.namespace_name}, {"uid", pod.uid},
                              {"annotations", pod.annotations}}},

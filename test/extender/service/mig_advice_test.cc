@@ -12,6 +12,7 @@
 #include "policies/builtin_registry.h"
 #include "scheduler/cache/cluster_model.h"
 #include "test/testing/builders.h"
+#include "test/testing/service_fixture.h"
 
 namespace tessera {
 namespace {
@@ -46,10 +47,10 @@ class MigAdviceTest : public ::testing::Test {
     model_.UpsertPod(testing::Holding("p1", "a", {testing::Share(0, 142, 10240).Mig("1g.10gb", 1)}));
     snapshot_ = model_.Publish();
     profile_ = *LoadPolicyText(kPolicy, "policy.yaml", registry_);
-    service_ = std::make_unique<ExtenderService>(ExtenderSources{.snapshot = [this] { return snapshot_; },
-                                                                 .profile = [this] { return profile_; },
-                                                                 .refusals = &refusals_},
-                                                 metrics_);
+    handle_.snapshot = [this] { return snapshot_; };
+    handle_.profile = [this] { return profile_; };
+    handle_.refusal_log = &refusals_;
+    service_ = std::make_unique<ExtenderService>(handle_, metrics_);
   }
 
   ClusterModel model_;
@@ -58,6 +59,7 @@ class MigAdviceTest : public ::testing::Test {
   std::shared_ptr<const Profile> profile_;
   MetricsRegistry metrics_;
   RecentRefusals refusals_;
+  testing::FunctionHandle handle_;
   std::unique_ptr<ExtenderService> service_;
 };
 

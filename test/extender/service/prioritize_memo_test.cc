@@ -16,6 +16,7 @@
 #include "scheduler/metrics/metrics.h"
 #include "extender/service/extender_service.h"
 #include "test/testing/builders.h"
+#include "test/testing/service_fixture.h"
 #include "test/testing/topologies.h"
 
 namespace tessera {
@@ -271,12 +272,12 @@ TEST(PrioritizeMemoTest, AfterAPolicyReloadPrioritizeAnswersWithTheNewPolicy) {
 
   MetricsRegistry metrics;
   std::shared_ptr<const Profile> in_force = LoadExample("binpack-policy.yaml");
-  const ExtenderService service(
-      ExtenderSources{.snapshot = [&] { return snapshot; }, .profile = [&] { return in_force; }}, metrics);
+  const testing::VariablesHandle handle(snapshot, in_force);
+  const ExtenderService service(handle, metrics);
   // What a service that never saw another policy answers.
   auto fresh_answer = [&](std::shared_ptr<const Profile> profile) {
-    const ExtenderService fresh(
-        ExtenderSources{.snapshot = [&] { return snapshot; }, .profile = [profile] { return profile; }}, metrics);
+    const testing::VariablesHandle fresh_handle(snapshot, profile);
+    const ExtenderService fresh(fresh_handle, metrics);
     return fresh.Prioritize(body);
   };
 
@@ -299,8 +300,8 @@ TEST(PrioritizeMemoTest, MetricsCountTheNodesComputedAndTheNodesAnsweredFromTheM
   for (NodeIndex i = 0; i < snapshot->node_count(); ++i) nodes.push_back(snapshot->node(i).name);
   MetricsRegistry metrics;
   const std::shared_ptr<const Profile> profile = LoadExample("default-policy.yaml");
-  const ExtenderService service(
-      ExtenderSources{.snapshot = [&] { return snapshot; }, .profile = [&] { return profile; }}, metrics);
+  const testing::VariablesHandle handle(snapshot, profile);
+  const ExtenderService service(handle, metrics);
   ASSERT_TRUE(service.Prioritize(PrioritizeBody(nodes)).ok());
   ASSERT_TRUE(service.Prioritize(PrioritizeBody(nodes)).ok());
   const std::string text = metrics.Render();
@@ -316,16 +317,15 @@ TEST(PrioritizeMemoTest, PrioritizeFollowsBindsBetweenRequests) {
   std::shared_ptr<const ClusterSnapshot> snapshot = cluster.Publish();
   MetricsRegistry metrics;
   const std::shared_ptr<const Profile> profile = LoadExample("default-policy.yaml");
-  const ExtenderService service(
-      ExtenderSources{.snapshot = [&] { return snapshot; }, .profile = [&] { return profile; }}, metrics);
+  const testing::VariablesHandle handle(snapshot, profile);
+  const ExtenderService service(handle, metrics);
   for (int round = 0; round < 40; ++round) {
     cluster.Change();
     snapshot = cluster.Publish();
     std::vector<std::string> nodes;
     for (NodeIndex i = 0; i < snapshot->node_count(); ++i) nodes.push_back(snapshot->node(i).name);
     nodes.push_back("node-not-in-the-model");
-    const ExtenderService fresh(
-        ExtenderSources{.snapshot = [&] { return snapshot; }, .profile = [&] { return profile; }}, metrics);
+    const ExtenderService fresh(handle, metrics);  // a new service, so a new memo
     const std::string body = PrioritizeBody(nodes);
     ASSERT_EQ(*service.Prioritize(body), *fresh.Prioritize(body)) << "round " << round;
   }
@@ -340,12 +340,10 @@ TEST(PrioritizeMemoTest, AServiceWithAScorePoolAnswersAsOneWithout) {
   const std::shared_ptr<const Profile> profile = LoadExample("default-policy.yaml");
   WorkerPool pool(2);
   MetricsRegistry serial_metrics, pooled_metrics;
-  const ExtenderService serial(
-      ExtenderSources{.snapshot = [&] { return snapshot; }, .profile = [&] { return profile; }}, serial_metrics);
-  const ExtenderService pooled(ExtenderSources{.snapshot = [&] { return snapshot; },
-                                               .profile = [&] { return profile; },
-                                               .score_pool = &pool},
-                               pooled_metrics);
+  const testing::VariablesHandle serial_handle(snapshot, profile);
+  const testing::VariablesHandle pooled_handle(snapshot, profile, &pool);
+  const ExtenderService serial(serial_handle, serial_metrics);
+  const ExtenderService pooled(pooled_handle, pooled_metrics);
   const absl::StatusOr<std::string> expected = serial.Prioritize(body);
   ASSERT_TRUE(expected.ok()) << expected.status();
   EXPECT_EQ(*pooled.Prioritize(body), *expected);  // cold: on the pool

@@ -17,6 +17,7 @@
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/cache/workload_learner.h"
 #include "test/testing/builders.h"
+#include "test/testing/service_fixture.h"
 
 namespace tessera {
 namespace {
@@ -56,12 +57,10 @@ class WorkloadLearningTest : public ::testing::Test {
     store_ = *std::move(store);
     model_.UpsertNode("a", Inventory(8), absl::OkStatus());
     snapshot_ = model_.Publish();
-    service_ = std::make_unique<ExtenderService>(
-        ExtenderSources{.snapshot = [this] { return snapshot_; },
-                        .profile = [this] { return store_->Current(); },
-                        .arrival = [this](std::string_view uid,
-                                          const PodGpuRequest& request) { learner_.Observe(uid, request); }},
-        metrics_);
+    handle_.snapshot = [this] { return snapshot_; };
+    handle_.profile = [this] { return store_->Current(); };
+    handle_.arrived = [this](std::string_view uid, const PodGpuRequest& request) { learner_.Observe(uid, request); };
+    service_ = std::make_unique<ExtenderService>(handle_, metrics_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
@@ -89,6 +88,7 @@ class WorkloadLearningTest : public ::testing::Test {
   std::shared_ptr<const ClusterSnapshot> snapshot_;
   MetricsRegistry metrics_;
   WorkloadLearner learner_{WorkloadLearning{}};
+  testing::FunctionHandle handle_;
   std::unique_ptr<ExtenderService> service_;
 };
 
