@@ -45,7 +45,7 @@ std::vector<int64_t> LevelsOf(std::vector<int64_t> cpus, size_t most) {
 
 }  // namespace
 
-ExpectedWaste::ExpectedWaste(const TargetWorkload& workload) {
+ExpectedWaste::ExpectedWaste(const TargetWorkload& workload, Options options) : options_(options) {
   // A kind of several GPUs needs them free at once on one node, which a
   // walk along one GPU cannot see: fgd's fragment term judges it.
   const auto one_gpu = [](const WorkloadPod& p) { return p.gpus == 1; };
@@ -71,7 +71,7 @@ ExpectedWaste::ExpectedWaste(const TargetWorkload& workload) {
     for (const auto& [share, w] : joining[r]) weight[share] += w;
     Walk(weight, tables_[r]);
     // Alive from the least share at which the kinds fitting it make
-    // kRareFitPercent of all arrivals (CPU-only and multi-GPU kinds count
+    // options_.rare_fit_percent of all arrivals (CPU-only and multi-GPU kinds count
     // among the arrivals, not among what fits). Σ weight ≤ 2^30: no overflow.
     int64_t fitting = 0, alive_from = 1001;
     std::array<int16_t, kShares>& best = best_left_.emplace_back();
@@ -80,7 +80,7 @@ ExpectedWaste::ExpectedWaste(const TargetWorkload& workload) {
       if (f > 0 && weight[f] > 0) largest = static_cast<int64_t>(f);
       best[f] = static_cast<int16_t>(static_cast<int64_t>(f) - largest);
       fitting += weight[f];
-      if (alive_from == 1001 && fitting > 0 && fitting * 100 >= kRareFitPercent * workload.total_weight()) {
+      if (alive_from == 1001 && fitting > 0 && fitting * 100 >= options_.rare_fit_percent * workload.total_weight()) {
         alive_from = static_cast<int64_t>(f);
       }
     }
@@ -105,7 +105,7 @@ int64_t ExpectedWaste::Of(int64_t free_milli, std::optional<int64_t> cpu_free) c
 
 bool ExpectedWaste::Dead(int64_t free_milli, std::optional<int64_t> cpu_free) const {
   const std::optional<size_t> level = LevelOf(cpu_free);
-  return free_milli > kFilledMilli && free_milli < (level.has_value() ? alive_from_[*level] : 1001);
+  return free_milli > options_.filled_milli && free_milli < (level.has_value() ? alive_from_[*level] : 1001);
 }
 
 int64_t ExpectedWaste::DeadLeftoverRegret(int64_t free_milli, int64_t share, std::optional<int64_t> cpu_before,

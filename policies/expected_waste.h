@@ -42,9 +42,9 @@
 // fill it make 1.4 % of arrivals; a 320 share that joins a lone 470 leaves
 // 210, which those same pods would have to fill, where the next 470 would
 // have left 60 (and the 320 gone with a 650, leaving 30). So a leftover is
-// *dead* when it is more than kFilledMilli (a GPU that full is filled: 470
+// *dead* when it is more than `filledMilli` (a GPU that full is filled: 470
 // + 470 leave 60, 650 + 320 leave 30) and the kinds the node's CPU hosts
-// that fit it make less than kRareFitPercent of the arrivals (every kind
+// that fit it make less than `rareFitPercent` of the arrivals (every kind
 // counted among the arrivals). A share that leaves a GPU dead *regrets*
 // what it leaves beyond what the best-fitting kind the node hosted would
 // have left there (0 where none leaves less: a node short of the CPU a
@@ -67,6 +67,18 @@
 
 namespace tessera {
 
+/// What makes a leftover dead: fgd's args `filledMilli` and `rareFitPercent`.
+struct ExpectedWasteOptions {
+  /// A leftover of at most this is a filled GPU, not a dead one.
+  int64_t filled_milli = 50;
+  /// Kinds that together make less than this share of the arrivals fill no
+  /// leftover. Measured on the default trace (10 seeds, Alloc %(100)),
+  /// whose 160 and 220 shares are rare and 230s less so: 1 %, 96.14; 2 %,
+  /// 96.10; 3 %, which counts the 230s rare too, 95.94; without dead
+  /// leftovers, 95.92. 2 % sits inside the range that works.
+  int64_t rare_fit_percent = 2;
+};
+
 class ExpectedWaste {
  public:
   /// Thousandths of a milli-GPU per milli-GPU.
@@ -77,16 +89,9 @@ class ExpectedWaste {
   /// is read at the highest kept level at most its free (its kinds may then
   /// be fewer than it hosts).
   static constexpr size_t kMaxCpuLevels = 64;
-  /// A leftover of at most this is a filled GPU, not a dead one.
-  static constexpr int64_t kFilledMilli = 50;
-  /// Kinds that together make less than this share of the arrivals fill no
-  /// leftover. Measured on the default trace (10 seeds, Alloc %(100)),
-  /// whose 160 and 220 shares are rare and 230s less so: 1 %, 96.14; 2 %,
-  /// 96.10; 3 %, which counts the 230s rare too, 95.94; without dead
-  /// leftovers, 95.92. 2 % sits inside the range that works.
-  static constexpr int64_t kRareFitPercent = 2;
+  using Options = ExpectedWasteOptions;
 
-  explicit ExpectedWaste(const TargetWorkload& workload);
+  explicit ExpectedWaste(const TargetWorkload& workload, Options options = {});
 
   /// W(f) · kScale for f free milli-GPU (clamped to 0..1000) on a node
   /// with `cpu_free` free milli-CPU (nullopt: unknown, every kind counts).
@@ -116,10 +121,11 @@ class ExpectedWaste {
   // The level whose kinds a node with `cpu_free` free hosts (the last for
   // nullopt); nullopt below the lowest level: no kind.
   [[nodiscard]] std::optional<size_t> LevelOf(std::optional<int64_t> cpu_free) const;
+  Options options_;
   std::vector<int64_t> cpu_levels_;         // ascending
   std::vector<Table> tables_;               // [r]: the kinds asking at most cpu_levels_[r]; never empty
   // [r]: the least leftover the kinds of level r fitting it make
-  // kRareFitPercent of the arrivals at (1001: never); dead below it.
+  // options_.rare_fit_percent of the arrivals at (1001: never); dead below it.
   std::vector<int64_t> alive_from_;
   // [r][f]: what the best-fitting kind of level r leaves of f (f: none fits).
   std::vector<std::array<int16_t, 1001>> best_left_;

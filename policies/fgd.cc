@@ -97,8 +97,15 @@ int64_t PlacementFragmentationDecrease(const TargetWorkload& workload, const Fra
 MeasureArgs ReadMeasureArgs(PluginArgs& args) {
   MeasureArgs m;
   m.kind_weights = args.Enum("kindWeights", {"pods", "gpus"}, "pods",
-                                "Weigh each kind of the workload by its pods (pods) or by the GPUs its pods ask (gpus).") == "gpus" ? KindWeights::kPerGpuAsked
-                                                                                : KindWeights::kPerPod;
+                             "Weigh each kind of the workload by its pods (pods) or by the GPUs its pods ask "
+                             "(gpus).") == "gpus"
+                       ? KindWeights::kPerGpuAsked
+                       : KindWeights::kPerPod;
+  m.cpu_only_asks = MilliGpu(kOneGpu.value() *
+                             args.Int("cpuOnlyAsksGpus", 1, 64, m.cpu_only_asks.value() / kOneGpu.value(),
+                                      "With kindWeights: gpus, the GPUs a kind asking none counts as asking; it sets "
+                                      "only how large the score's differences are (10: measured on the Alibaba "
+                                      "traces)."));
   m.gpu_memory = args.Enum("gpuMemory", {"ignore", "fit"}, "ignore",
                               "Count a GPU as fitting a kind by compute alone (ignore) or by compute and GPU memory (fit).") == "fit";
   return m;
@@ -110,7 +117,17 @@ namespace {
 MeasureArgs ReadFgdMeasureArgs(PluginArgs& args) {
   MeasureArgs m = ReadMeasureArgs(args);
   m.leftover_outlook = args.Enum("leftover", {"ignore", "outlook"}, "ignore",
-                                     "Also weigh what the GPUs left after a placement could still take (outlook).") == "outlook";
+                                  "Also weigh what the GPUs left after a placement could still take "
+                                  "(outlook).") == "outlook";
+  m.dead_leftover_weight = args.Int("deadLeftoverWeight", 0, 100, m.dead_leftover_weight,
+                                    "With leftover: outlook, how many times its regret a share that leaves a shared "
+                                    "GPU dead is charged (0: no charge; 6 measured best on the default trace).");
+  m.dead.filled_milli = args.Int("filledMilli", 0, 500, m.dead.filled_milli,
+                                 "With leftover: outlook, a leftover of at most this many milli-GPU is a filled "
+                                 "GPU, not a dead one.");
+  m.dead.rare_fit_percent = args.Int("rareFitPercent", 0, 100, m.dead.rare_fit_percent,
+                                     "With leftover: outlook, kinds that together make less than this percent of "
+                                     "the arrivals fill no leftover: what only they fit is dead.");
   return m;
 }
 
@@ -119,7 +136,8 @@ MeasureArgs ReadFgdMeasureArgs(PluginArgs& args) {
 std::shared_ptr<const TargetWorkload> Weighed(std::shared_ptr<const TargetWorkload> workload,
                                               const MeasureArgs& measure) {
   if (measure.kind_weights == KindWeights::kPerPod) return workload;
-  absl::StatusOr<TargetWorkload> weighed = TargetWorkload::Create(workload->pods(), measure.kind_weights);
+  absl::StatusOr<TargetWorkload> weighed =
+      TargetWorkload::Create(workload->pods(), measure.kind_weights, measure.cpu_only_asks);
   if (!weighed.ok()) return workload;
   // What the publisher saw of the cluster is no property of the weights.
   return std::make_shared<const TargetWorkload>(std::move(*weighed).WithCluster(workload->cluster_supply()));
@@ -243,8 +261,8 @@ int64_t FgdPlugin::DeadLeftoverCharge(int64_t free_milli, int64_t share, std::op
                                       std::optional<int64_t> cpu_after) const {
   // An idle GPU displaces no partner: what a share leaves there is the walk's alone.
   if (outlook_ == nullptr || free_milli >= kOneGpu.value()) return 0;
-  // A regret ≤ 1000, times 6, times the total weight ≤ 2^30: fits in 64 bits.
-  return kDeadLeftoverWeight * outlook_->DeadLeftoverRegret(free_milli, share, cpu_before, cpu_after) *
+  // A regret ≤ 1000, times at most 100, times the total weight ≤ 2^30: fits in 64 bits.
+  return measure_.dead_leftover_weight * outlook_->DeadLeftoverRegret(free_milli, share, cpu_before, cpu_after) *
          workload_->total_weight();
 }
 

@@ -27,7 +27,7 @@
 //                              fragmentation it removes: of two GPUs a
 //                              share fits, the one it leaves fillable; and
 //                              on a GPU it shares, is charged
-//                              kDeadLeftoverWeight times what it leaves
+//                              deadLeftoverWeight times what it leaves
 //                              there dead beyond what the best-fitting kind
 //                              would (ExpectedWaste::DeadLeftoverRegret: too
 //                              much to call the GPU full, fit only by rare kinds)
@@ -72,11 +72,23 @@ class PluginArgs;
 /// `kindWeights` and `gpuMemory`; see above).
 struct MeasureArgs {
   KindWeights kind_weights = KindWeights::kPerPod;
+  /// With kindWeights: gpus, what a kind asking no GPU counts as asking
+  /// (`cpuOnlyAsksGpus`): it sets only the scale of fgd's differences.
+  MilliGpu cpu_only_asks = MilliGpu(10 * kOneGpu.value());
   bool gpu_memory = false;
-  bool leftover_outlook = false;  ///< fgd only
+  // fgd only: the leftover outlook and what makes a leftover dead.
+  bool leftover_outlook = false;
+  /// `deadLeftoverWeight`: how many times its regret a share that leaves a
+  /// shared GPU dead is charged (ExpectedWaste::DeadLeftoverRegret): the
+  /// leftover is lost, and the GPU's better partner, whose place the share
+  /// took, must break a GPU of its own. Measured on the default trace (10
+  /// seeds, Alloc %(100)): 4× 96.09, 6× 96.10, 8× 96.12, 12× 96.13, 16×
+  /// 96.07; without (0), 95.92.
+  int64_t dead_leftover_weight = 6;
+  ExpectedWaste::Options dead;  ///< `filledMilli`, `rareFitPercent`
 };
 
-/// Reads `kindWeights` and `gpuMemory`.
+/// Reads `kindWeights`, `cpuOnlyAsksGpus` and `gpuMemory`.
 MeasureArgs ReadMeasureArgs(PluginArgs& args);
 
 /// `workload` with its kinds weighed as `measure` says (the same workload
@@ -111,7 +123,7 @@ class FgdPlugin final : public Plugin {
             std::shared_ptr<const TargetWorkload> prior = nullptr)
       : Plugin(Point::kGpuChoice | Point::kNodeScore, /*memoizable=*/true),
         prior_(prior != nullptr ? std::move(prior) : workload),
-        outlook_(measure.leftover_outlook ? std::make_shared<const ExpectedWaste>(*workload) : nullptr),
+        outlook_(measure.leftover_outlook ? std::make_shared<const ExpectedWaste>(*workload, measure.dead) : nullptr),
         workload_(Weighed(std::move(workload), measure)),
         fit_(fit),
         measure_(measure) {}
@@ -130,12 +142,6 @@ class FgdPlugin final : public Plugin {
       std::shared_ptr<const TargetWorkload> workload) const override {
     return std::make_shared<const FgdPlugin>(MixedWithPrior(*workload, *prior_), fit_.args(), measure_, prior_);
   }
-  /// How many times its regret a share that leaves a shared GPU dead is
-  /// charged (ExpectedWaste::DeadLeftoverRegret): the leftover is lost, and
-  /// the GPU's better partner, whose place the share took, must break a GPU
-  /// of its own. Measured on the default trace (10 seeds, Alloc %(100)):
-  /// 4× 96.09, 6× 96.10, 8× 96.12, 12× 96.13, 16× 96.07; without, 95.92.
-  static constexpr int64_t kDeadLeftoverWeight = 6;
   /// The workload it measures against (weighed).
   [[nodiscard]] const TargetWorkload& workload() const { return *workload_; }
   [[nodiscard]] const TargetWorkload* MeasuredWorkload() const override { return workload_.get(); }
@@ -166,7 +172,7 @@ class FgdPlugin final : public Plugin {
                                      std::optional<int64_t> cpu_after) const;
   // With the outlook: what a share of `share` on a GPU with `free_milli`
   // free is charged (F · W's units) when the GPU is shared already:
-  // kDeadLeftoverWeight times its regret (ExpectedWaste::DeadLeftoverRegret);
+  // deadLeftoverWeight times its regret (ExpectedWaste::DeadLeftoverRegret);
   // else 0.
   [[nodiscard]] int64_t DeadLeftoverCharge(int64_t free_milli, int64_t share, std::optional<int64_t> cpu_before,
                                            std::optional<int64_t> cpu_after) const;

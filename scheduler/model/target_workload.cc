@@ -431,7 +431,8 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   return w;
 }
 
-absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> pods, KindWeights weights) {
+absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> pods, KindWeights weights,
+                                                      MilliGpu cpu_only_asks) {
   if (weights == KindWeights::kPerPod) return Create(std::move(pods));
   if (absl::StatusOr<int64_t> total = ValidatedTotalWeight(pods); !total.ok()) return total.status();
   // weight · 64000 / (GPUs · share): exact for every GPU count up to 64 and
@@ -440,15 +441,16 @@ absl::StatusOr<TargetWorkload> TargetWorkload::Create(std::vector<WorkloadPod> p
   // A CPU-only kind asks no GPU. Wherever a GPU pod goes it adds the same
   // fragment (all free GPU is its), so its weight moves no node ahead of
   // another; it only sets how large fgd's differences are on the score's
-  // scale (σ(ΔF / 1000)). Weighed as a kind asking 10 GPUs: measured on the
-  // Alibaba traces and their stress variants, as one GPU or as nothing (64)
-  // it lost to FGD on one of them (gpuspec10, node CPU × 0.75; docs/experiments/2026-11-26-kind-weights-and-gpu-memory.md).
-  constexpr int64_t kCpuOnlyAsks = 10 * kOneGpu.value();
+  // scale (σ(ΔF / 1000)). Weighed by default as a kind asking 10 GPUs:
+  // measured on the Alibaba traces and their stress variants, as one GPU or
+  // as nothing (64) it lost to FGD on one of them (gpuspec10, node CPU ×
+  // 0.75; docs/experiments/2026-11-26-kind-weights-and-gpu-memory.md).
+  const int64_t cpu_only_milli = std::max<int64_t>(1, cpu_only_asks.value());
   __int128 total = 0;
   std::vector<__int128> scaled(pods.size());
   for (size_t m = 0; m < pods.size(); ++m) {
     const WorkloadPod& p = pods[m];
-    const int64_t asked = p.gpus == 0 ? kCpuOnlyAsks : int64_t{p.gpus} * p.milli.value();
+    const int64_t asked = p.gpus == 0 ? cpu_only_milli : int64_t{p.gpus} * p.milli.value();
     scaled[m] = static_cast<__int128>(p.weight) * kScale / asked;
     total += scaled[m];
   }

@@ -67,7 +67,10 @@ class TargetWorkload {
   /// The workload with its kinds weighed by `weights` (from arrivals, as
   /// Create takes them). kPerGpuAsked scales the weights down as a whole
   /// when they would pass kMaxTotalWeight, and keeps every weight ≥ 1.
-  static absl::StatusOr<TargetWorkload> Create(std::vector<WorkloadPod> pods, KindWeights weights);
+  /// `cpu_only_asks` is what a kind asking no GPU counts as asking under
+  /// kPerGpuAsked (fgd's `cpuOnlyAsksGpus`; see the .cc for why 10 GPUs).
+  static absl::StatusOr<TargetWorkload> Create(std::vector<WorkloadPod> pods, KindWeights weights,
+                                               MilliGpu cpu_only_asks = MilliGpu(10 * kOneGpu.value()));
 
   [[nodiscard]] const std::vector<WorkloadPod>& pods() const { return pods_; }
   /// W = Σ weight.

@@ -11,6 +11,7 @@
 #include "policies/host_stranding.h"
 #include "scheduler/framework/profile.h"
 #include "test/testing/builders.h"
+#include "test/testing/measure_args.h"
 
 namespace tessera {
 namespace {
@@ -101,7 +102,7 @@ TEST(IdleNodeReserveTest, ItIsJudgedByArrivalsWhateverTheKindWeightsAndKeptThrou
   const TargetWorkload learned = Told({"3 cpu=1 gpu=1", "1 cpu=8 gpu=8"}, idle, 80000);
   ASSERT_TRUE(learned.whole_node_kinds()[0].reserved);
   const std::shared_ptr<const TargetWorkload> weighed =
-      Weighed(std::make_shared<const TargetWorkload>(learned), MeasureArgs{.kind_weights = KindWeights::kPerGpuAsked});
+      Weighed(std::make_shared<const TargetWorkload>(learned), testing::Measure(KindWeights::kPerGpuAsked));
   EXPECT_EQ(weighed->cluster_idle_nodes(), idle);
   EXPECT_EQ(weighed->idle_node_reserve(8, 96000, "G2"), 8000);
   // Blended half and half with a list of one-GPU pods, the 8-GPU kind asks

@@ -12,6 +12,7 @@
 #include "policies/host_stranding.h"
 #include "scheduler/framework/plugin_args.h"
 #include "test/testing/builders.h"
+#include "test/testing/measure_args.h"
 
 namespace tessera {
 namespace {
@@ -132,7 +133,7 @@ TEST(ExpectedWasteTest, KeepsAtMostItsCpuLevelsAndTheHighest) {
 // 350 for a 320, the commonest share: 90 − 67.5 < −5 + 82.
 TEST(ExpectedWasteTest, ALeftoverOnlyRareKindsFitIsDeadAndRegretsWhatTheBestFittingKindWouldHaveLeft) {
   // Of 100 arrivals one 160 and two 230s: leftovers from 230 up fit 3 %,
-  // below 1 % (less than kRareFitPercent): dead from 51 to 229.
+  // below 1 % (less than rareFitPercent): dead from 51 to 229.
   const ExpectedWaste w(Workload({"1 cpu=1 gpu=160m", "2 cpu=1 gpu=230m", "10 cpu=8 gpu=470m", "87 cpu=1 gpu=1"}));
   struct Case {
     std::string name;
@@ -163,6 +164,18 @@ TEST(ExpectedWasteTest, ALeftoverOnlyRareKindsFitIsDeadAndRegretsWhatTheBestFitt
   EXPECT_FALSE(rare.Dead(40));
 }
 
+TEST(ExpectedWasteTest, FgdsFilledMilliAndRareFitPercentArgsMoveWhatIsDead) {
+  // One 500 share in 100 arrivals: 1 %.
+  const TargetWorkload workload = Workload({"1 cpu=1 gpu=500m", "99 cpu=1"});
+  const auto with = [&](int64_t filled, int64_t rare_percent) {
+    return ExpectedWaste(workload, ExpectedWasteOptions{.filled_milli = filled, .rare_fit_percent = rare_percent});
+  };
+  EXPECT_TRUE(with(50, 2).Dead(600)) << "the defaults: 1 % is rare";
+  EXPECT_FALSE(with(50, 1).Dead(600)) << "rareFitPercent 1: the 500s count, and fill 600";
+  EXPECT_TRUE(with(50, 2).Dead(80));
+  EXPECT_FALSE(with(100, 2).Dead(80)) << "filledMilli 100: 80 left is a full GPU";
+}
+
 TEST(LeftoverOutlookTest, AShareThatWouldLeaveASharedGpuDeadGoesWhereItLeavesRoomForACommonKind) {
   // A 320 beside the lone 470 would leave 210, which only the 160s (1 % of
   // arrivals) fit; beside the lone 320 it leaves 360, which a 320 fits.
@@ -172,7 +185,7 @@ TEST(LeftoverOutlookTest, AShareThatWouldLeaveASharedGpuDeadGoesWhereItLeavesRoo
   const Node node = Node("n").Gpus(3).Hold(0, 470).Hold(1, 320).Host(16000, 16000);
   const NodeView view = node.View();
   const CycleState pod(Pod().Fraction(320).Cpu(1000));
-  const MeasureArgs with_outlook{.kind_weights = KindWeights::kPerGpuAsked, .gpu_memory = false, .leftover_outlook = true};
+  const MeasureArgs with_outlook = testing::Measure(KindWeights::kPerGpuAsked, /*gpu_memory=*/false, /*leftover_outlook=*/true);
   struct Case {
     std::string name;
     std::string small_shares;
@@ -200,7 +213,7 @@ TEST(LeftoverOutlookTest, AShareGoesWhereWhatItLeavesCanStillBeFilled) {
   const CycleState pod(Pod().Fraction(230).Cpu(1000));
   const FgdPlugin paper(w, GpuShareArgs{}, MeasureArgs{});
   const FgdPlugin outlook(w, GpuShareArgs{},
-                          MeasureArgs{.kind_weights = KindWeights::kPerPod, .gpu_memory = false, .leftover_outlook = true});
+                          testing::Measure(KindWeights::kPerPod, /*gpu_memory=*/false, /*leftover_outlook=*/true));
   const std::optional<GpuChoice> by_paper = paper.ChooseGpus(pod, view);
   const std::optional<GpuChoice> by_outlook = outlook.ChooseGpus(pod, view);
   ASSERT_TRUE(by_paper.has_value() && by_outlook.has_value());
@@ -236,7 +249,7 @@ TEST(LeftoverOutlookTest, KeepsALeftoverOnlyForKindsTheNodesCpuCanHost) {
   const TargetWorkload w = Workload({"1 cpu=1000m gpu=650m", "1 cpu=1000m gpu=470m", "3 cpu=4000m gpu=320m",
                                      "1 cpu=1000m gpu=230m", "4 cpu=1000m gpu=1"});
   const FgdPlugin outlook(w, GpuShareArgs{},
-                          MeasureArgs{.kind_weights = KindWeights::kPerPod, .gpu_memory = false, .leftover_outlook = true});
+                          testing::Measure(KindWeights::kPerPod, /*gpu_memory=*/false, /*leftover_outlook=*/true));
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const Node node = Node("n").Gpus(2).Hold(0, 650).Hold(1, 470).Host(c.cpu_free, 16000);
@@ -265,7 +278,7 @@ TEST(LeftoverOutlookTest, WhereCpuBindsAShareAlsoPaysForTheCpuTheNodesOtherGpusN
       {"the pod leaves enough", 16000, false},
   };
   const TargetWorkload arrivals = Workload({"1 cpu=8000m gpu=1", "1 cpu=1000m gpu=600m"});
-  const MeasureArgs measure{.kind_weights = KindWeights::kPerPod, .gpu_memory = false, .leftover_outlook = true};
+  const MeasureArgs measure = testing::Measure(KindWeights::kPerPod, /*gpu_memory=*/false, /*leftover_outlook=*/true);
   // The cluster's CPU per GPU against the arrivals' (9 cores a 1.6 GPUs).
   const FgdPlugin short_of_cpu(arrivals.WithClusterCpu({.cpu = 1000, .gpu = 1000}), GpuShareArgs{}, measure);
   const FgdPlugin rich_in_cpu(arrivals.WithClusterCpu({.cpu = 100'000, .gpu = 1000}), GpuShareArgs{}, measure);
@@ -314,7 +327,7 @@ TEST(LeftoverOutlookTest, OnlyOnNodesEveryKindMayUse) {
     const NodeView view = node.View();
     const CycleState pod(Pod().Fraction(230).Cpu(1000));
     const FgdPlugin outlook(w, GpuShareArgs{},
-                            MeasureArgs{.kind_weights = KindWeights::kPerPod, .gpu_memory = false, .leftover_outlook = true});
+                            testing::Measure(KindWeights::kPerPod, /*gpu_memory=*/false, /*leftover_outlook=*/true));
     const std::optional<GpuChoice> choice = outlook.ChooseGpus(pod, view);
     ASSERT_TRUE(choice.has_value());
     EXPECT_EQ(choice->gpu_indices[0], c.expected_gpu);
@@ -329,14 +342,14 @@ TEST(LeftoverOutlookTest, WholeGpuPodsScoreAsWithoutIt) {
   const CycleState pod(Pod().Count(2).Cpu(1000));
   const FgdPlugin paper(w, GpuShareArgs{}, MeasureArgs{});
   const FgdPlugin outlook(w, GpuShareArgs{},
-                          MeasureArgs{.kind_weights = KindWeights::kPerPod, .gpu_memory = false, .leftover_outlook = true});
+                          testing::Measure(KindWeights::kPerPod, /*gpu_memory=*/false, /*leftover_outlook=*/true));
   const std::optional<GpuChoice> choice = paper.ChooseGpus(pod, view);
   ASSERT_TRUE(choice.has_value());
   EXPECT_EQ(outlook.ChooseGpus(pod, view)->gpu_indices, choice->gpu_indices);
   EXPECT_EQ(outlook.ScoreNode(pod, view, *choice), paper.ScoreNode(pod, view, *choice));
 }
 
-TEST(LeftoverOutlookTest, OnlyFgdReadsItAndOnlyItsTwoValues) {
+TEST(LeftoverOutlookTest, OnlyFgdReadsItItsTwoValuesAndWhatMakesALeftoverDead) {
   struct Case {
     std::string name;
     std::string yaml;
@@ -348,6 +361,12 @@ TEST(LeftoverOutlookTest, OnlyFgdReadsItAndOnlyItsTwoValues) {
       {"the outlook", "workload: [\"1 cpu=1 gpu=1\"]\nleftover: outlook\n", "", "leftover"},
       {"said off", "workload: [\"1 cpu=1 gpu=1\"]\nleftover: ignore\n", "", "leftover"},
       {"an unknown value", "workload: [\"1 cpu=1 gpu=1\"]\nleftover: always\n", "args.leftover", "leftover"},
+      {"the dead-leftover args", "workload: [\"1 cpu=1 gpu=1\"]\nleftover: outlook\ndeadLeftoverWeight: 8\n"
+       "filledMilli: 40\nrareFitPercent: 1\n", "", "deadLeftoverWeight"},
+      {"a dead-leftover weight out of range", "workload: [\"1 cpu=1 gpu=1\"]\ndeadLeftoverWeight: 101\n",
+       "args.deadLeftoverWeight: must be an integer in 0..100", "deadLeftoverWeight"},
+      {"a filled GPU past half of one", "workload: [\"1 cpu=1 gpu=1\"]\nfilledMilli: 501\n",
+       "args.filledMilli: must be an integer in 0..500", "filledMilli"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

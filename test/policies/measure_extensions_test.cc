@@ -11,6 +11,7 @@
 #include "policies/host_stranding.h"
 #include "scheduler/framework/plugin_args.h"
 #include "test/testing/builders.h"
+#include "test/testing/measure_args.h"
 
 namespace tessera {
 namespace {
@@ -87,7 +88,7 @@ TEST(KindWeightsTest, WeighingKeepsWhatTheArrivalsAskAndWhatTheClusterHas) {
   const auto known = std::make_shared<const TargetWorkload>(arrivals->WithClusterCpu({.cpu = 64000, .gpu = 8000}));
   ASSERT_TRUE(known->cpu_short()) << "8 cores per GPU against the arrivals' 28";
   const std::shared_ptr<const TargetWorkload> taken =
-      Weighed(known, MeasureArgs{.kind_weights = KindWeights::kPerGpuAsked, .gpu_memory = false});
+      Weighed(known, testing::Measure(KindWeights::kPerGpuAsked));
   EXPECT_NE(WeightsOf(*taken), WeightsOf(*known)) << "weighed";
   EXPECT_EQ(taken->cluster_cpu_per_gpu().cpu, 64000);
   EXPECT_EQ(taken->cluster_cpu_per_gpu().gpu, 8000);
@@ -181,7 +182,7 @@ TEST(GpuMemoryFitTest, AShareGoesWhereTheMemoryLeftCanStillBeUsed) {
   const NodeView view = node.View();
   const PodGpuRequest pod = Pod().Fraction(200).Memory(4800).Cpu(1000);
   const FgdPlugin paper(w);
-  const FgdPlugin judged(w, GpuShareArgs{}, MeasureArgs{.kind_weights = KindWeights::kPerPod, .gpu_memory = true});
+  const FgdPlugin judged(w, GpuShareArgs{}, testing::Measure(KindWeights::kPerPod, /*gpu_memory=*/true));
   ASSERT_TRUE(paper.ChooseGpus(CycleState(pod), view).has_value());
   EXPECT_EQ(paper.ChooseGpus(CycleState(pod), view)->gpu_indices[0], 0);
   const std::optional<GpuChoice> choice = judged.ChooseGpus(CycleState(pod), view);
@@ -189,7 +190,7 @@ TEST(GpuMemoryFitTest, AShareGoesWhereTheMemoryLeftCanStillBeUsed) {
   EXPECT_EQ(choice->gpu_indices[0], 1);
   EXPECT_EQ(*choice->chooser_score, judged.ScoreNode(CycleState(pod), view, *choice)) << "the score it carries is Score's";
   // Host stranding judges the same way.
-  const HostStrandingPlugin stranding(w, MeasureArgs{.kind_weights = KindWeights::kPerPod, .gpu_memory = true});
+  const HostStrandingPlugin stranding(w, testing::Measure(KindWeights::kPerPod, /*gpu_memory=*/true));
   GpuChoice on_0, on_1;
   on_0.gpu_indices.push_back(0);
   on_1.gpu_indices.push_back(1);
@@ -207,6 +208,9 @@ TEST(MeasureArgsTest, BothPluginsReadTheExtensionsAndRefuseOtherValues) {
       {"both extensions", "workload: [\"1 cpu=1 gpu=1\"]\nkindWeights: gpus\ngpuMemory: fit\n", ""},
       {"an unknown weighing", "workload: [\"1 cpu=1 gpu=1\"]\nkindWeights: memory\n", "args.kindWeights"},
       {"an unknown memory rule", "workload: [\"1 cpu=1 gpu=1\"]\ngpuMemory: yes\n", "args.gpuMemory"},
+      {"CPU-only kinds weighed as one GPU", "workload: [\"1 cpu=1 gpu=1\"]\nkindWeights: gpus\ncpuOnlyAsksGpus: 1\n", ""},
+      {"CPU-only kinds weighed as no GPU", "workload: [\"1 cpu=1 gpu=1\"]\ncpuOnlyAsksGpus: 0\n",
+       "args.cpuOnlyAsksGpus: must be an integer in 1..64"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -223,9 +227,17 @@ TEST(MeasureArgsTest, BothPluginsReadTheExtensionsAndRefuseOtherValues) {
   }
 }
 
+TEST(MeasureArgsTest, ByGpusACpuOnlyKindWeighsAsTheGpusCpuOnlyAsksGpusSays) {
+  const auto known = std::make_shared<const TargetWorkload>(*TargetWorkload::Create(Kinds({"1 cpu=1 gpu=1", "1 cpu=1"})));
+  MeasureArgs measure = testing::Measure(KindWeights::kPerGpuAsked);
+  EXPECT_EQ(WeightsOf(*Weighed(known, measure)), (std::vector<int64_t>{64, 6})) << "by default as 10 GPUs";
+  measure.cpu_only_asks = MilliGpu(1000);
+  EXPECT_EQ(WeightsOf(*Weighed(known, measure)), (std::vector<int64_t>{64, 64}));
+}
+
 TEST(MeasureArgsTest, ALearnedWorkloadIsWeighedAsTheFilesWas) {
   const TargetWorkload prior = *TargetWorkload::Create(Kinds({"1 cpu=1 gpu=1"}));
-  const FgdPlugin fgd(prior, GpuShareArgs{}, MeasureArgs{.kind_weights = KindWeights::kPerGpuAsked});
+  const FgdPlugin fgd(prior, GpuShareArgs{}, testing::Measure(KindWeights::kPerGpuAsked));
   const auto learned =
       std::make_shared<const TargetWorkload>(*TargetWorkload::Create(Kinds({"1 cpu=1 gpu=500m", "1 cpu=1 gpu=1"})));
   const std::shared_ptr<const Plugin> next = fgd.WithWorkload(learned);
