@@ -47,7 +47,7 @@
 #include <benchmark/benchmark.h>
 
 #include "policies/builtin_registry.h"
-#include "policies/expected_waste.h"
+#include "policies/fgd/expected_waste.h"
 #include "scheduler/framework/cluster_supply.h"
 #include "scheduler/framework/profile.h"
 #include "sim/experiment.h"

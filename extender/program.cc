@@ -346,9 +346,9 @@ void Program::LearnWorkload() {
   const WorkloadLearning settings = store_->CurrentLearning();
   // A mix carries the cluster as it is now: its CPU per GPU and GPUs by
   // model (host stranding asks whether CPU is what the cluster runs out of,
-  // and whether some model is scarce: policies/fragmentation.h), its idle
+  // and whether some model is scarce: policies/fgd/fragmentation.h), its idle
   // nodes and free GPU (whether the kinds that take whole nodes are short
-  // of idle ones: policies/host_stranding.h).
+  // of idle ones: policies/fgd/host_stranding.h).
   const std::shared_ptr<const ClusterSnapshot> cluster = model_.Current();
   ClusterSupplySum sum;
   for (NodeIndex i = 0; i < cluster->node_count(); ++i) sum.Add(cluster->View(i));

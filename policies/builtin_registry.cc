@@ -4,19 +4,19 @@
 #include <cstdlib>
 #include <string>
 
-#include "policies/best_fit.h"
-#include "policies/dot_product.h"
-#include "policies/fgd.h"
-#include "policies/gpu_clustering.h"
-#include "policies/gpu_fit.h"
-#include "policies/gpu_packing.h"
-#include "policies/gpu_share.h"
-#include "policies/load_aware.h"
-#include "policies/mig_partition.h"
-#include "policies/nvlink_topology.h"
-#include "policies/host_resources_fit.h"
-#include "policies/host_stranding.h"
-#include "policies/random_score.h"
+#include "policies/baselines/best_fit.h"
+#include "policies/baselines/dot_product.h"
+#include "policies/fgd/fgd.h"
+#include "policies/baselines/gpu_clustering.h"
+#include "policies/baselines/gpu_fit.h"
+#include "policies/baselines/gpu_packing.h"
+#include "policies/gpu_share/gpu_share.h"
+#include "policies/load_aware/load_aware.h"
+#include "policies/mig_partition/mig_partition.h"
+#include "policies/nvlink_topology/nvlink_topology.h"
+#include "policies/baselines/host_resources_fit.h"
+#include "policies/fgd/host_stranding.h"
+#include "policies/baselines/random_score.h"
 
 namespace tessera {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "policies/fragmentation.h"
+#include "policies/fgd/fragmentation.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/framework/registry.h"
 #include "scheduler/tenancy/tenant_set.h"

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "policies/fragmentation.h"
+#include "policies/fgd/fragmentation.h"
 #include "scheduler/cache/workload_learner.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/model/gpu_request.h"

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "policies/fragmentation.h"
+#include "policies/fgd/fragmentation.h"
 #include "sim/trace.h"
 
 namespace tessera::sim {

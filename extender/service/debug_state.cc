@@ -129,7 +129,7 @@ std::string RenderDebugState(const DebugInputs& in) {
                        {"droppedObservations", w.dropped},
                        {"learned", std::move(learned)}};
     if (w.learned != nullptr) {
-      // Host stranding's test (policies/fragmentation.h), in milli-CPU per GPU; 0: not known.
+      // Host stranding's test (policies/fgd/fragmentation.h), in milli-CPU per GPU; 0: not known.
       const auto per_gpu = [](TargetWorkload::CpuPerGpu r) { return r.gpu > 0 ? r.cpu * 1000 / r.gpu : 0; };
       doc["workload"]["clusterMilliCpuPerGpu"] = per_gpu(w.learned->cluster_cpu_per_gpu());
       doc["workload"]["askedMilliCpuPerGpu"] = per_gpu(w.learned->demand_cpu_per_gpu());
@@ -141,7 +141,7 @@ std::string RenderDebugState(const DebugInputs& in) {
       }
       doc["workload"]["clusterGpuModels"] = std::move(models);
       doc["workload"]["scarceGpuModels"] = w.learned->scarce_models();
-      // And host stranding's idle-node reserve (policies/host_stranding.h):
+      // And host stranding's idle-node reserve (policies/fgd/host_stranding.h):
       // the cluster's idle nodes and free GPU as the mix was told them, and
       // the kinds that take whole nodes, reserved where short of idle ones.
       int64_t idle_nodes = 0;

@@ -1,8 +1,8 @@
 // What a learned mix is told of the cluster (TargetWorkload::WithCluster):
 // its CPU per GPU, host stranding's test of whether CPU is what the cluster
 // runs out of; its GPUs by model, the test of whether a model is scarce
-// (policies/fragmentation.h); and its idle nodes, the test of whether the
-// kinds that take whole nodes are short of them (policies/host_stranding.h).
+// (policies/fgd/fragmentation.h); and its idle nodes, the test of whether the
+// kinds that take whole nodes are short of them (policies/fgd/host_stranding.h).
 #pragma once
 
 #include <cstdint>

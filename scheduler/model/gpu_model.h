@@ -1,5 +1,5 @@
 // Whether a GPU model name matches a pod's accepted-model pattern: what
-// gpu-share filters GPUs by (policies/gpu_share.h) and what a workload
+// gpu-share filters GPUs by (policies/gpu_share/gpu_share.h) and what a workload
 // counts model scarcity by (target_workload.h).
 #pragma once
 

@@ -1,5 +1,5 @@
 // The kinds of pod a cluster expects and how often: what FGD-style plugins
-// measure fragmentation against (policies/fragmentation.h), written in a
+// measure fragmentation against (policies/fgd/fragmentation.h), written in a
 // policy file's `workload:` args or learned from arrivals
 // (scheduler/cache/workload_learner.h).
 //

@@ -26,7 +26,7 @@
 #include "scheduler/framework/plugin_args.h"
 #include "config/policy_loader.h"
 #include "policies/builtin_registry.h"
-#include "policies/load_aware.h"
+#include "policies/load_aware/load_aware.h"
 #include "scheduler/model/absl_compat.h"
 #include "telemetry/telemetry_refresher.h"
 #include "test/telemetry/fake_endpoints.h"

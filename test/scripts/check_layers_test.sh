@@ -21,9 +21,9 @@ expect_violation() {  # FILE INCLUDE WORDS-IN-MESSAGE
 }
 expect_violation scheduler/model/quantity.h extender/program.h "scheduler/model may not include extender/program.h"
 expect_violation scheduler/framework/plugin.h scheduler/cache/cluster_model.h "may not include scheduler/cache"
-expect_violation policies/fgd.cc k8s/node_inventory.h "policies may not include k8s/node_inventory.h"
+expect_violation policies/fgd/fgd.cc k8s/node_inventory.h "policies may not include k8s/node_inventory.h"
 expect_violation k8s/node_inventory.cc config/policy_loader.h "k8s may not include"
-expect_violation config/policy_loader.cc policies/gpu_share.h "config may not include"
+expect_violation config/policy_loader.cc policies/gpu_share/gpu_share.h "config may not include"
 expect_violation telemetry/gpu_samples.cc test/testing/builders.h "never includes tests"
 expect_violation agent/gpu_probe.cc extender/program.h "agent may not include extender/program.h"
 expect_violation k8s/node_inventory.cc agent/annotations.h "k8s may not include agent/annotations.h"

@@ -188,7 +188,7 @@ TEST(ReplayTest, LearningPutsMixesInForceOnScheduleAndTheMemoFollowsThem) {
 
 TEST(ReplayTest, ALearnedMixKnowsTheClustersGpuModelsAndWhichAreScarce) {
   // As the server's mixes do (extender/program.cc): host stranding's gate
-  // on nodes some kind cannot use reads them (policies/fragmentation.h).
+  // on nodes some kind cannot use reads them (policies/fgd/fragmentation.h).
   const std::shared_ptr<const Profile> profile = PolicyText(
       "  - name: host-resources\n"
       "  - name: fgd\n    weight: 100\n    args: {workload: [\"1 cpu=1 gpu=1\"]}\n"
@@ -212,7 +212,7 @@ TEST(ReplayTest, ALearnedMixKnowsTheClustersGpuModelsAndWhichAreScarce) {
 
 TEST(ReplayTest, ALearnedMixKnowsTheIdleNodesAndFreeGpuAsTheyWereWhenItWasLearned) {
   // The kinds that take whole nodes are judged by the idle nodes left
-  // (policies/host_stranding.h): a mix told the empty cluster's would keep
+  // (policies/fgd/host_stranding.h): a mix told the empty cluster's would keep
   // reserving nodes long gone.
   const std::shared_ptr<const Profile> profile = PolicyText(
       "  - name: host-resources\n"

@@ -2,7 +2,7 @@
 // the rest of the args keep their defaults.
 #pragma once
 
-#include "policies/fgd.h"
+#include "policies/fgd/fgd.h"
 
 namespace tessera::testing {
 
