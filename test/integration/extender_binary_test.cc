@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "test/integration/extender_process.h"
+#include "test/testing/eventually.h"
 #include "test/testing/fake_api_server.h"
 #include "test/testing/http_client.h"
 #include "test/testing/https_client.h"

@@ -2,6 +2,7 @@
 // TLS client that trusts only the generated CA: what the real API client will
 // meet (pagination, watch replay, bookmarks, 410, preconditions, bindings,
 // auth, injected faults) behaves as documented in fake_api_server.h.
+#include "test/testing/eventually.h"
 #include "test/testing/fake_api_server.h"
 
 #include <sys/socket.h>
