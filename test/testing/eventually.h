@@ -21,7 +21,6 @@
 
 #include <gtest/gtest.h>
 
-#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
