@@ -277,7 +277,7 @@ Binder::Pending Binder::Begin(const k8s::ExtenderBindingArgs& args, absl::Time d
   p.ref_ = {std::string(args.pod_namespace), std::string(args.pod_name), std::string(args.pod_uid)};
   p.node_ = std::string(args.node);
   p.deadline_ = deadline;
-  p.start_ = absl::Now();
+  p.start_ = options_.clock->Now();
   if (p.start_ >= deadline) {
     p.result_ = Fail("deadline", absl::DeadlineExceededError(absl::StrCat(
                                      "the bind of pod ", p.pod_key(),
@@ -341,7 +341,7 @@ absl::Status Binder::Finish(Pending p) {
     ReserveFor(p);
     if (p.result_.has_value()) return *p.result_;
   }
-  if (absl::Now() >= p.deadline_) {
+  if (options_.clock->Now() >= p.deadline_) {
     // It waited for a bind thread until kube-scheduler stopped listening.
     return Fail("deadline", absl::DeadlineExceededError(absl::StrCat(
                                 "the bind of pod ", pod_key,
@@ -375,7 +375,7 @@ absl::Status Binder::Finish(Pending p) {
   metrics_.Histogram("tessera_bind_duration_seconds",
                      "Time to bind a pod from its arrival, the wait for a bind thread and API server calls included.",
                      {}, DefaultLatencyBuckets())
-      .Observe(absl::ToDoubleSeconds(absl::Now() - p.start_));
+      .Observe(absl::ToDoubleSeconds(options_.clock->Now() - p.start_));
   LogInfo(absl::StrCat("bound ", pod_key, " to ", p.node_,
                        p.assignment_ ? absl::StrCat(" with GPUs ", k8s::FormatGpuAssignment(*p.assignment_)) : ""));
   return absl::OkStatus();

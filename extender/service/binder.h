@@ -47,6 +47,7 @@
 #include "k8s/extender_args.h"
 #include "scheduler/cache/cluster_model.h"
 #include "scheduler/cache/pod_directory.h"
+#include "scheduler/common/clock.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/framework/profile_set.h"
 #include "scheduler/metrics/metrics.h"
@@ -71,6 +72,10 @@ struct BinderOptions {
   /// its bind: kube-scheduler binds within moments unless a plugin of its own
   /// stops the pod, or binding waits for its volumes.
   absl::Duration assume_ttl = absl::Seconds(30);
+  /// What a bind's deadline (Begin's `deadline`) and its duration are read
+  /// from; tests drive a FakeClock. Reservations expire by the control loop's
+  /// time (ExpireReservations).
+  const Clock* clock = &Clock::Real();
 };
 
 class Binder {

@@ -182,7 +182,7 @@ std::unique_ptr<ApiClient::Connection> ApiClient::TakeIdle() {
     // The list is oldest first: the last is the most recently used, and when
     // it is too old, so are all the others.
     if (idle_.empty()) return nullptr;
-    if (absl::Now() - idle_.back()->idle_since > options_.max_idle_age) {
+    if (options_.clock->Now() - idle_.back()->idle_since > options_.max_idle_age) {
       idle_.clear();
       return nullptr;
     }
@@ -193,7 +193,7 @@ std::unique_ptr<ApiClient::Connection> ApiClient::TakeIdle() {
 }
 
 void ApiClient::ReturnIdle(std::unique_ptr<Connection> c) {
-  c->idle_since = absl::Now();
+  c->idle_since = options_.clock->Now();
   absl::MutexLock lock(&idle_mu_);
   if (idle_.size() < options_.max_idle_connections) idle_.push_back(std::move(c));
 }
@@ -207,7 +207,7 @@ absl::StatusOr<size_t> ApiClient::KeepWarm(size_t connections, absl::Time deadli
   size_t missing = 0;
   {
     absl::MutexLock lock(&idle_mu_);
-    const absl::Time stale = absl::Now() - options_.max_idle_age;
+    const absl::Time stale = options_.clock->Now() - options_.max_idle_age;
     const auto fresh = std::find_if(idle_.begin(), idle_.end(),
                                     [&](const std::unique_ptr<Connection>& c) { return c->idle_since >= stale; });
     idle_.erase(idle_.begin(), fresh);  // each a close(2), no TLS goodbye: cheap under the lock

@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "k8s/client/api_server_config.h"
+#include "scheduler/common/clock.h"
 
 namespace tessera::k8s {
 
@@ -33,6 +34,9 @@ struct ApiClientOptions {
   /// closes keep-alive connections idle for 90 s (its IdleTimeout), and a
   /// request sent on one it just closed pays a lost round trip and a retry.
   absl::Duration max_idle_age = absl::Seconds(60);
+  /// What idle ages are read from (tests drive a FakeClock); deadlines of
+  /// requests are real time.
+  const Clock* clock = &Clock::Real();
   uint64_t max_response_bytes = uint64_t{1} << 30;    ///< A list page of big objects can be large.
   std::string user_agent = "tessera-extender";
 };

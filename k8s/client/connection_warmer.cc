@@ -4,8 +4,8 @@
 
 namespace tessera::k8s {
 
-ConnectionWarmer::ConnectionWarmer(ApiClient& client, size_t connections, absl::Duration every)
-    : client_(client), connections_(connections), every_(every), thread_([this] { Run(); }) {}
+ConnectionWarmer::ConnectionWarmer(ApiClient& client, size_t connections, absl::Duration every, const Clock& clock)
+    : client_(client), connections_(connections), every_(every), clock_(clock), thread_([this] { Run(); }) {}
 
 ConnectionWarmer::~ConnectionWarmer() {
   {
@@ -23,7 +23,7 @@ void ConnectionWarmer::Run() {
     (void)client_.KeepWarm(connections_, absl::Now() + every_, &stop_);
     absl::MutexLock lock(&mu_);
     auto stopped = [this] { return stop_.load(); };
-    if (mu_.AwaitWithTimeout(absl::Condition(&stopped), every_)) return;
+    if (clock_.AwaitWithTimeout(mu_, absl::Condition(&stopped), every_)) return;
   }
 }
 

@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "k8s/client/api_client.h"
+#include "scheduler/common/clock.h"
 
 namespace tessera::k8s {
 
@@ -26,9 +27,11 @@ class ConnectionWarmer {
   /// this many; a burst past them opens more as it goes.
   static constexpr size_t kMaxConnections = 64;
 
-  /// Calls client.KeepWarm(connections) now and then every `every` on a
-  /// thread of its own. `client` must outlive the warmer.
-  ConnectionWarmer(ApiClient& client, size_t connections, absl::Duration every = absl::Seconds(20));
+  /// Calls client.KeepWarm(connections) now and then every `every` (by
+  /// `clock`; tests drive a FakeClock) on a thread of its own. `client` and
+  /// `clock` must outlive the warmer.
+  ConnectionWarmer(ApiClient& client, size_t connections, absl::Duration every = absl::Seconds(20),
+                   const Clock& clock = Clock::Real());
   /// Stops the thread (a connection being opened is opened first, within
   /// the connect timeout).
   ~ConnectionWarmer();
@@ -41,6 +44,7 @@ class ConnectionWarmer {
   ApiClient& client_;
   const size_t connections_;
   const absl::Duration every_;
+  const Clock& clock_;
   std::atomic<bool> stop_{false};
   absl::Mutex mu_;  // only to sleep on
   std::thread thread_;  // last: starts once the rest is set

@@ -13,6 +13,7 @@
 #include "k8s/node_inventory.h"
 #include "scheduler/model/gpu_topology.h"
 #include "test/testing/child_process.h"
+#include "test/testing/eventually.h"
 #include "test/testing/fake_api_server.h"
 
 namespace tessera::agent {

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "test/control_plane/webhook_setup.h"
 #include "test/testing/control_plane.h"
+#include "test/testing/eventually.h"
 
 namespace tessera::testing {
 namespace {
@@ -58,18 +59,19 @@ class AdmissionWebhookTest : public ControlPlaneTest {
     ASSERT_EQ(created->status, 201) << created->body;
     // The API server takes up a new configuration a moment later: wait until
     // a pod the webhook refuses is refused.
-    const absl::Time deadline = absl::Now() + absl::Seconds(15);
-    for (;;) {
-      absl::StatusOr<k8s::ApiResponse> probe = CreateRaw("probe", {{"tessera.io/gpu-fraction", "lots"}});
-      ASSERT_TRUE(probe.ok()) << probe.status();
-      if (probe->status == 400) break;  // refused by the webhook
-      if (probe->status == 201) {
-        ASSERT_TRUE(plane().DeletePod(ns(), "probe").ok());
-      }
-      ASSERT_LT(absl::Now(), deadline) << "the webhook never answered; last: HTTP " << probe->status << " "
-                                       << probe->body << "\n" << plane().LogTails();
-      absl::SleepFor(absl::Milliseconds(200));
-    }
+    absl::StatusOr<k8s::ApiResponse> probe;
+    absl::Status deleted;
+    ASSERT_TRUE(Eventually(
+        [&] {
+          probe = CreateRaw("probe", {{"tessera.io/gpu-fraction", "lots"}});
+          if (!probe.ok()) return true;  // failed below
+          if (probe->status == 201 && !(deleted = plane().DeletePod(ns(), "probe")).ok()) return true;
+          return probe->status == 400;  // refused by the webhook
+        },
+        absl::Seconds(15), "the webhook to refuse a pod"))
+        << "last: HTTP " << probe->status << " " << probe->body << "\n" << plane().LogTails();
+    ASSERT_TRUE(probe.ok()) << probe.status();
+    ASSERT_TRUE(deleted.ok()) << deleted;
   }
 
   void TearDown() override {

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "test/testing/control_plane.h"
+#include "test/testing/eventually.h"
 
 namespace tessera::testing {
 namespace {
@@ -32,13 +33,12 @@ class DraTest : public ControlPlaneTest {
 
   // Polls /debug until `done` holds (at most 20 s).
   bool WaitForDebug(const std::function<bool(const json&)>& done) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(20);
-    while (absl::Now() < deadline) {
-      const json d = Debug();
-      if (d.is_object() && d.contains("dra") && done(d["dra"])) return true;
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-    return false;
+    return WaitFor(
+        [&] {
+          const json d = Debug();
+          return d.is_object() && d.contains("dra") && done(d["dra"]);
+        },
+        absl::Seconds(20));
   }
 
   absl::Status Create(const std::string& path, const json& object) {

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "scheduler/model/quantity_parse.h"
 #include "test/testing/control_plane.h"
+#include "test/testing/eventually.h"
 
 namespace tessera::testing {
 namespace {
@@ -33,19 +34,20 @@ class GpuCapacityTest : public ControlPlaneClientTest {
       absl::StatusOr<int64_t> n = k8s::ParseCount(list.value(resource, ""));
       return n.ok() ? *n : -1;
     };
-    for (absl::Time deadline = absl::Now() + absl::Seconds(20); absl::Now() < deadline;) {
-      absl::StatusOr<k8s::ApiResponse> r = Send("GET", "/api/v1/nodes/" + node);
-      if (r.ok() && r->status == 200) {
-        const json status = json::parse(r->body)["status"];
-        bool all = true;
-        for (const char* list : {"capacity", "allocatable"}) {
-          all = all && amount(status[list], "tessera.io/gpu-milli") == milli &&
-                amount(status[list], "tessera.io/gpu-memory-mib") == mib;
-        }
-        if (all) return true;
-      }
-      absl::SleepFor(absl::Milliseconds(100));
-    }
+    const bool advertised = WaitFor(
+        [&] {
+          absl::StatusOr<k8s::ApiResponse> r = Send("GET", "/api/v1/nodes/" + node);
+          if (!r.ok() || r->status != 200) return false;
+          const json status = json::parse(r->body)["status"];
+          bool all = true;
+          for (const char* list : {"capacity", "allocatable"}) {
+            all = all && amount(status[list], "tessera.io/gpu-milli") == milli &&
+                  amount(status[list], "tessera.io/gpu-memory-mib") == mib;
+          }
+          return all;
+        },
+        absl::Seconds(20));
+    if (advertised) return true;
     absl::StatusOr<k8s::ApiResponse> r = Send("GET", "/api/v1/nodes/" + node);
     ADD_FAILURE() << "the node's status: " << (r.ok() ? json::parse(r->body)["status"].dump() : "unreadable");
     return false;
@@ -99,14 +101,16 @@ TEST_F(GpuCapacityTest, ANamespaceQuotaOnGpuMilliRefusesAPodOverItWithKubernetes
   // status just written, it lets pods through uncounted (seen once in a CI
   // run: both pods admitted). A dry run over the whole quota is refused once
   // it has; nothing is created meanwhile.
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
   int probe = 0;
-  for (;; absl::SleepFor(absl::Milliseconds(50))) {
-    absl::StatusOr<k8s::ApiResponse> dry = pod(absl::StrCat("probe-", probe++), "1100", "?dryRun=All");
-    ASSERT_TRUE(dry.ok());
-    if (dry->status == 403) break;
-    ASSERT_LT(absl::Now(), deadline) << "the quota was never enforced: " << dry->body;
-  }
+  absl::StatusOr<k8s::ApiResponse> dry;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        dry = pod(absl::StrCat("probe-", probe++), "1100", "?dryRun=All");
+        return !dry.ok() || dry->status == 403;  // an error: failed below
+      },
+      absl::Seconds(20), "the quota to be enforced on a dry run"))
+      << dry->body;
+  ASSERT_TRUE(dry.ok());
   absl::StatusOr<k8s::ApiResponse> first = pod("first");
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->status, 201) << first->body;

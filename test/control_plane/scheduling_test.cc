@@ -2,10 +2,8 @@
 // created through the API server, kube-scheduler calls Tessera's filter,
 // prioritize and bind over HTTP, and the tests read back what Kubernetes
 // stored. Nodes and pods are objects only; nothing runs.
-#include <chrono>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -16,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "test/testing/control_plane.h"
+#include "test/testing/eventually.h"
 
 namespace tessera {
 namespace {
@@ -149,13 +148,18 @@ TEST_F(SchedulingTest, MorePodsThanSharesBindOnlyWhatFitsAndTheRestSayWhy) {
   // And its FailedScheduling event (events are written in the background).
   const std::string pending = Pending(*pods).at(0)["metadata"]["name"];
   std::string events;
-  for (int i = 0; i < 100 && events.find(kNoGpuNow) == std::string::npos; ++i) {
-    absl::StatusOr<std::vector<json>> list = plane().PodEvents(ns(), pending);
-    ASSERT_TRUE(list.ok()) << list.status();
-    events.clear();
-    for (const json& e : *list) absl::StrAppend(&events, e.value("reason", ""), ": ", e.value("message", ""), "\n");
-    if (events.find(kNoGpuNow) == std::string::npos) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  absl::Status listed;
+  (void)testing::WaitFor(
+      [&] {
+        absl::StatusOr<std::vector<json>> list = plane().PodEvents(ns(), pending);
+        listed = list.status();
+        if (!list.ok()) return true;  // failed below
+        events.clear();
+        for (const json& e : *list) absl::StrAppend(&events, e.value("reason", ""), ": ", e.value("message", ""), "\n");
+        return events.find(kNoGpuNow) != std::string::npos;
+      },
+      absl::Seconds(10));  // the assertions below say what did not come
+  ASSERT_TRUE(listed.ok()) << listed;
   EXPECT_THAT(events, HasSubstr("FailedScheduling: "));
   EXPECT_THAT(events, HasSubstr(kNoGpuNow));
 }
@@ -240,9 +244,8 @@ TEST_F(SchedulingTest, DeletingABoundPodFreesItsShareForANewPod) {
   ASSERT_TRUE(plane().DeletePod(ns(), "first").ok());
   // Tessera learns of the delete through its watch. Only then is the new pod
   // created: refused before, it would wait for kube-scheduler's next retry.
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!node_fits() && absl::Now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_TRUE(node_fits()) << "Tessera still counts the deleted pod";
+  ASSERT_TRUE(testing::Eventually(node_fits, absl::Seconds(10), "Tessera to learn of the delete"))
+      << "Tessera still counts the deleted pod";
 
   ASSERT_TRUE(Pod("third", "0.5").ok());
   absl::StatusOr<std::vector<json>> pods =

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <fstream>
 #include <regex>
-#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,6 +18,7 @@
 #include "k8s/gpu_assignment.h"
 #include "test/testing/child_process.h"
 #include "test/testing/control_plane.h"
+#include "test/testing/eventually.h"
 
 namespace tessera {
 namespace {
@@ -54,12 +54,8 @@ class NodeAgentTest : public ControlPlaneTest {
              {"Nodes", nullptr},
              {"NodeNames", {node}}}
             .dump();
-    const absl::Time deadline = absl::Now() + absl::Seconds(20);
-    while (absl::Now() < deadline) {
-      if (plane().TesseraPost("filter", probe).body.find(part) != std::string::npos) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
+    return testing::WaitFor(
+        [&] { return plane().TesseraPost("filter", probe).body.find(part) != std::string::npos; }, absl::Seconds(20));
   }
 
   absl::StatusOr<json> GpuPod(const std::string& name, int gpus) {

@@ -3,7 +3,6 @@
 // as the chart runs them. Pods keep arriving while the active pair is killed
 // (SIGKILL, both); the standby pair takes over, every pod that fits binds,
 // and the assignment annotations show no GPU over-committed.
-#include <atomic>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -15,10 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "test/testing/assignment_audit.h"
 #include "test/testing/control_plane.h"
+#include "test/testing/eventually.h"
 #include "test/testing/metrics_text.h"
 
 namespace tessera::testing {
@@ -53,10 +54,18 @@ class FailoverTest : public ControlPlaneTest {
     for (int i = first; i < last; ++i) {
       absl::StatusOr<json> pod = Pod(absl::StrCat("p", i), "0.5");
       if (!pod.ok()) ADD_FAILURE() << pod.status();
+      absl::MutexLock lock(&created_mu_);
       ++created_;
     }
   }
-  std::atomic<int> created_{0};
+  // Blocks until `n` pods have been created (by another thread).
+  void AwaitCreated(int n) {
+    absl::MutexLock lock(&created_mu_);
+    auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(created_mu_) { return created_ >= n; };
+    created_mu_.Await(absl::Condition(&enough));
+  }
+  absl::Mutex created_mu_;
+  int created_ ABSL_GUARDED_BY(created_mu_) = 0;
 };
 
 TEST_F(FailoverTest, KillingTheActivePairMidRunLeavesTheStandbyToBindEveryPodWithNothingOverCommitted) {
@@ -96,7 +105,7 @@ TEST_F(FailoverTest, KillingTheActivePairMidRunLeavesTheStandbyToBindEveryPodWit
 
   // The rest arrive while the active pair dies.
   std::thread creator([this] { CreatePods(20, kPods); });
-  while (created_ < 40) absl::SleepFor(absl::Milliseconds(10));
+  AwaitCreated(40);
   ASSERT_TRUE(plane().KillScheduler(active).ok());
   plane().KillTessera(active);
   const absl::Time killed = absl::Now();
@@ -117,8 +126,17 @@ TEST_F(FailoverTest, KillingTheActivePairMidRunLeavesTheStandbyToBindEveryPodWit
   const absl::Time all_bound = absl::Now();
   EXPECT_GT(scheduler_filters(standby), 0u) << "the standby's extender was never called";
 
-  // Nothing over-committed, and the four that do not fit stay pending.
-  absl::SleepFor(absl::Seconds(2));
+  // Nothing over-committed, and the four that do not fit stay pending,
+  // watched for 2 s (kube-scheduler retries them meanwhile).
+  int bound = kFits;
+  EXPECT_TRUE(Consistently(
+      [&] {
+        absl::StatusOr<std::vector<json>> now = plane().ListPods(ns());
+        if (now.ok()) bound = CountBound(*now);  // a failed list tells nothing either way
+        return bound == kFits;
+      },
+      absl::Seconds(2), "every pod that fits bound and the rest pending"))
+      << bound << " bound of " << kPods;
   pods = plane().ListPods(ns());
   ASSERT_TRUE(pods.ok());
   EXPECT_EQ(CountBound(*pods), kFits);
@@ -128,12 +146,9 @@ TEST_F(FailoverTest, KillingTheActivePairMidRunLeavesTheStandbyToBindEveryPodWit
   EXPECT_EQ(audit.gpus_in_use, kNodes * kGpus);
 
   // The surviving Tessera becomes the writer once the dead one's term ends.
-  bool writer = false;
-  for (absl::Time deadline = absl::Now() + absl::Seconds(15); absl::Now() < deadline && !writer;) {
-    writer = IsWriter(plane(), standby);
-    if (!writer) absl::SleepFor(absl::Milliseconds(200));
-  }
-  EXPECT_TRUE(writer) << plane().TesseraGet("/debug", standby).body;
+  EXPECT_TRUE(Eventually([&] { return IsWriter(plane(), standby); }, absl::Seconds(15),
+                         "the surviving Tessera to become the writer"))
+      << plane().TesseraGet("/debug", standby).body;
 
   // docs/operations/failover.md quotes these figures.
   std::printf("failover: %d pods bound at the kill; first bind by the standby %.1f s after it; all %d that fit %.1f s "

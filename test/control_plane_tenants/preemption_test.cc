@@ -17,6 +17,7 @@
 
 #include "test/testing/assignment_audit.h"
 #include "test/testing/control_plane.h"
+#include "test/testing/eventually.h"
 
 namespace tessera::testing {
 namespace {
@@ -90,16 +91,6 @@ double Sample(const std::string& metrics, const std::string& series) {
     at += series.size();
   }
   return 0;
-}
-
-// Polls `done` for up to 10 s.
-bool WaitUntil(const std::function<bool()>& done) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (absl::Now() < deadline) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-  return done();
 }
 
 // `name` is bound and `count` pods are left: it took the place of the victims.
@@ -218,14 +209,17 @@ TEST_F(PreemptionTest, APodThatWouldTakeItsTenantOverMaxIsRefusedWithTheTenantNa
     EXPECT_THAT(UnschedulableMessage(p), HasSubstr("tenant research would hold 2500 gpu-milli, over its max 2000"));
   }
   // /debug shows the tenant as the accounting saw it (it ticks every second).
-  ASSERT_TRUE(WaitUntil([&] {
-    const json debug = json::parse(plane().TesseraGet("/debug").body, nullptr, false);
-    if (!debug.is_object() || !debug.contains("tenants")) return false;
-    for (const json& t : debug["tenants"]) {
-      if (t["name"] == "research") return t["used"]["gpuMilli"] == 2000 && t["borrowed"]["gpuMilli"] == 1000;
-    }
-    return false;
-  })) << plane().TesseraGet("/debug").body;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json debug = json::parse(plane().TesseraGet("/debug").body, nullptr, false);
+        if (!debug.is_object() || !debug.contains("tenants")) return false;
+        for (const json& t : debug["tenants"]) {
+          if (t["name"] == "research") return t["used"]["gpuMilli"] == 2000 && t["borrowed"]["gpuMilli"] == 1000;
+        }
+        return false;
+      },
+      absl::Seconds(10), "/debug to show research using 2000 gpu-milli, 1000 of them borrowed"))
+      << plane().TesseraGet("/debug").body;
 }
 
 TEST_F(PreemptionTest, ATenantBorrowsIdleGpusAndGivesThemBackWhenTheOwnerNeedsThem) {

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "test/integration/tessera_stack.h"
+#include "test/testing/eventually.h"
 #include "test/testing/fake_api_server.h"
 #include "test/testing/http_client.h"
 

@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "test/integration/extender_process.h"
+#include "test/testing/eventually.h"
 #include "test/testing/fake_api_server.h"
 #include "test/testing/http_client.h"
 #include "test/testing/https_client.h"
@@ -249,15 +250,18 @@ TEST_F(ExtenderBinaryTest, ABurstOfBindsFindsItsApiServerConnectionsOpenedBefore
   };
   ASSERT_TRUE(testing::WaitFor([&] { return idle() >= 8; })) << "idle connections: " << idle();
   // The program's other clients (the nudge, the capacity publisher) open
-  // theirs right after the first sync; let them.
+  // theirs right after the first sync; let them: no new connection for 2 s.
   int accepted_before = api.AcceptedConnections();
-  for (absl::Time quiet_since = absl::Now(); absl::Now() - quiet_since < absl::Seconds(2);) {
-    absl::SleepFor(absl::Milliseconds(50));
-    if (api.AcceptedConnections() != accepted_before) {
-      accepted_before = api.AcceptedConnections();
-      quiet_since = absl::Now();
-    }
-  }
+  absl::Time quiet_since = absl::Now();
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        if (api.AcceptedConnections() != accepted_before) {
+          accepted_before = api.AcceptedConnections();
+          quiet_since = absl::Now();
+        }
+        return absl::Now() - quiet_since >= absl::Seconds(2);
+      },
+      absl::Seconds(30), "2 s without a new connection to the API server"));
 
   testing::RequestMatch bindings;
   bindings.method = "POST";

@@ -27,6 +27,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "test/testing/child_process.h"
+#include "test/testing/eventually.h"
 #include "test/testing/fake_api_server.h"
 #include "test/testing/http_client.h"
 #include "test/testing/prometheus_process.h"

@@ -6,6 +6,7 @@
 #include "k8s/annotations.h"
 #include "k8s/client/api_client.h"
 #include "k8s/sync/cluster_watch.h"
+#include "test/testing/eventually.h"
 #include "test/testing/fake_api_server.h"
 
 namespace tessera {

@@ -10,6 +10,7 @@
 #include "k8s/annotations.h"
 #include "k8s/gpu_assignment.h"
 #include "test/integration/tessera_stack.h"
+#include "test/testing/eventually.h"
 #include "test/testing/fake_api_server.h"
 #include "test/testing/http_client.h"
 

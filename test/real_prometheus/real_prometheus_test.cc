@@ -32,6 +32,7 @@
 #include "test/telemetry/fake_endpoints.h"
 #include "test/testing/builders.h"
 #include "test/testing/prometheus_process.h"
+#include "test/testing/eventually.h"
 
 namespace tessera {
 namespace {
@@ -144,13 +145,12 @@ class RealPrometheusTest : public ::testing::Test {
 
   // Refresh rounds until `done` holds; false after kPatience.
   bool RefreshUntil(const std::function<bool()>& done) {
-    const absl::Time deadline = absl::Now() + kPatience;
-    while (absl::Now() < deadline) {
-      refresher_.RefreshNow().IgnoreError();  // Prometheus may still be warming up
-      if (done()) return true;
-      absl::SleepFor(absl::Milliseconds(50));  // polling another process: no event to wait on
-    }
-    return false;
+    return testing::WaitFor(
+        [&] {
+          refresher_.RefreshNow().IgnoreError();  // Prometheus may still be warming up
+          return done();
+        },
+        kPatience);
   }
 
   bool Measured(const std::string& node, int64_t util_permille, int64_t sustained_permille) {

@@ -13,10 +13,11 @@
 #include <map>
 #include <regex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "test/testing/eventually.h"
 
 extern char** environ;
 
@@ -92,16 +93,10 @@ class ChildProcess {
   void Signal(int sig) const { kill(pid_, sig); }
   /// The exit code (128 + signal when killed), or -1 if it did not exit within `timeout`.
   int Wait(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
     int status = 0;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return -1;
+    if (!WaitFor([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, timeout)) return -1;
+    exited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   /// Everything written to stdout / stderr so far (after the process ended: all of it).
   std::string Stdout() {

@@ -18,7 +18,6 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -27,6 +26,7 @@
 #include "absl/strings/str_replace.h"
 #include "k8s/client/api_server_config.h"
 #include "scheduler/model/absl_compat.h"
+#include "test/testing/eventually.h"
 
 extern char** environ;
 
@@ -174,15 +174,10 @@ bool ExitedOrGone(pid_t pid, int* status) { return ::waitpid(pid, status, WNOHAN
 
 // Waits up to `timeout` for a child to end; SIGKILL after that.
 void Reap(pid_t pid, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   int status = 0;
-  while (!ExitedOrGone(pid, &status)) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!WaitFor([&] { return ExitedOrGone(pid, &status); }, timeout)) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
   }
 }
 
@@ -390,18 +385,20 @@ absl::Status ControlPlane::StartTessera(int replica) {
   absl::StatusOr<pid_t> pid = Spawn(exec, {.log = log, .append = true, .die_with_us = true});
   if (!pid.ok()) return pid.status();
   r.tessera_pid = *pid;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (ExitedOrGone(r.tessera_pid, &status)) {
-      r.tessera_pid = -1;
-      return absl::UnavailableError(absl::StrCat("tessera-extender exited at start:\n", Tail(ReadWhole(log), 30)));
-    }
-    const bool ready = options_.tessera_ready ? options_.tessera_ready(r.extender_port)
-                                              : TesseraGet("/readyz", replica).status == 200;
-    if (ready) return absl::OkStatus();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  bool exited = false;
+  const bool ready = WaitFor(
+      [&] {
+        int status = 0;
+        if (ExitedOrGone(r.tessera_pid, &status)) return exited = true;
+        return options_.tessera_ready ? options_.tessera_ready(r.extender_port)
+                                      : TesseraGet("/readyz", replica).status == 200;
+      },
+      absl::Seconds(30));
+  if (exited) {
+    r.tessera_pid = -1;
+    return absl::UnavailableError(absl::StrCat("tessera-extender exited at start:\n", Tail(ReadWhole(log), 30)));
   }
+  if (ready) return absl::OkStatus();
   KillTessera(replica);
   return absl::DeadlineExceededError(
       absl::StrCat("tessera-extender not ready within 30 s:\n", Tail(ReadWhole(log), 30)));
@@ -440,12 +437,14 @@ void ControlPlane::WaitUntilTesseraKnowsNode(const std::string& node, absl::Dura
   const absl::Time deadline = absl::Now() + timeout;
   for (int replica = 0; replica < static_cast<int>(replicas_.size()); ++replica) {
     if (replicas_[replica].tessera_pid <= 0) continue;
-    while (absl::Now() < deadline) {
-      const HttpAnswer answer = TesseraPost("filter", probe, replica);
-      // Not plain HTTP (TLS), or not answering: nothing to learn here.
-      if (answer.status != 200 || answer.body.find("cluster model (yet)") == std::string::npos) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    // Not plain HTTP (TLS), or not answering: nothing to learn here. Out of
+    // time: the test that needs the node fails on its own terms.
+    (void)WaitFor(
+        [&] {
+          const HttpAnswer answer = TesseraPost("filter", probe, replica);
+          return answer.status != 200 || answer.body.find("cluster model (yet)") == std::string::npos;
+        },
+        std::max(deadline - absl::Now(), absl::ZeroDuration()));
   }
 }
 
@@ -646,13 +645,14 @@ absl::StatusOr<std::vector<json>> ControlPlane::PodEvents(const std::string& ns,
 absl::StatusOr<std::vector<json>> ControlPlane::WaitForPods(const std::string& ns, std::string_view what,
                                                            const std::function<bool(const std::vector<json>&)>& done,
                                                            absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
   absl::StatusOr<std::vector<json>> pods;
-  while (true) {
-    pods = ListPods(ns);
-    if (pods.ok() && done(*pods)) return pods;
-    if (absl::Now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (WaitFor(
+          [&] {
+            pods = ListPods(ns);
+            return pods.ok() && done(*pods);
+          },
+          timeout)) {
+    return pods;
   }
   if (!pods.ok()) return pods.status();
   std::vector<std::string> states;

@@ -14,7 +14,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <thread>
+
+#include "test/testing/eventually.h"
 
 namespace tessera::testing {
 
@@ -40,20 +41,14 @@ inline BoundedRun RunWithDeadline(const std::function<int()>& body, std::chrono:
     const int code = body();
     ::_exit(code);  // no atexit handlers or leak checks: the parent owns those
   }
-  const auto until = std::chrono::steady_clock::now() + deadline;
   int status = 0;
   struct rusage usage {};
-  for (;;) {
-    const pid_t done = ::wait4(pid, &status, WNOHANG, &usage);
-    if (done == pid) break;
-    if (std::chrono::steady_clock::now() >= until) {
-      ::kill(pid, SIGKILL);
-      ::wait4(pid, &status, 0, &usage);
-      run.peak_rss_mib = usage.ru_maxrss / 1024;
-      run.what = "killed at the deadline";
-      return run;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!WaitFor([&] { return ::wait4(pid, &status, WNOHANG, &usage) == pid; }, deadline)) {
+    ::kill(pid, SIGKILL);
+    ::wait4(pid, &status, 0, &usage);
+    run.peak_rss_mib = usage.ru_maxrss / 1024;
+    run.what = "killed at the deadline";
+    return run;
   }
   run.peak_rss_mib = usage.ru_maxrss / 1024;
   if (WIFEXITED(status)) {

@@ -20,6 +20,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <condition_variable>
 #include <cstdio>
 #include <ctime>
 #include <deque>
@@ -504,13 +505,13 @@ struct FakeApiServer::Impl {
     if (TakeHold(rec)) {
       conn->held = true;
       held.push_back(conn);
-      ++held_count;
+      CountHeld(+1);
       while (conn->held && !conn->closed) {
         error_code ec;
         conn->timer.expires_at(net::steady_timer::time_point::max());
         co_await conn->timer.async_wait(net::redirect_error(net::use_awaitable, ec));
       }
-      --held_count;
+      CountHeld(-1);
       if (conn->closed) co_return false;
     }
 
@@ -1264,6 +1265,16 @@ struct FakeApiServer::Impl {
   std::array<TooLargeRule, kResourceCount> too_large_watches;
   std::vector<std::shared_ptr<Connection>> held;  // requests HoldNext holds
   std::atomic<int> held_count{0};
+  std::mutex held_mu;                       // for WaitForHeldRequests to sleep on
+  std::condition_variable held_changed;     // with held_mu: held_count changed
+
+  void CountHeld(int delta) {
+    {
+      std::lock_guard lock(held_mu);
+      held_count += delta;
+    }
+    held_changed.notify_all();
+  }
 
   std::array<std::atomic<int>, kResourceCount> watch_connections{};
   std::atomic<int> accepted_connections{0};
@@ -1496,6 +1507,11 @@ void FakeApiServer::HoldNext(const RequestMatch& match, int count) {
 
 int FakeApiServer::HeldRequests() const { return impl_->held_count.load(); }
 
+bool FakeApiServer::WaitForHeldRequests(int n, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(impl_->held_mu);
+  return impl_->held_changed.wait_for(lock, timeout, [this, n] { return impl_->held_count.load() >= n; });
+}
+
 void FakeApiServer::ReleaseHeld() {
   {
     std::lock_guard lock(impl_->mu);
@@ -1619,15 +1635,6 @@ void FakeApiServer::SendBookmarks() {
 void FakeApiServer::RefuseNextWatchesAsTooLarge(FakeResource resource, int count, int retry_after_seconds) {
   std::lock_guard lock(impl_->mu);
   impl_->too_large_watches[Index(resource)] = {.remaining = count, .retry_after_seconds = retry_after_seconds};
-}
-
-bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (!condition()) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
 }
 
 }  // namespace tessera::testing

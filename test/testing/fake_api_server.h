@@ -284,6 +284,9 @@ class FakeApiServer {
   void HoldNext(const RequestMatch& match, int count = 1);
   /// Requests being held now.
   [[nodiscard]] int HeldRequests() const;
+  /// Blocks until at least `n` requests are held (woken as each is), or
+  /// `timeout` passes. \return whether they were.
+  [[nodiscard]] bool WaitForHeldRequests(int n, std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
   /// Lets every held request go on, and drops the hold rules not yet used up.
   void ReleaseHeld();
   /// The next `count` PATCHes of pods answer 409 Conflict ("the object has
@@ -324,9 +327,5 @@ class FakeApiServer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-/// Polls `condition` every few milliseconds until it holds or `timeout`
-/// passes. \return whether it held. For tests: wait on behaviour, never sleep.
-bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 }  // namespace tessera::testing

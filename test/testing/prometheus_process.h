@@ -16,14 +16,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -31,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "test/testing/eventually.h"
 #include "test/testing/http_client.h"
 
 namespace tessera::testing {
@@ -98,15 +97,10 @@ class PrometheusProcess {
   void Kill() {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!WaitFor([&] { return ::waitpid(pid_, &status, WNOHANG) != 0; }, absl::Seconds(5))) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
     }
     pid_ = -1;
   }
@@ -171,17 +165,20 @@ class PrometheusProcess {
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return absl::UnavailableError(absl::StrCat("prometheus exited at start:\n", Log()));
-      }
-      HttpClient client(port_);
-      if (client.connected() && client.Get("/-/ready").status == 200) return absl::OkStatus();
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    bool exited = false;
+    const bool ready = WaitFor(
+        [&] {
+          int status = 0;
+          if (::waitpid(pid_, &status, WNOHANG) == pid_) return exited = true;
+          HttpClient client(port_);
+          return client.connected() && client.Get("/-/ready").status == 200;
+        },
+        absl::Seconds(30));
+    if (exited) {
+      pid_ = -1;
+      return absl::UnavailableError(absl::StrCat("prometheus exited at start:\n", Log()));
     }
+    if (ready) return absl::OkStatus();
     const std::string output = Log();
     Kill();
     return absl::DeadlineExceededError(absl::StrCat("prometheus not ready within 30 s:\n", output));

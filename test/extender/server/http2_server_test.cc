@@ -21,6 +21,7 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
 
+#include "absl/synchronization/notification.h"
 #include "extender/server/http_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -223,16 +224,18 @@ TEST_F(Http2ServerTest, ARequestThatNeverEndsIsResetAtTheReadTimeout) {
 }
 
 TEST_F(Http2ServerTest, DrainAnswersTheRequestsInFlightThenClosesWithAGoaway) {
-  // The handler answers 400 ms late, from a thread of its own; the drain
-  // starts once both requests are in its hands.
+  // The handler answers from a thread of its own, only once the drain has
+  // begun; the drain starts once both requests are in its hands.
   std::vector<std::thread> late;
   std::mutex late_mu;
   std::promise<void> both_taken;
+  absl::Notification drain_begun;
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
       HttpServer::StartAsync(Options(), [&](HttpRequest req, HttpResponder respond) {
         std::lock_guard<std::mutex> lock(late_mu);
-        late.emplace_back([body = req.body(), respond] {
-          std::this_thread::sleep_for(milliseconds(400));
+        late.emplace_back([body = req.body(), respond, &drain_begun] {
+          // Bounded, so that a test failing before the drain still ends.
+          (void)drain_begun.WaitForNotificationWithTimeout(absl::Seconds(10));
           HttpResponse res{http::status::ok, 11};
           res.body() = "late " + body;
           respond(std::move(res));
@@ -246,6 +249,7 @@ TEST_F(Http2ServerTest, DrainAnswersTheRequestsInFlightThenClosesWithAGoaway) {
       [&] { result = Http2Exchange((*server)->port(), Client(), {Post("/held", "a"), Post("/held", "b")}); });
   ASSERT_EQ(both_taken.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
   (*server)->Drain();
+  drain_begun.Notify();
   client.join();
   (*server)->Wait();  // the io threads exit once the connection is done
   const auto took = std::chrono::steady_clock::now() - start;

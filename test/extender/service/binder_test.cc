@@ -24,6 +24,7 @@
 #include "policies/builtin_registry.h"
 #include "scheduler/model/absl_compat.h"
 #include "test/testing/builders.h"
+#include "test/testing/fake_clock.h"
 #include "test/testing/fake_plugins.h"
 #include "test/testing/fake_pod_api.h"
 #include "test/testing/service_fixture.h"
@@ -413,11 +414,14 @@ TEST_F(BinderTest, ABindDroppedBetweenItsStepsReleasesItsGpus) {
 TEST_F(BinderTest, ABindWhoseBindingWouldLeavePastItsDeadlineReleasesItsGpusAndSendsNothing) {
   const PodRecord pod = PendingPod("p", "0.5");
   Known(pod);
-  const absl::Time deadline = absl::Now() + absl::Milliseconds(200);
-  Binder::Pending pending = binder_->Begin(Args(pod, "n1"), deadline);
+  testing::FakeClock clock;
+  Binder binder(model_, directory_, api_, [this] { return profile_; }, metrics_,
+                BinderOptions{.reservation_ttl = absl::Minutes(1), .clock = &clock});
+  const absl::Time deadline = clock.Now() + absl::Milliseconds(200);
+  Binder::Pending pending = binder.Begin(Args(pod, "n1"), deadline);
   EXPECT_EQ(Held("n1", 0), 500);
-  absl::SleepFor(deadline - absl::Now() + absl::Milliseconds(1));  // it waited for a bind thread past its deadline
-  const absl::Status st = binder_->Finish(std::move(pending));
+  clock.Advance(absl::Milliseconds(201));  // it waited for a bind thread past its deadline
+  const absl::Status st = binder.Finish(std::move(pending));
   EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
   EXPECT_THAT(st.message(), HasSubstr("before its Binding was sent"));
   EXPECT_TRUE(api_.calls().empty());

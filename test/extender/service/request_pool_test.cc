@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
 #include <memory>
 #include <thread>
 
@@ -16,17 +15,6 @@ namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Polls `condition` until it holds (false after 10 s).
-template <typename Condition>
-bool Eventually(Condition condition) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
 
 // A latch the pool's tasks wait on, counting how many wait at once.
 class Gate {
@@ -95,8 +83,12 @@ TEST(RequestPoolTest, DestroyingItDropsWaitingTasksUnrunAndWaitsForRunningOnes) 
   MetricsRegistry metrics;
   Gate gate;
   std::atomic<bool> running_finished{false};
-  auto dropped_capture = std::make_shared<int>(0);
-  std::weak_ptr<int> dropped_watch = dropped_capture;
+  // What the waiting task captures tells when it is destroyed.
+  absl::Notification dropped;
+  std::shared_ptr<int> dropped_capture(new int(0), [&dropped](int* p) {
+    delete p;
+    dropped.Notify();
+  });
   bool dropped_ran = false;
   absl::Notification destroyed;
   auto pool = std::make_unique<RequestPool>("verbs", 1, 4, metrics);
@@ -111,7 +103,7 @@ TEST(RequestPoolTest, DestroyingItDropsWaitingTasksUnrunAndWaitsForRunningOnes) 
     destroyed.Notify();
   });
   // The running task holds the destructor up; the waiting one is gone already.
-  EXPECT_TRUE(Eventually([&] { return dropped_watch.expired(); }));
+  EXPECT_TRUE(dropped.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_FALSE(destroyed.HasBeenNotified());
   gate.Open();
   destroyer.join();

@@ -13,6 +13,7 @@
 #include "k8s/client/connection_warmer.h"
 #include "k8s/client/pod_api.h"
 #include "test/testing/fake_api_server.h"
+#include "test/testing/fake_clock.h"
 
 namespace tessera::k8s {
 namespace {
@@ -144,9 +145,7 @@ TEST(ApiClient, ABurstOfRequestsUsesTheConnectionsKeptWarmAndOpensNoneOfItsOwn) 
       if (r.ok() && r->status == 200) ++answered;
     });
   }
-  for (absl::Time until = absl::Now() + absl::Seconds(10); server.HeldRequests() < 4 && absl::Now() < until;) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
+  EXPECT_TRUE(server.WaitForHeldRequests(4));
   EXPECT_EQ(server.HeldRequests(), 4);
   server.ReleaseHeld();
   for (std::thread& t : burst) t.join();
@@ -190,11 +189,13 @@ TEST(ApiClient, ConnectionsToAnAddressStartNoThreadOfTheirOwnAndToANameTheyStill
 TEST(ApiClient, AConnectionIdlePastItsAgeIsReplacedNotReused) {
   FakeApiServer server(WithToken());
   ASSERT_TRUE(server.Start().ok());
+  testing::FakeClock clock;
   ApiClientOptions options;
   options.max_idle_age = absl::Milliseconds(200);
+  options.clock = &clock;
   auto client = *ClientWith(server, options);
   ASSERT_EQ(*client->KeepWarm(2, absl::Now() + absl::Seconds(10)), 2u);
-  absl::SleepFor(absl::Milliseconds(300));
+  clock.Advance(absl::Milliseconds(300));
   ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);
   EXPECT_EQ(server.AcceptedConnections(), 3) << "the request went out on a connection the server may have closed";
   EXPECT_EQ(client->idle_connections(), 1u) << "the two stale ones are closed, the request's one kept";
@@ -216,12 +217,12 @@ TEST(ConnectionWarmer, OpensItsConnectionsOnItsOwnAndStopsPromptly) {
   FakeApiServer server(WithToken());
   ASSERT_TRUE(server.Start().ok());
   auto client = *ClientWith(server, {});
-  auto warmer = std::make_unique<ConnectionWarmer>(*client, 3, absl::Seconds(30));
-  for (absl::Time until = absl::Now() + absl::Seconds(10); client->idle_connections() < 3 && absl::Now() < until;) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
+  testing::FakeClock clock;
+  auto warmer = std::make_unique<ConnectionWarmer>(*client, 3, absl::Seconds(30), clock);
+  ASSERT_TRUE(clock.WaitForWaiters(1)) << "no first round";  // done: it waits for the next
   EXPECT_EQ(client->idle_connections(), 3u);
   EXPECT_EQ(server.AcceptedConnections(), 3);
+  // The fake clock never lets the 30 s pass: only the stop can end the wait.
   const absl::Time stopping = absl::Now();
   warmer.reset();
   EXPECT_LT(absl::Now() - stopping, absl::Seconds(5)) << "stopping slept out the 30 s period";

@@ -14,6 +14,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -26,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/testing/eventually.h"
 
 namespace tessera::testing {
 namespace {
@@ -142,7 +144,9 @@ class TlsClient {
   boost::system::error_code connect_error_;
 };
 
-/// A watch request read on its own thread; lines are collected as they come.
+/// A watch request read on its own thread; lines are collected as they come,
+/// and the waits below are woken as they do (no polling: a test that counts
+/// what arrived by a moment sees that moment, not the next poll's).
 class Watch {
  public:
   Watch(uint16_t port, ClientOptions options, std::string target)
@@ -156,8 +160,9 @@ class Watch {
 
   /// Waits until at least `n` lines arrived; returns a copy of all of them.
   std::vector<std::string> WaitForLines(size_t n) {
-    WaitFor([&] { return LineCount() >= n || ended_; }, kWait);
-    return Lines();
+    std::unique_lock lock(mu_);
+    changed_.wait_for(lock, kWait, [&] { return lines_.size() >= n || ended_; });
+    return lines_;
   }
   std::vector<json> WaitForEvents(size_t n) {
     std::vector<json> events;
@@ -166,7 +171,8 @@ class Watch {
   }
   /// Waits for the stream to end. \return whether it ended.
   bool WaitForEnd() {
-    return WaitFor([&] { return ended_.load(); }, kWait);
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, kWait, [&] { return ended_.load(); });
   }
   bool ended() const { return ended_; }
 
@@ -180,7 +186,8 @@ class Watch {
   }
   /// The response status, once its header arrived (0 when it never did).
   int status() const {
-    WaitFor([&] { return status_ != 0 || ended_; }, kWait);
+    std::unique_lock lock(mu_);
+    changed_.wait_for(lock, kWait, [&] { return status_ != 0 || ended_; });
     return status_;
   }
   /// The stream ended with its final chunk (not cut).
@@ -194,6 +201,7 @@ class Watch {
   void Read(const std::string& target) {
     if (!client_.Write(http::verb::get, target)) {
       ended_ = true;
+      Changed();
       return;
     }
     http::response_parser<http::string_body> parser;
@@ -201,6 +209,7 @@ class Watch {
     boost::system::error_code ec;
     http::read_header(client_.stream(), client_.buffer(), parser, ec);
     if (!ec) status_ = parser.get().result_int();
+    Changed();
     while (!ec && !parser.is_done()) {
       http::read_some(client_.stream(), client_.buffer(), parser, ec);
       TakeLines(parser.get().body());
@@ -211,6 +220,14 @@ class Watch {
     }
     clean_end_ = !ec && parser.is_done();
     ended_ = true;
+    Changed();
+  }
+
+  // Wakes the waits. Taking mu_ first orders the change before a waiter's
+  // check of it: none misses it between checking and sleeping.
+  void Changed() {
+    { std::lock_guard lock(mu_); }
+    changed_.notify_all();
   }
 
   void TakeLines(std::string& body) {
@@ -220,10 +237,12 @@ class Watch {
       lines_.push_back(body.substr(0, end));
       body.erase(0, end + 1);
     }
+    changed_.notify_all();
   }
 
   TlsClient client_;
   mutable std::mutex mu_;
+  mutable std::condition_variable changed_;  // with mu_: a line, the status or the end came
   std::vector<std::string> lines_;
   std::string rest_;
   std::atomic<int> status_{0};

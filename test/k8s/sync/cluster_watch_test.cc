@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "k8s/annotations.h"
+#include "test/testing/eventually.h"
 #include "test/testing/fake_api_server.h"
 
 namespace tessera::k8s {
