@@ -63,6 +63,7 @@
 #include "policies/gpu_share/gpu_share.h"
 #include "policies/node_resources.h"
 #include "scheduler/framework/plugin.h"
+#include "scheduler/framework/workload_aware.h"
 
 namespace tessera {
 
@@ -101,7 +102,7 @@ std::shared_ptr<const TargetWorkload> Weighed(std::shared_ptr<const TargetWorklo
 /// learner asks (TargetWorkload::prior_percent; WorkloadLearning).
 std::shared_ptr<const TargetWorkload> MixedWithPrior(const TargetWorkload& learned, const TargetWorkload& prior);
 
-class FgdPlugin final : public Plugin {
+class FgdPlugin final : public Plugin, public WorkloadAware {
  public:
   static constexpr std::string_view kName = "fgd";
   /// One line for docs/reference/policy-file.md.
@@ -144,7 +145,7 @@ class FgdPlugin final : public Plugin {
   }
   /// The workload it measures against (weighed).
   [[nodiscard]] const TargetWorkload& workload() const { return *workload_; }
-  [[nodiscard]] const TargetWorkload* MeasuredWorkload() const override { return workload_.get(); }
+  [[nodiscard]] const TargetWorkload& MeasuredWorkload() const override { return *workload_; }
 
  private:
   // A GPU a share of one GPU fits on, and how much F · W falls when the

@@ -45,12 +45,13 @@
 #include "policies/fgd/fgd.h"
 #include "policies/fgd/fragmentation.h"
 #include "scheduler/framework/plugin.h"
+#include "scheduler/framework/workload_aware.h"
 
 namespace tessera {
 
 class PluginArgs;
 
-class HostStrandingPlugin final : public Plugin {
+class HostStrandingPlugin final : public Plugin, public WorkloadAware {
  public:
   static constexpr std::string_view kName = "host-stranding";
   /// One line for docs/reference/policy-file.md.
@@ -85,7 +86,7 @@ class HostStrandingPlugin final : public Plugin {
   }
   /// The workload it measures against (weighed).
   [[nodiscard]] const TargetWorkload& workload() const { return *workload_; }
-  [[nodiscard]] const TargetWorkload* MeasuredWorkload() const override { return workload_.get(); }
+  [[nodiscard]] const TargetWorkload& MeasuredWorkload() const override { return *workload_; }
 
  private:
   // What placing the pod on `node` costs the kinds that take whole nodes,

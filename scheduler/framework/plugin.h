@@ -14,7 +14,6 @@
 #include "scheduler/framework/cycle_state.h"
 #include "scheduler/framework/node_view.h"
 #include "scheduler/model/gpu_request.h"
-#include "scheduler/model/target_workload.h"
 
 namespace tessera {
 
@@ -210,24 +209,6 @@ class Plugin {
   /// Rescales this plugin's raw scores over all nodes of one request, in
   /// place, into 0..kMaxPluginScore. The default leaves them as they are.
   virtual void NormalizeScores(absl::Span<int64_t> scores) const { (void)scores; }
-
-  // --- the expected workload ---------------------------------------------
-
-  /// For a plugin that measures against the workload the cluster expects
-  /// (fgd, host-stranding): the same plugin, same args, measuring against
-  /// `workload` instead of its own (the policy file's). Null for every other
-  /// plugin. A profile learning the workload from arrivals
-  /// (scheduler/cache/workload_learner.h) swaps it in this way: plugins stay
-  /// immutable, and the new profile is a new memo key, as a reload is.
-  [[nodiscard]] virtual std::shared_ptr<const Plugin> WithWorkload(
-      std::shared_ptr<const TargetWorkload> workload) const {
-    (void)workload;
-    return nullptr;
-  }
-  /// For such a plugin, the workload it measures against now (after its own
-  /// blending and weighing); null for every other plugin. What it concludes
-  /// from the cluster is this workload's cluster_verdict().
-  [[nodiscard]] virtual const TargetWorkload* MeasuredWorkload() const { return nullptr; }
 
  protected:
   /// \param points what the plugin implements; \param memoizable see Memoizable().

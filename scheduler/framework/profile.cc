@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "scheduler/framework/workload_aware.h"
 #include "scheduler/model/absl_compat.h"
 
 namespace tessera {
@@ -266,10 +267,10 @@ std::shared_ptr<const Profile> Profile::WithWorkload(std::shared_ptr<const Targe
   std::vector<WeightedPlugin> plugins = plugins_;
   bool any = false;
   for (WeightedPlugin& p : plugins) {
-    if (std::shared_ptr<const Plugin> measuring = p.plugin->WithWorkload(workload)) {
-      p.plugin = std::move(measuring);
-      any = true;
-    }
+    const WorkloadAware* aware = AsWorkloadAware(*p.plugin);
+    if (aware == nullptr) continue;
+    p.plugin = aware->WithWorkload(workload);
+    any = true;
   }
   // The same plugins, in the same combination, as a valid profile's: no check can fail.
   return any ? std::shared_ptr<const Profile>(new Profile(std::move(plugins))) : nullptr;
@@ -278,7 +279,9 @@ std::shared_ptr<const Profile> Profile::WithWorkload(std::shared_ptr<const Targe
 std::vector<TargetWorkload::ClusterVerdict> Profile::ClusterVerdicts() const {
   std::vector<TargetWorkload::ClusterVerdict> verdicts;
   for (const WeightedPlugin& p : plugins_) {
-    if (const TargetWorkload* measured = p.plugin->MeasuredWorkload()) verdicts.push_back(measured->cluster_verdict());
+    if (const WorkloadAware* aware = AsWorkloadAware(*p.plugin)) {
+      verdicts.push_back(aware->MeasuredWorkload().cluster_verdict());
+    }
   }
   return verdicts;
 }

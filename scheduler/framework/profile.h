@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "scheduler/framework/plugin.h"
+#include "scheduler/model/target_workload.h"
 
 namespace tessera {
 
