@@ -11,7 +11,7 @@
 #include "k8s/pod_host_request.h"
 #include "k8s/pod_record.h"
 #include "scheduler/model/quantity_parse.h"
-#include "test/testing/service_fixture.h"
+#include "test/testing/data_files.h"
 
 namespace tessera::k8s {
 namespace {
