@@ -6,33 +6,19 @@
 #include "absl/status/statusor.h"
 #include "config/policy_loader.h"
 #include "scheduler/framework/plugin_args.h"
+#include "scheduler/common/markdown_text.h"
 
 namespace tessera {
 namespace {
 
-// Markdown table cells: a `|` would end the cell, a newline the row.
-std::string Cell(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '\n') {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-std::string Code(std::string_view text) { return text.empty() ? "" : "`" + Cell(text) + "`"; }
+std::string Code(std::string_view text) { return text.empty() ? "" : "`" + MarkdownCell(text) + "`"; }
 
 std::string ArgsTable(const std::vector<ArgDescription>& args) {
   if (args.empty()) return "Takes no args.\n";
   std::string out = "| arg | type | allowed | default | what it changes |\n|---|---|---|---|---|\n";
   for (const ArgDescription& a : args) {
-    out += "| `" + a.key + "` | " + a.type + " | " + Cell(a.allowed) + " | " + Code(a.default_value) + " | " +
-           Cell(a.doc) + " |\n";
+    out += "| `" + a.key + "` | " + a.type + " | " + MarkdownCell(a.allowed) + " | " + Code(a.default_value) + " | " +
+           MarkdownCell(a.doc) + " |\n";
   }
   return out;
 }
@@ -54,7 +40,7 @@ std::string PolicyFileReferenceMarkdown(const PluginRegistry& registry) {
       "## Plugins\n\n| plugin | what it does |\n|---|---|\n";
   const std::vector<std::string> names = registry.Names();
   for (const std::string& name : names) {
-    out += "| [`" + name + "`](#" + name + ") | " + Cell(registry.Summary(name)) + " |\n";
+    out += "| [`" + name + "`](#" + name + ") | " + MarkdownCell(registry.Summary(name)) + " |\n";
   }
   for (const std::string& name : names) {
     absl::StatusOr<PluginArgs> args = PluginArgs::FromText("");

@@ -8,6 +8,7 @@
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/reflection.h"
 #include "absl/time/time.h"
+#include "scheduler/common/markdown_text.h"
 
 namespace tessera {
 namespace {
@@ -29,21 +30,6 @@ bool EndsWith(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-// Markdown table cells: a `|` would end the cell, a newline the row.
-std::string Cell(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '\n') {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string FlagsReferenceMarkdown(std::initializer_list<std::string_view> defined_in) {
@@ -59,8 +45,8 @@ std::string FlagsReferenceMarkdown(std::initializer_list<std::string_view> defin
   for (const absl::CommandLineFlag* flag : flags) {
     const std::string default_value = flag->DefaultValue();
     out += "| `--" + Dashed(std::string(flag->Name())) + "` | " + TypeOf(*flag) + " | " +
-           (default_value.empty() ? std::string("(empty)") : "`" + Cell(default_value) + "`") + " | " +
-           Cell(flag->Help()) + " |\n";
+           (default_value.empty() ? std::string("(empty)") : "`" + MarkdownCell(default_value) + "`") + " | " +
+           MarkdownCell(flag->Help()) + " |\n";
   }
   return out;
 }
