@@ -21,6 +21,7 @@ TEST(ExamplePoliciesTest, EveryExampleLoadsWithTheBuiltinPlugins) {
       {"default-policy.yaml", {"host-resources", "fgd", "mig-partition", "host-stranding"}},
       {"binpack-policy.yaml", {"gpu-share"}},
       {"spread-policy.yaml", {"gpu-share"}},
+      {"topology-policy.yaml", {"gpu-share", "nvlink-topology"}},
   };
   for (const auto& [name, plugins] : examples) {
     SCOPED_TRACE(name);

@@ -9,7 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scheduler/cache/cluster_model.h"
 #include "scheduler/model/absl_compat.h"
+#include "test/testing/builders.h"
+#include "test/testing/topologies.h"
 
 namespace tessera::k8s {
 namespace {
@@ -560,6 +563,42 @@ TEST(ParseNodeInventory, SurvivesTruncatedAndCorruptedAnnotations) {
       }
     }
   }
+}
+
+// The snapshot hands plugins the very topology object the inventory holds,
+// and reports an unusable annotation as a node problem.
+TEST(NodeInventorySnapshot, ViewsShareTheNodesParsedTopologyAndAnUnusableOneIsANodeProblem) {
+  absl::StatusOr<NodeInventory> good =
+      k8s::ParseNodeInventory({.gfd_count = "8", .gfd_product = "Tesla-V100-SXM2-16GB", .topology_annotation = testing::kDgx1V100});
+  absl::StatusOr<NodeInventory> bad =
+      k8s::ParseNodeInventory({.gfd_count = "8", .gfd_product = "Tesla-V100-SXM2-16GB", .topology_annotation = "GPU0 GPU1\n"});
+  ASSERT_TRUE(good.ok() && bad.ok());
+  const GpuTopology* topology = good->topology.get();
+  ASSERT_NE(topology, nullptr);
+  ClusterModel model;
+  model.UpsertNode("good", *std::move(good), absl::OkStatus());
+  model.UpsertNode("bad", *std::move(bad), absl::OkStatus());
+  const std::shared_ptr<const ClusterSnapshot> snapshot = model.Publish();
+  const NodeView& good_view = snapshot->View(*snapshot->FindNode("good"));
+  const NodeView& bad_view = snapshot->View(*snapshot->FindNode("bad"));
+  EXPECT_EQ(good_view.topology, topology);
+  EXPECT_EQ(good_view.topology_error, nullptr);
+  EXPECT_EQ(bad_view.topology, nullptr);
+  ASSERT_NE(bad_view.topology_error, nullptr);
+  EXPECT_THAT(std::string(bad_view.topology_error->message()), HasSubstr("no row for GPU0"));
+  EXPECT_THAT(snapshot->node(*snapshot->FindNode("bad")).problems, ::testing::ElementsAre(HasSubstr("no row for GPU0")));
+  // Another node of the same kind shares the object.
+  absl::StatusOr<NodeInventory> twin =
+      k8s::ParseNodeInventory({.gfd_count = "8", .gfd_product = "Tesla-V100-SXM2-16GB", .topology_annotation = testing::kDgx1V100});
+  ASSERT_TRUE(twin.ok());
+  ASSERT_NE(twin->topology.get(), topology) << "parsed on its own";
+  model.UpsertNode("twin", *std::move(twin), absl::OkStatus());
+  const std::shared_ptr<const ClusterSnapshot> with_twin = model.Publish();
+  EXPECT_EQ(with_twin->View(*with_twin->FindNode("twin")).topology, topology) << "interned";
+  // A later publish that rebuilds the node keeps the same object.
+  model.UpsertPod(testing::Holding("p", "good", 0, 0));
+  const std::shared_ptr<const ClusterSnapshot> next = model.Publish();
+  EXPECT_EQ(next->View(*next->FindNode("good")).topology, topology);
 }
 
 }  // namespace

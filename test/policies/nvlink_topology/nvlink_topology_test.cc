@@ -9,11 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/framework/plugin_args.h"
-#include "config/policy_loader.h"
-#include "k8s/node_inventory.h"
 #include "policies/builtin_registry.h"
 #include "policies/gpu_share/gpu_share.h"
-#include "scheduler/cache/cluster_model.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/model/absl_compat.h"
 #include "scheduler/model/gpu_set_search.h"
@@ -32,25 +29,28 @@ using testing::Pod;
 
 constexpr char kV100[] = "Tesla-V100-SXM2-16GB";
 
+// The plugin `name` of the built-in registry, built from `args` (YAML) as a policy file's entry would be.
+WeightedPlugin Built(const std::string& name, std::string_view args, int64_t weight = 1) {
+  const PluginRegistry registry = NewBuiltinRegistry();
+  absl::StatusOr<PluginArgs> parsed = PluginArgs::FromText(args);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<std::unique_ptr<Plugin>> plugin = (*registry.Find(name))(*parsed);
+  EXPECT_TRUE(plugin.ok()) << plugin.status();
+  return {plugin.ok() ? std::shared_ptr<const Plugin>(*std::move(plugin)) : nullptr, weight};
+}
+
 // gpu-share (binpack) and nvlink-topology with `nvlink_args`, as a policy file has them.
 std::shared_ptr<const Profile> TopologyProfile(std::string_view nvlink_args = "{}", int64_t nvlink_weight = 1) {
-  const PluginRegistry registry = NewBuiltinRegistry();
-  absl::StatusOr<std::shared_ptr<const Profile>> profile = LoadPolicyText(
-      absl::StrCat("apiVersion: tessera.io/v1alpha1\nkind: SchedulingPolicy\nplugins:\n"
-                   "  - name: gpu-share\n    args: {gpuStrategy: binpack}\n"
-                   "  - name: nvlink-topology\n    weight: ",
-                   nvlink_weight, "\n    args: ", Absl(nvlink_args), "\n"),
-      "policy.yaml", registry);
+  std::vector<WeightedPlugin> plugins = {Built("gpu-share", "{gpuStrategy: binpack}"),
+                                         Built("nvlink-topology", nvlink_args, nvlink_weight)};
+  absl::StatusOr<std::shared_ptr<const Profile>> profile = Profile::Create(std::move(plugins));
   EXPECT_TRUE(profile.ok()) << profile.status();
   return profile.ok() ? *profile : nullptr;
 }
 
 std::shared_ptr<const Profile> GpuShareOnlyProfile() {
-  const PluginRegistry registry = NewBuiltinRegistry();
-  return *LoadPolicyText(
-      "apiVersion: tessera.io/v1alpha1\nkind: SchedulingPolicy\nplugins:\n"
-      "  - name: gpu-share\n    args: {gpuStrategy: binpack}\n",
-      "policy.yaml", registry);
+  std::vector<WeightedPlugin> plugins = {Built("gpu-share", "{gpuStrategy: binpack}")};
+  return *Profile::Create(std::move(plugins));
 }
 
 Node Dgx1(std::string name = "dgx1") {
@@ -313,50 +313,6 @@ TEST(NvlinkTopologyArgs, AreValidated) {
   const auto& nvlink = dynamic_cast<const NvlinkTopologyPlugin&>(**fine);
   EXPECT_FALSE(nvlink.args().require_nvlink);
   EXPECT_TRUE(nvlink.args().protect_free_sets);
-}
-
-TEST(NvlinkTopologyProfile, TheExamplePolicyLoads) {
-  const PluginRegistry registry = NewBuiltinRegistry();
-  absl::StatusOr<std::shared_ptr<const Profile>> profile =
-      LoadPolicyFile(std::string(TESSERA_SOURCE_DIR) + "/config/examples/topology-policy.yaml", registry);
-  ASSERT_TRUE(profile.ok()) << profile.status();
-  EXPECT_THAT((*profile)->PluginNames(), ElementsAre("gpu-share", "nvlink-topology"));
-}
-
-// The snapshot hands plugins the very topology object the inventory holds,
-// and reports an unusable annotation as a node problem.
-TEST(NvlinkTopologySnapshot, ViewsShareTheNodesTopology) {
-  absl::StatusOr<NodeInventory> good =
-      k8s::ParseNodeInventory({.gfd_count = "8", .gfd_product = kV100, .topology_annotation = testing::kDgx1V100});
-  absl::StatusOr<NodeInventory> bad =
-      k8s::ParseNodeInventory({.gfd_count = "8", .gfd_product = kV100, .topology_annotation = "GPU0 GPU1\n"});
-  ASSERT_TRUE(good.ok() && bad.ok());
-  const GpuTopology* topology = good->topology.get();
-  ASSERT_NE(topology, nullptr);
-  ClusterModel model;
-  model.UpsertNode("good", *std::move(good), absl::OkStatus());
-  model.UpsertNode("bad", *std::move(bad), absl::OkStatus());
-  const std::shared_ptr<const ClusterSnapshot> snapshot = model.Publish();
-  const NodeView& good_view = snapshot->View(*snapshot->FindNode("good"));
-  const NodeView& bad_view = snapshot->View(*snapshot->FindNode("bad"));
-  EXPECT_EQ(good_view.topology, topology);
-  EXPECT_EQ(good_view.topology_error, nullptr);
-  EXPECT_EQ(bad_view.topology, nullptr);
-  ASSERT_NE(bad_view.topology_error, nullptr);
-  EXPECT_THAT(std::string(bad_view.topology_error->message()), HasSubstr("no row for GPU0"));
-  EXPECT_THAT(snapshot->node(*snapshot->FindNode("bad")).problems, ElementsAre(HasSubstr("no row for GPU0")));
-  // Another node of the same kind shares the object.
-  absl::StatusOr<NodeInventory> twin =
-      k8s::ParseNodeInventory({.gfd_count = "8", .gfd_product = kV100, .topology_annotation = testing::kDgx1V100});
-  ASSERT_TRUE(twin.ok());
-  ASSERT_NE(twin->topology.get(), topology) << "parsed on its own";
-  model.UpsertNode("twin", *std::move(twin), absl::OkStatus());
-  const std::shared_ptr<const ClusterSnapshot> with_twin = model.Publish();
-  EXPECT_EQ(with_twin->View(*with_twin->FindNode("twin")).topology, topology) << "interned";
-  // A later publish that rebuilds the node keeps the same object.
-  model.UpsertPod(testing::Holding("p", "good", 0, 0));
-  const std::shared_ptr<const ClusterSnapshot> next = model.Publish();
-  EXPECT_EQ(next->View(*next->FindNode("good")).topology, topology);
 }
 
 }  // namespace
