@@ -23,6 +23,7 @@
 #include "test/control_plane_chart/chart_test_state.h"
 #include "test/testing/assignment_audit.h"
 #include "test/testing/control_plane.h"
+#include "test/testing/eventually.h"
 
 namespace tessera::testing {
 namespace {
@@ -104,6 +105,21 @@ TEST_F(ChartSchedulerTest, MixedPrioritiesPreemptExactlyTheTwoQuartersOfOneGpu) 
     absl::StatusOr<json> node = Node(suffix, 2);
     ASSERT_TRUE(node.ok()) << node.status();
     nodes.push_back((*node)["metadata"]["name"]);
+  }
+  // Both nodes' gpu-milli published before any pod: kube-scheduler counts it,
+  // and a node without it yet looks full, so that its own preemption would
+  // evict a priority-500 quarter for the third GPU's pods (seen once in CI).
+  for (const std::string& name : nodes) {
+    ASSERT_TRUE(Eventually(
+        [&] {
+          absl::StatusOr<json> node = plane().GetNode(name);
+          if (!node.ok()) return false;
+          // A quantity: the API server writes 2000 as "2k".
+          const std::string milli =
+              node->value("status", json::object()).value("allocatable", json::object()).value("tessera.io/gpu-milli", "");
+          return milli == "2k" || milli == "2000";
+        },
+        absl::Seconds(30), absl::StrCat(name, "'s tessera.io/gpu-milli published (2 GPUs: 2k)")));
   }
   // GPU after GPU, one priority-500 quarter and three priority-1000 ones:
   // the policy packs a GPU before it opens another, so each group of four
