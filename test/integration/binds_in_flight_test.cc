@@ -107,7 +107,8 @@ TEST_F(BindsInFlight, SixteenBindsWaitingOnTheApiServerAreInFlightTogetherWhileP
   std::vector<std::string> answers;
   std::vector<std::thread> clients = BindAll(tessera.port(), pods, answers);
   // All sixteen Bindings reach the API server before any is answered.
-  EXPECT_TRUE(WaitFor([&] { return api_.HeldRequests() == 16; })) << api_.HeldRequests() << " in flight";
+  EXPECT_TRUE(api_.WaitForHeldRequests(16)) << api_.HeldRequests() << " in flight";
+  EXPECT_EQ(api_.HeldRequests(), 16);
 
   // Meanwhile the I/O threads answer at once.
   testing::HttpClient probe(tessera.port(), kProbeTimeout);
@@ -139,7 +140,8 @@ TEST_F(BindsInFlight, PodsRacingForTheLastSharesBindExactlyAsManyAsThereAreShare
   std::vector<std::string> answers;
   std::vector<std::thread> clients = BindAll(tessera.port(), pods, answers);
   // The eight winners' Bindings are in flight together; no ninth comes.
-  EXPECT_TRUE(WaitFor([&] { return api_.HeldRequests() == 8; }));
+  EXPECT_TRUE(api_.WaitForHeldRequests(8));
+  EXPECT_EQ(api_.HeldRequests(), 8);
   api_.ReleaseHeld();
   Join(clients);
 
@@ -168,7 +170,7 @@ TEST_F(BindsInFlight, ADrainWaitsForBindsInFlightAndAnswersThem) {
   api_.HoldNext(Bindings(), 4);
   std::vector<std::string> answers;
   std::vector<std::thread> clients = BindAll(tessera.port(), pods, answers);
-  ASSERT_TRUE(WaitFor([&] { return api_.HeldRequests() == 4; }));
+  ASSERT_TRUE(api_.WaitForHeldRequests(4));
 
   std::future<void> stopped = tessera.Drain();  // what SIGTERM does
   EXPECT_EQ(stopped.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
@@ -188,7 +190,7 @@ TEST_F(BindsInFlight, PastTheDrainTimeoutTheServerStopsAndBindsStillHeldFinishHa
   api_.HoldNext(Bindings(), 2);
   std::vector<std::string> answers;
   std::vector<std::thread> clients = BindAll(tessera->port(), pods, answers);
-  ASSERT_TRUE(WaitFor([&] { return api_.HeldRequests() == 2; }));
+  ASSERT_TRUE(api_.WaitForHeldRequests(2));
 
   std::future<void> stopped = tessera->Drain();
   EXPECT_EQ(stopped.wait_for(std::chrono::seconds(10)), std::future_status::ready);
@@ -239,7 +241,7 @@ TEST_F(BindsInFlight, ABindArrivingWhenTheBindQueueIsFullIsRefusedAtOnceWithTheR
   // One bind runs (held at the API server), then one waits for the thread.
   std::vector<std::string> answers;
   std::vector<std::thread> clients = BindAll(tessera.port(), {pods[0]}, answers);
-  ASSERT_TRUE(WaitFor([&] { return api_.HeldRequests() == 1; }));
+  ASSERT_TRUE(api_.WaitForHeldRequests(1));
   std::vector<std::string> queued_answer;
   std::vector<std::thread> queued = BindAll(tessera.port(), {pods[1]}, queued_answer);
   ASSERT_TRUE(WaitFor([&] {
