@@ -16,6 +16,15 @@
 
 namespace tessera::fuzz {
 
+// The one snapshot and policy the targets send requests against; nothing changes them.
+class FixedHandle final : public SchedulerHandle {
+ public:
+  std::shared_ptr<const ClusterSnapshot> snapshot;
+  std::shared_ptr<const ProfileSet> profiles;
+  [[nodiscard]] std::shared_ptr<const ClusterSnapshot> Snapshot() const override { return snapshot; }
+  [[nodiscard]] std::shared_ptr<const ProfileSet> Profiles() const override { return profiles; }
+};
+
 /// The service, the model and the profile behind it; built once per process.
 class FuzzService {
  public:
@@ -43,7 +52,7 @@ class FuzzService {
   PluginRegistry registry_;
   ClusterModel model_;
   MetricsRegistry metrics_;
-  FixedHandle handle_;  // the one snapshot and policy; nothing changes them
+  FixedHandle handle_;
   std::unique_ptr<ExtenderService> service_;
 };
 

@@ -226,9 +226,8 @@ struct ExtenderService::FilterDecision {
   // Rejections are counted per reason once per request, not once per node:
   // the registry lookup takes a lock.
   Rejections rejections;
-  // Filter asked the profile: the pod's request was readable and the model in sync.
-  bool decided_by_profile = false;
-  bool wants_gpus = false;
+  // Nodes that fit but the policy's shortlist left out.
+  size_t shortlist_dropped = 0;
 };
 
 ExtenderService::ExtenderService(const SchedulerHandle& handle, MetricsRegistry& metrics)
@@ -276,8 +275,8 @@ absl::StatusOr<std::string> ExtenderService::Filter(std::string_view body) const
     DecideFilter(*args, *cycle, decision);
   }
 
-  // The steps after deciding.
-  if (decision.decided_by_profile) {
+  // The steps after deciding; the first three only for a pod the profile judged.
+  if (cycle.has_value()) {
     handle_.PodArrived(args->pod.uid, cycle->request());
     ReserveOnTheOneNode(*args, *cycle, decision);
     QueuePreemptionIfItMayHelp(*args, *cycle, decision);
@@ -300,9 +299,7 @@ void ExtenderService::DecideFilter(const k8s::ExtenderArgs& args, const CycleSta
   const std::optional<std::string> invalid_task_type = InvalidTaskType(*policy, args.pod);
   const Profile* profile = route.profile().get();
   const CandidateNodes candidates(args, *snapshot);
-  decision.decided_by_profile = true;
-  decision.wants_gpus = cycle.wants_gpus();
-  const bool wants_gpus = decision.wants_gpus;
+  const bool wants_gpus = cycle.wants_gpus();
   const std::shared_ptr<const TenantSet> tenants = handle_.Tenants();
   const std::optional<std::string> unknown_tenant = UnknownTenant(tenants.get(), args.pod);
   const std::optional<FilterVerdict> refused =
@@ -356,9 +353,8 @@ void ExtenderService::DecideFilter(const k8s::ExtenderArgs& args, const CycleSta
   }
   if (wants_gpus && result.error.empty()) {
     // Part of deciding: of the nodes that fit, the policy's shortlist passes the best few.
-    const size_t dropped = KeepShortlist(*score_memo_.For(*policy, route.profile()), policy->shortlist(), cycle,
-                                         candidates, args.pod, result.passed);
-    if (dropped > 0) shortlist_dropped_.Inc(static_cast<double>(dropped));
+    decision.shortlist_dropped = KeepShortlist(*score_memo_.For(*policy, route.profile()), policy->shortlist(),
+                                               cycle, candidates, args.pod, result.passed);
   }
 }
 
@@ -367,7 +363,7 @@ void ExtenderService::ReserveOnTheOneNode(const k8s::ExtenderArgs& args, const C
   // One node: kube-scheduler will bind the pod there, and may send the next
   // pod's filter before this bind (binder.h). Its GPUs count from now.
   Binder* binder = handle_.binder();
-  if (!decision.wants_gpus || !decision.result.error.empty() || decision.result.passed.size() != 1 ||
+  if (!cycle.wants_gpus() || !decision.result.error.empty() || decision.result.passed.size() != 1 ||
       binder == nullptr || args.pod.uid.empty()) {
     return;
   }
@@ -378,7 +374,7 @@ void ExtenderService::QueuePreemptionIfItMayHelp(const k8s::ExtenderArgs& args, 
                                                  const FilterDecision& decision) const {
   const k8s::FilterResult& result = decision.result;
   const bool may_help = result.passed.empty() && !result.failed.empty() && result.error.empty() &&
-                        decision.wants_gpus && !args.pod.never_preempts && !args.pod.uid.empty();
+                        cycle.wants_gpus() && !args.pod.never_preempts && !args.pod.uid.empty();
   if (!may_help) return;
   handle_.PodUnschedulable(UnschedulablePod{.uid = std::string(args.pod.uid),
                                             .namespace_name = std::string(args.pod.namespace_name),
@@ -394,6 +390,7 @@ void ExtenderService::CountRejections(const FilterDecision& decision) const {
     metrics_.Counter(kRejections, kRejectionsHelp, {{"reason", std::string(reason)}})
         .Inc(static_cast<double>(rejected.nodes));
   }
+  if (decision.shortlist_dropped > 0) shortlist_dropped_.Inc(static_cast<double>(decision.shortlist_dropped));
 }
 
 absl::StatusOr<std::string> ExtenderService::Prioritize(std::string_view body) const {

@@ -68,13 +68,14 @@ class ExtenderService {
  private:
   struct FilterDecision;
   // Filter's decision for a pod with a readable request, in sync: which
-  // nodes pass, which fail and why. Reads the handle; tells it nothing.
+  // nodes pass, which fail and why. Reads the handle; tells it and counts nothing.
   void DecideFilter(const k8s::ExtenderArgs& args, const CycleState& cycle, FilterDecision& decision) const;
   // Filter's steps after deciding, each named for what it does.
   void ReserveOnTheOneNode(const k8s::ExtenderArgs& args, const CycleState& cycle,
                            const FilterDecision& decision) const;
   void QueuePreemptionIfItMayHelp(const k8s::ExtenderArgs& args, const CycleState& cycle,
                                   const FilterDecision& decision) const;
+  // The rejections per reason, and the nodes the shortlist left out.
   void CountRejections(const FilterDecision& decision) const;
 
   const SchedulerHandle& handle_;

@@ -8,7 +8,7 @@
 // has decided (ExtenderService::Filter: reserve, learn, queue preemption,
 // record the refusal); each default does nothing, so a handle implements
 // only what its program has. extender/program.cc implements it for the
-// program; tests and benchmarks use FixedHandle (below) or their own.
+// program; tests, benchmarks and fuzz targets have fakes of their own.
 #pragma once
 
 #include <memory>
@@ -66,24 +66,6 @@ class SchedulerHandle {
   /// Where filter keeps why it refused a pod on every node (the GPU map page
   /// shows them) and forgets it once the pod fits or binds; null: nothing is kept.
   [[nodiscard]] virtual RecentRefusals* refusals() const { return nullptr; }
-};
-
-/// A handle over a snapshot and a policy that some owner swaps (tests,
-/// benchmarks, fuzz targets): each read returns what the pointers hold now.
-/// Not thread-safe against those swaps; the owner swaps between requests.
-class FixedHandle : public SchedulerHandle {
- public:
-  std::shared_ptr<const ClusterSnapshot> snapshot;
-  std::shared_ptr<const ProfileSet> profiles;
-  std::shared_ptr<const TenantSet> tenants;
-  RecentRefusals* refusal_log = nullptr;
-  WorkerPool* pool = nullptr;
-
-  [[nodiscard]] std::shared_ptr<const ClusterSnapshot> Snapshot() const override { return snapshot; }
-  [[nodiscard]] std::shared_ptr<const ProfileSet> Profiles() const override { return profiles; }
-  [[nodiscard]] std::shared_ptr<const TenantSet> Tenants() const override { return tenants; }
-  [[nodiscard]] RecentRefusals* refusals() const override { return refusal_log; }
-  [[nodiscard]] WorkerPool* score_pool() const override { return pool; }
 };
 
 }  // namespace tessera

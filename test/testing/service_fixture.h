@@ -49,23 +49,6 @@ inline nlohmann::json RecordedFilterPod(const std::string& uid, const std::strin
   return pod;
 }
 
-/// A handle that reads a test's own variables at each request: the test may
-/// point them elsewhere between requests (a new snapshot, a reloaded policy).
-class VariablesHandle final : public SchedulerHandle {
- public:
-  VariablesHandle(const std::shared_ptr<const ClusterSnapshot>& snapshot, const std::shared_ptr<const Profile>& profile,
-                  WorkerPool* pool = nullptr)
-      : snapshot_(snapshot), profile_(profile), pool_(pool) {}
-  [[nodiscard]] std::shared_ptr<const ClusterSnapshot> Snapshot() const override { return snapshot_; }
-  [[nodiscard]] std::shared_ptr<const ProfileSet> Profiles() const override { return ProfileSet::Single(profile_); }
-  [[nodiscard]] WorkerPool* score_pool() const override { return pool_; }
-
- private:
-  const std::shared_ptr<const ClusterSnapshot>& snapshot_;
-  const std::shared_ptr<const Profile>& profile_;
-  WorkerPool* pool_;
-};
-
 /// A service over `cluster_yaml` (the cluster-file format) and `policy_yaml`.
 class ServiceFixture {
  public:

@@ -16,7 +16,7 @@
 #include "scheduler/metrics/metrics.h"
 #include "extender/service/extender_service.h"
 #include "test/testing/builders.h"
-#include "test/testing/service_fixture.h"
+#include "test/testing/function_handle.h"
 #include "test/testing/topologies.h"
 
 namespace tessera {
@@ -263,6 +263,16 @@ std::string PrioritizeBody(const std::vector<std::string>& nodes) {
                       R"({"tessera.io/gpu-fraction":"0.25"}}},"Nodes":null,"NodeNames":[)", names, "]}");
 }
 
+// A handle reading the test's own variables at each request: the test may
+// point them elsewhere between requests (a new snapshot, a reloaded policy).
+testing::FunctionHandle Reading(const std::shared_ptr<const ClusterSnapshot>& snapshot,
+                                const std::shared_ptr<const Profile>& profile) {
+  testing::FunctionHandle handle;
+  handle.snapshot = [&snapshot] { return snapshot; };
+  handle.profile = [&profile] { return profile; };
+  return handle;
+}
+
 TEST(PrioritizeMemoTest, AfterAPolicyReloadPrioritizeAnswersWithTheNewPolicy) {
   ChangingCluster cluster(12, 7);
   const auto snapshot = cluster.Publish();
@@ -272,11 +282,11 @@ TEST(PrioritizeMemoTest, AfterAPolicyReloadPrioritizeAnswersWithTheNewPolicy) {
 
   MetricsRegistry metrics;
   std::shared_ptr<const Profile> in_force = LoadExample("binpack-policy.yaml");
-  const testing::VariablesHandle handle(snapshot, in_force);
+  const testing::FunctionHandle handle = Reading(snapshot, in_force);
   const ExtenderService service(handle, metrics);
   // What a service that never saw another policy answers.
   auto fresh_answer = [&](std::shared_ptr<const Profile> profile) {
-    const testing::VariablesHandle fresh_handle(snapshot, profile);
+    const testing::FunctionHandle fresh_handle = Reading(snapshot, profile);
     const ExtenderService fresh(fresh_handle, metrics);
     return fresh.Prioritize(body);
   };
@@ -300,7 +310,7 @@ TEST(PrioritizeMemoTest, MetricsCountTheNodesComputedAndTheNodesAnsweredFromTheM
   for (NodeIndex i = 0; i < snapshot->node_count(); ++i) nodes.push_back(snapshot->node(i).name);
   MetricsRegistry metrics;
   const std::shared_ptr<const Profile> profile = LoadExample("default-policy.yaml");
-  const testing::VariablesHandle handle(snapshot, profile);
+  const testing::FunctionHandle handle = Reading(snapshot, profile);
   const ExtenderService service(handle, metrics);
   ASSERT_TRUE(service.Prioritize(PrioritizeBody(nodes)).ok());
   ASSERT_TRUE(service.Prioritize(PrioritizeBody(nodes)).ok());
@@ -317,7 +327,7 @@ TEST(PrioritizeMemoTest, PrioritizeFollowsBindsBetweenRequests) {
   std::shared_ptr<const ClusterSnapshot> snapshot = cluster.Publish();
   MetricsRegistry metrics;
   const std::shared_ptr<const Profile> profile = LoadExample("default-policy.yaml");
-  const testing::VariablesHandle handle(snapshot, profile);
+  const testing::FunctionHandle handle = Reading(snapshot, profile);
   const ExtenderService service(handle, metrics);
   for (int round = 0; round < 40; ++round) {
     cluster.Change();
@@ -340,8 +350,9 @@ TEST(PrioritizeMemoTest, AServiceWithAScorePoolAnswersAsOneWithout) {
   const std::shared_ptr<const Profile> profile = LoadExample("default-policy.yaml");
   WorkerPool pool(2);
   MetricsRegistry serial_metrics, pooled_metrics;
-  const testing::VariablesHandle serial_handle(snapshot, profile);
-  const testing::VariablesHandle pooled_handle(snapshot, profile, &pool);
+  const testing::FunctionHandle serial_handle = Reading(snapshot, profile);
+  testing::FunctionHandle pooled_handle = Reading(snapshot, profile);
+  pooled_handle.pool = &pool;
   const ExtenderService serial(serial_handle, serial_metrics);
   const ExtenderService pooled(pooled_handle, pooled_metrics);
   const absl::StatusOr<std::string> expected = serial.Prioritize(body);
