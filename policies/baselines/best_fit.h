@@ -20,7 +20,7 @@ namespace tessera {
 
 class PluginArgs;
 
-class BestFitPlugin final : public Plugin {
+class BestFitPlugin final : public Plugin, public ScorePlugin, public NormalizeScorePlugin {
  public:
   static constexpr std::string_view kName = "best-fit";
   /// One line for docs/reference/policy-file.md.
@@ -31,7 +31,7 @@ class BestFitPlugin final : public Plugin {
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
   /// Scores nodes; reads only the request and the node's state (memoizable).
-  BestFitPlugin() : Plugin(Point::kNodeScore, /*memoizable=*/true) {}
+  BestFitPlugin() : Plugin(/*memoizable=*/true) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
   [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,

@@ -22,7 +22,7 @@ namespace tessera {
 
 class PluginArgs;
 
-class DotProductPlugin final : public Plugin {
+class DotProductPlugin final : public Plugin, public ScorePlugin {
  public:
   static constexpr std::string_view kName = "dot-product";
   /// One line for docs/reference/policy-file.md.
@@ -33,7 +33,7 @@ class DotProductPlugin final : public Plugin {
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
   /// Scores nodes; reads only the request and the node's state (memoizable).
-  DotProductPlugin() : Plugin(Point::kNodeScore, /*memoizable=*/true) {}
+  DotProductPlugin() : Plugin(/*memoizable=*/true) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
   [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,

@@ -23,7 +23,7 @@ namespace tessera {
 
 class PluginArgs;
 
-class GpuClusteringPlugin final : public Plugin {
+class GpuClusteringPlugin final : public Plugin, public ScorePlugin {
  public:
   static constexpr std::string_view kName = "gpu-clustering";
   /// One line for docs/reference/policy-file.md.
@@ -34,7 +34,7 @@ class GpuClusteringPlugin final : public Plugin {
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
   /// Scores nodes; reads only the request and the node's state (memoizable).
-  GpuClusteringPlugin() : Plugin(Point::kNodeScore, /*memoizable=*/true) {}
+  GpuClusteringPlugin() : Plugin(/*memoizable=*/true) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
   [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,

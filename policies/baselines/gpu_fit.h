@@ -31,7 +31,7 @@ class PluginArgs;
 /// How gpu-fit picks the GPU for a share of one GPU.
 enum class GpuSelection { kBest, kRandom };
 
-class GpuFitPlugin final : public Plugin {
+class GpuFitPlugin final : public Plugin, public GpuChooserPlugin {
  public:
   static constexpr std::string_view kName = "gpu-fit";
   /// One line for docs/reference/policy-file.md.
@@ -44,7 +44,7 @@ class GpuFitPlugin final : public Plugin {
   /// Chooses GPUs; reads only the request (its salt included) and the
   /// node's state (memoizable).
   explicit GpuFitPlugin(GpuSelection selection)
-      : Plugin(Point::kGpuChoice, /*memoizable=*/true), selection_(selection), fit_(GpuShareArgs{}) {}
+      : Plugin(/*memoizable=*/true), selection_(selection), fit_(GpuShareArgs{}) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
   [[nodiscard]] FilterVerdict FilterGpus(const CycleState& cycle, const NodeView& node) const override;

@@ -23,7 +23,7 @@ namespace tessera {
 
 class PluginArgs;
 
-class GpuPackingPlugin final : public Plugin {
+class GpuPackingPlugin final : public Plugin, public ScorePlugin {
  public:
   static constexpr std::string_view kName = "gpu-packing";
   /// One line for docs/reference/policy-file.md.
@@ -34,7 +34,7 @@ class GpuPackingPlugin final : public Plugin {
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
   /// Scores nodes; reads only the request and the node's state (memoizable).
-  GpuPackingPlugin() : Plugin(Point::kNodeScore, /*memoizable=*/true) {}
+  GpuPackingPlugin() : Plugin(/*memoizable=*/true) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
   [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,

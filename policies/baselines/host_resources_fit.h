@@ -22,7 +22,7 @@ namespace tessera {
 
 class PluginArgs;
 
-class HostResourcesFitPlugin final : public Plugin {
+class HostResourcesFitPlugin final : public Plugin, public NodeFilterPlugin {
  public:
   static constexpr std::string_view kName = "host-resources";
   /// One line for docs/reference/policy-file.md.
@@ -33,7 +33,7 @@ class HostResourcesFitPlugin final : public Plugin {
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
   /// Filters nodes; reads only the request and the node's state (memoizable).
-  HostResourcesFitPlugin() : Plugin(Point::kNodeFilter, /*memoizable=*/true) {}
+  HostResourcesFitPlugin() : Plugin(/*memoizable=*/true) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
   [[nodiscard]] FilterVerdict FilterNode(const CycleState& cycle, const NodeView& node) const override;

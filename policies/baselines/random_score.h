@@ -18,7 +18,7 @@ namespace tessera {
 
 class PluginArgs;
 
-class RandomScorePlugin final : public Plugin {
+class RandomScorePlugin final : public Plugin, public ScorePlugin, public NormalizeScorePlugin {
  public:
   static constexpr std::string_view kName = "random";
   /// One line for docs/reference/policy-file.md.
@@ -30,9 +30,11 @@ class RandomScorePlugin final : public Plugin {
 
   /// Scores nodes; reads only the request (its salt included) and the
   /// node's state (memoizable).
-  explicit RandomScorePlugin(uint64_t seed) : Plugin(Point::kNodeScore | Point::kMigNodeScore, /*memoizable=*/true), seed_(seed) {}
+  explicit RandomScorePlugin(uint64_t seed) : Plugin(/*memoizable=*/true), seed_(seed) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
+  /// A random draw reads nothing of the request but its salt: it scores every kind.
+  [[nodiscard]] bool Scores(GpuRequestKind) const override { return true; }
   /// The node's key, in [0, 2^62).
   [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,
                                   const GpuChoice& choice) const override;

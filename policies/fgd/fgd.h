@@ -102,7 +102,7 @@ std::shared_ptr<const TargetWorkload> Weighed(std::shared_ptr<const TargetWorklo
 /// learner asks (TargetWorkload::prior_percent; WorkloadLearning).
 std::shared_ptr<const TargetWorkload> MixedWithPrior(const TargetWorkload& learned, const TargetWorkload& prior);
 
-class FgdPlugin final : public Plugin, public WorkloadAware {
+class FgdPlugin final : public Plugin, public GpuChooserPlugin, public ScorePlugin, public WorkloadAware {
  public:
   static constexpr std::string_view kName = "fgd";
   /// One line for docs/reference/policy-file.md.
@@ -122,7 +122,7 @@ class FgdPlugin final : public Plugin, public WorkloadAware {
   /// (WithWorkload); null: `workload` is that list.
   FgdPlugin(std::shared_ptr<const TargetWorkload> workload, GpuShareArgs fit, MeasureArgs measure = {},
             std::shared_ptr<const TargetWorkload> prior = nullptr)
-      : Plugin(Point::kGpuChoice | Point::kNodeScore, /*memoizable=*/true),
+      : Plugin(/*memoizable=*/true),
         prior_(prior != nullptr ? std::move(prior) : workload),
         outlook_(measure.leftover_outlook ? std::make_shared<const ExpectedWaste>(*workload, measure.dead) : nullptr),
         workload_(Weighed(std::move(workload), measure)),

@@ -51,7 +51,7 @@ namespace tessera {
 
 class PluginArgs;
 
-class HostStrandingPlugin final : public Plugin, public WorkloadAware {
+class HostStrandingPlugin final : public Plugin, public ScorePlugin, public WorkloadAware {
  public:
   static constexpr std::string_view kName = "host-stranding";
   /// One line for docs/reference/policy-file.md.
@@ -70,7 +70,7 @@ class HostStrandingPlugin final : public Plugin, public WorkloadAware {
   /// (WithWorkload); null: `workload` is that list.
   explicit HostStrandingPlugin(std::shared_ptr<const TargetWorkload> workload, MeasureArgs measure = {},
                                std::shared_ptr<const TargetWorkload> prior = nullptr)
-      : Plugin(Point::kNodeScore, /*memoizable=*/true), prior_(prior != nullptr ? std::move(prior) : workload),
+      : Plugin(/*memoizable=*/true), prior_(prior != nullptr ? std::move(prior) : workload),
         workload_(Weighed(std::move(workload), measure)), measure_(measure) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }

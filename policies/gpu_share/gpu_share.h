@@ -70,7 +70,7 @@ struct GpuShareArgs {
 /// list accepts every vendor or model). Every chooser that fits GPUs asks it.
 bool GpuAccepted(const CycleState& cycle, const GpuDevice& gpu);
 
-class GpuSharePlugin final : public Plugin {
+class GpuSharePlugin final : public Plugin, public GpuChooserPlugin, public ScorePlugin, public NormalizeScorePlugin {
  public:
   static constexpr std::string_view kName = "gpu-share";
   /// One line for docs/reference/policy-file.md.
@@ -84,7 +84,7 @@ class GpuSharePlugin final : public Plugin {
   /// Chooses GPUs (steps 1-3) and scores nodes (step 4); reads only the
   /// request and the node's state (memoizable).
   explicit GpuSharePlugin(GpuShareArgs args)
-      : Plugin(Point::kGpuChoice | Point::kNodeScore, /*memoizable=*/true), args_(args) {}
+      : Plugin(/*memoizable=*/true), args_(args) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
   [[nodiscard]] FilterVerdict FilterGpus(const CycleState& cycle, const NodeView& node) const override;

@@ -29,7 +29,7 @@
 // counting `neutralScore`.
 //
 // GPU exclusion (each part optional): rules single GPUs out for the pod, so
-// the GPU chooser picks among the others (Point::kGpuExclusion in plugin.h)
+// the GPU chooser picks among the others (GpuExclusionPlugin in plugin.h)
 //   - rejectBusyGpus (off by default): a GPU whose sustained utilisation is
 //     above busyThresholdPercent: "GPU 2 at 97% utilisation (5m avg) above the
 //     90% threshold".
@@ -72,7 +72,7 @@ struct LoadAwareArgs {
   bool memory_guard = true;
 };
 
-class LoadAwarePlugin final : public Plugin {
+class LoadAwarePlugin final : public Plugin, public GpuExclusionPlugin, public ScorePlugin {
  public:
   static constexpr std::string_view kName = "load-aware";
   /// One line for docs/reference/policy-file.md.
@@ -99,7 +99,7 @@ class LoadAwarePlugin final : public Plugin {
   /// Rules GPUs out and scores nodes by live telemetry and the clock: not
   /// memoizable.
   explicit LoadAwarePlugin(LoadAwareArgs args, Clock clock = &CoarseNow)
-      : Plugin(Point::kGpuExclusion | Point::kNodeScore, /*memoizable=*/false), args_(args), clock_(clock) {}
+      : Plugin(/*memoizable=*/false), args_(args), clock_(clock) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
   void ExcludeGpus(const CycleState& cycle, const NodeView& node, GpuIndexList& excluded) const override;

@@ -71,7 +71,7 @@ class MigProfileWeights {
   std::vector<std::array<int64_t, kMostProfiles>> by_geometry_;  // AllMigGeometries()' order
 };
 
-class MigPartitionPlugin final : public Plugin {
+class MigPartitionPlugin final : public Plugin, public GpuChooserPlugin, public ScorePlugin, public NormalizeScorePlugin {
  public:
   static constexpr std::string_view kName = "mig-partition";
   /// One line for docs/reference/policy-file.md.
@@ -82,9 +82,12 @@ class MigPartitionPlugin final : public Plugin {
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
   explicit MigPartitionPlugin(const MigPartitionArgs& args)
-      : Plugin(Point::kMigChoice | Point::kMigNodeScore, /*memoizable=*/true), weights_(args) {}
+      : Plugin(/*memoizable=*/true), weights_(args) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
+  /// It places MIG instances, and scores only them.
+  [[nodiscard]] GpuRequestKind Places() const override { return GpuRequestKind::kMigInstance; }
+  [[nodiscard]] bool Scores(GpuRequestKind kind) const override { return kind == GpuRequestKind::kMigInstance; }
   [[nodiscard]] FilterVerdict FilterGpus(const CycleState& cycle, const NodeView& node) const override;
   /// The GPUs with a free instance of the profile, each by its best
   /// instance in step 3's order; equal losses and held slices share a tier.

@@ -54,6 +54,7 @@ absl::StatusOr<std::unique_ptr<Plugin>> NvlinkTopologyPlugin::New(PluginArgs& ar
   a.protect_free_sets = args.Bool("protectFreeSets", a.protect_free_sets,
                                     "Give a one-GPU pod the GPU whose use least damages the free GPUs' best pair, quad and set of 8.");
   if (absl::Status st = args.Finish(); !st.ok()) return st;
+  if (a.require_nvlink) return std::make_unique<RequiredNvlinkTopologyPlugin>(a);
   return std::make_unique<NvlinkTopologyPlugin>(a);
 }
 
@@ -94,8 +95,8 @@ std::optional<GpuChoice> NvlinkTopologyPlugin::ChooseGpuSet(const CycleState& cy
   return choice;
 }
 
-FilterVerdict NvlinkTopologyPlugin::FilterGpuSet(const CycleState& cycle, const NodeView& node,
-                                                 const GpuChoice& choice) const {
+FilterVerdict NvlinkTopologyPlugin::JudgeSet(const CycleState& cycle, const NodeView& node,
+                                             const GpuChoice& choice) const {
   const int32_t k = cycle.request().count;
   if (k < 2) return FilterVerdict::Success();
   const std::optional<GpuMask> chosen =

@@ -8,7 +8,7 @@
 //     waits on every hop. Hence the bottleneck first, then the total.
 //   - The profile's GPU chooser (gpu-share) decides which GPUs can take the
 //     pod's share, fractional multi-GPU pods included, and in which order it
-//     likes them; this plugin picks among exactly those (Point::kGpuSetChoice), so
+//     likes them; this plugin picks among exactly those (GpuSetChooserPlugin), so
 //     filter, prioritize and bind agree on one set.
 //
 // Algorithm, per node
@@ -52,7 +52,10 @@ struct NvlinkTopologyArgs {
   bool protect_free_sets = true;
 };
 
-class NvlinkTopologyPlugin final : public Plugin {
+/// Chooses and scores GPU sets. With requireNvlink the factory makes the
+/// RequiredNvlinkTopologyPlugin below, which filters sets too: a profile
+/// without that requirement never pays for choosing a set at filter.
+class NvlinkTopologyPlugin : public Plugin, public GpuSetChooserPlugin, public ScorePlugin {
  public:
   static constexpr std::string_view kName = "nvlink-topology";
   /// One line for docs/reference/policy-file.md.
@@ -62,26 +65,33 @@ class NvlinkTopologyPlugin final : public Plugin {
   /// Reads requireNvlink and protectFreeSets (booleans) from `args`.
   static absl::StatusOr<std::unique_ptr<Plugin>> New(PluginArgs& args);
 
-  /// Chooses GPU sets, filters them with requireNvlink, and scores nodes;
-  /// reads only the request and the node's state (memoizable).
-  explicit NvlinkTopologyPlugin(NvlinkTopologyArgs args)
-      : Plugin(args.require_nvlink ? Point::kGpuSetChoice | Point::kGpuSetFilter | Point::kNodeScore
-                                   : Point::kGpuSetChoice | Point::kNodeScore,
-               /*memoizable=*/true),
-        args_(args) {}
+  /// Chooses GPU sets and scores nodes; reads only the request and the
+  /// node's state (memoizable).
+  explicit NvlinkTopologyPlugin(NvlinkTopologyArgs args) : Plugin(/*memoizable=*/true), args_(args) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
   [[nodiscard]] std::optional<GpuChoice> ChooseGpuSet(const CycleState& cycle, const NodeView& node,
                                                       const RankedGpus& ranked) const override;
-  [[nodiscard]] FilterVerdict FilterGpuSet(const CycleState& cycle, const NodeView& node,
-                                           const GpuChoice& choice) const override;
   [[nodiscard]] int64_t ScoreNode(const CycleState& cycle, const NodeView& node,
                                   const GpuChoice& choice) const override;
 
   [[nodiscard]] const NvlinkTopologyArgs& args() const { return args_; }
 
+  /// Rejects a multi-GPU pod's set with no NVLink between any two of its GPUs.
+  [[nodiscard]] FilterVerdict JudgeSet(const CycleState& cycle, const NodeView& node, const GpuChoice& choice) const;
+
  private:
   NvlinkTopologyArgs args_;
+};
+
+/// nvlink-topology with requireNvlink: also filters the sets it chooses.
+class RequiredNvlinkTopologyPlugin final : public NvlinkTopologyPlugin, public GpuSetFilterPlugin {
+ public:
+  explicit RequiredNvlinkTopologyPlugin(NvlinkTopologyArgs args) : NvlinkTopologyPlugin(args) {}
+  [[nodiscard]] FilterVerdict FilterGpuSet(const CycleState& cycle, const NodeView& node,
+                                           const GpuChoice& choice) const override {
+    return JudgeSet(cycle, node, choice);
+  }
 };
 
 }  // namespace tessera

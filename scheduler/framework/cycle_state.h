@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 #include "scheduler/model/gpu_request.h"
@@ -10,6 +11,16 @@
 #include "scheduler/model/quantity.h"
 
 namespace tessera {
+
+/// What a request asks of a node's GPUs, which decides who places it: the
+/// profile routes each kind to the plugins that handle it (plugin.h).
+enum class GpuRequestKind : uint8_t {
+  kNone,         ///< No GPU: the profile gives none, no GPU point is asked.
+  kShares,       ///< Shares of GPUs or whole GPUs: the chooser that places shares.
+  kMigInstance,  ///< One MIG instance: the chooser that places instances.
+};
+/// How many kinds there are (for tables indexed by kind).
+inline constexpr size_t kGpuRequestKinds = 3;
 
 /// What one request asks, worked out once before any node is visited and
 /// read by every plugin on every node. A caller builds one per pod (the
@@ -49,6 +60,12 @@ class CycleState {
   /// Whether the pod asks for a MIG instance (PodGpuRequest::mig_profile):
   /// then the profile's MIG chooser places it, on GPUs in MIG mode only.
   [[nodiscard]] bool wants_mig_instance() const { return !request_.mig_profile.empty(); }
+  /// Which kind of request this is, by which the profile routes it.
+  [[nodiscard]] GpuRequestKind kind() const {
+    return wants_mig_instance() ? GpuRequestKind::kMigInstance
+           : wants_gpus()       ? GpuRequestKind::kShares
+                                : GpuRequestKind::kNone;
+  }
   /// For a pod asking for a MIG instance: the position of its profile in the
   /// table with geometry id `id` (GpuState::mig_geometry), so that a GPU's
   /// free-instance summary answers "is one free" with a bit test; -1 when

@@ -2,16 +2,13 @@
 
 namespace tessera {
 
-// The defaults: what a plugin that does not implement a point would answer
-// were it asked. The profile asks a plugin only the points it declares.
+// The defaults a chooser may keep.
 
-FilterVerdict Plugin::FilterNode(const CycleState&, const NodeView&) const { return FilterVerdict::Success(); }
+FilterVerdict GpuChooserPlugin::FilterGpus(const CycleState&, const NodeView&) const {
+  return FilterVerdict::Success();
+}
 
-FilterVerdict Plugin::FilterGpus(const CycleState&, const NodeView&) const { return FilterVerdict::Success(); }
-
-void Plugin::RankGpus(const CycleState&, const NodeView&, RankedGpus&) const {}
-
-std::optional<GpuChoice> Plugin::ChooseGpus(const CycleState& cycle, const NodeView& node) const {
+std::optional<GpuChoice> GpuChooserPlugin::ChooseGpus(const CycleState& cycle, const NodeView& node) const {
   RankedGpus ranked;
   RankGpus(cycle, node, ranked);
   const size_t count = cycle.gpu_count();
@@ -21,7 +18,7 @@ std::optional<GpuChoice> Plugin::ChooseGpus(const CycleState& cycle, const NodeV
   return choice;
 }
 
-std::vector<GpuShare> Plugin::SharesFor(const CycleState& cycle, const NodeView&, const GpuChoice& choice) const {
+std::vector<GpuShare> GpuChooserPlugin::SharesFor(const CycleState& cycle, const NodeView&, const GpuChoice& choice) const {
   const PodGpuRequest& r = cycle.request();
   std::vector<GpuShare> shares;
   shares.reserve(choice.gpu_indices.size());
@@ -32,19 +29,5 @@ std::vector<GpuShare> Plugin::SharesFor(const CycleState& cycle, const NodeView&
   }
   return shares;
 }
-
-void Plugin::ExcludeGpus(const CycleState&, const NodeView&, GpuIndexList&) const {}
-
-FilterVerdict Plugin::ExplainExcluded(const CycleState&, const NodeView&) const { return FilterVerdict::Success(); }
-
-std::optional<GpuChoice> Plugin::ChooseGpuSet(const CycleState&, const NodeView&, const RankedGpus&) const {
-  return std::nullopt;
-}
-
-FilterVerdict Plugin::FilterGpuSet(const CycleState&, const NodeView&, const GpuChoice&) const {
-  return FilterVerdict::Success();
-}
-
-int64_t Plugin::ScoreNode(const CycleState&, const NodeView&, const GpuChoice&) const { return 0; }
 
 }  // namespace tessera

@@ -26,10 +26,12 @@ std::optional<GpuChoice> NoGpus() { return std::optional<GpuChoice>(std::in_plac
 absl::StatusOr<std::shared_ptr<const Profile>> Profile::Create(std::vector<WeightedPlugin> plugins) {
   if (plugins.empty()) return absl::InvalidArgumentError("a profile needs at least one plugin");
   absl::flat_hash_set<std::string> seen;
-  int choosers = 0, mig_choosers = 0, set_choosers = 0;
+  std::array<int, kGpuRequestKinds> choosers{};
+  int set_choosers = 0;
   for (const WeightedPlugin& p : plugins) {
     if (p.plugin == nullptr) return absl::InvalidArgumentError("a profile plugin is null");
-    const std::string_view name = p.plugin->Name();
+    const Plugin& plugin = *p.plugin;
+    const std::string_view name = plugin.Name();
     if (!seen.insert(std::string(name)).second) {
       return absl::InvalidArgumentError(absl::StrCat("plugin \"", Absl(name), "\" appears twice"));
     }
@@ -37,18 +39,33 @@ absl::StatusOr<std::shared_ptr<const Profile>> Profile::Create(std::vector<Weigh
       return absl::InvalidArgumentError(
           absl::StrCat("plugin \"", Absl(name), "\": weight must be 1..100, got ", p.weight));
     }
-    const Points points = p.plugin->points();
-    if (points.has(Point::kGpuChoice)) ++choosers;
-    if (points.has(Point::kMigChoice)) ++mig_choosers;
-    if (points.has(Point::kGpuSetChoice)) ++set_choosers;
-    if (points.has(Point::kGpuSetFilter) && !points.has(Point::kGpuSetChoice)) {
+    if (const GpuChooserPlugin* chooser = As<GpuChooserPlugin>(plugin)) {
+      if (chooser->Places() == GpuRequestKind::kNone) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("plugin \"", Absl(name), "\" chooses GPUs for pods that ask for none"));
+      }
+      ++choosers[static_cast<size_t>(chooser->Places())];
+    }
+    if (As<GpuSetChooserPlugin>(plugin) != nullptr) ++set_choosers;
+    if (As<GpuSetFilterPlugin>(plugin) != nullptr && As<GpuSetChooserPlugin>(plugin) == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("plugin \"", Absl(name), "\" filters GPU sets but does not choose them"));
     }
+    if (As<NormalizeScorePlugin>(plugin) != nullptr && As<ScorePlugin>(plugin) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("plugin \"", Absl(name), "\" normalises scores but does not score"));
+    }
+    if (As<NodeFilterPlugin>(plugin) == nullptr && As<GpuChooserPlugin>(plugin) == nullptr &&
+        As<GpuExclusionPlugin>(plugin) == nullptr && As<GpuSetChooserPlugin>(plugin) == nullptr &&
+        As<ScorePlugin>(plugin) == nullptr && As<ReservePlugin>(plugin) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("plugin \"", Absl(name), "\" implements no extension point"));
+    }
   }
-  if (choosers != 1) {
+  const int share_choosers = choosers[static_cast<size_t>(GpuRequestKind::kShares)];
+  const int mig_choosers = choosers[static_cast<size_t>(GpuRequestKind::kMigInstance)];
+  if (share_choosers != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a profile needs exactly one plugin that chooses GPUs (such as gpu-share); found ", choosers));
+        "a profile needs exactly one plugin that chooses GPUs (such as gpu-share); found ", share_choosers));
   }
   if (mig_choosers > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -63,72 +80,76 @@ absl::StatusOr<std::shared_ptr<const Profile>> Profile::Create(std::vector<Weigh
 
 Profile::Profile(std::vector<WeightedPlugin> plugins) : plugins_(std::move(plugins)) {
   for (const WeightedPlugin& p : plugins_) {
-    const Plugin* plugin = p.plugin.get();
-    const Points points = plugin->points();
-    if (points.has(Point::kNodeFilter)) filters_.push_back({plugin, FilterKind::kNode});
-    if (points.has(Point::kGpuChoice)) {
-      chooser_ = plugin;
-      filters_.push_back({plugin, FilterKind::kGpus});
+    const Plugin& plugin = *p.plugin;
+    if (const NodeFilterPlugin* filter = As<NodeFilterPlugin>(plugin)) {
+      filters_.push_back({.node = filter, .chooser = nullptr, .kind = GpuRequestKind::kNone});
     }
-    if (points.has(Point::kMigChoice)) {
-      mig_chooser_ = plugin;
-      filters_.push_back({plugin, FilterKind::kMig});
+    if (const GpuChooserPlugin* chooser = As<GpuChooserPlugin>(plugin)) {
+      const size_t kind = static_cast<size_t>(chooser->Places());
+      choosers_[kind] = chooser;
+      chooser_plugins_[kind] = &plugin;
+      filters_.push_back({.node = nullptr, .chooser = chooser, .kind = chooser->Places()});
     }
-    if (points.has(Point::kGpuExclusion)) excluders_.push_back(plugin);
-    if (points.has(Point::kGpuSetChoice)) {
-      gpu_set_ = plugin;
-      gpu_set_filters_ = points.has(Point::kGpuSetFilter);
+    if (const GpuExclusionPlugin* excluder = As<GpuExclusionPlugin>(plugin)) excluders_.push_back(excluder);
+    if (const GpuSetChooserPlugin* set = As<GpuSetChooserPlugin>(plugin)) {
+      gpu_set_ = set;
+      gpu_set_plugin_ = &plugin;
+      gpu_set_filter_ = As<GpuSetFilterPlugin>(plugin);
     }
-    if (points.has(Point::kNodeScore) || points.has(Point::kMigNodeScore)) {
-      scorers_.push_back({.plugin = plugin,
-                          .weight = p.weight,
-                          .memoizable = plugin->Memoizable(),
-                          .scores_shares = points.has(Point::kNodeScore),
-                          .scores_mig = points.has(Point::kMigNodeScore),
-                          .is_chooser = points.has(Point::kGpuChoice),
-                          .is_mig_chooser = points.has(Point::kMigChoice)});
+    if (const ReservePlugin* reserver = As<ReservePlugin>(plugin)) reservers_.push_back(reserver);
+  }
+  // Scorers after the choosers are known: a scorer that is also a kind's
+  // chooser takes the choice's own score.
+  for (const WeightedPlugin& p : plugins_) {
+    const Plugin& plugin = *p.plugin;
+    const ScorePlugin* score = As<ScorePlugin>(plugin);
+    if (score == nullptr) continue;
+    WeightedScorer s{.plugin = &plugin,
+                     .score = score,
+                     .normalize = As<NormalizeScorePlugin>(plugin),
+                     .weight = p.weight,
+                     .memoizable = plugin.Memoizable(),
+                     .scores = {},
+                     .chose = {}};
+    for (size_t kind = 0; kind < kGpuRequestKinds; ++kind) {
+      s.scores[kind] = score->Scores(static_cast<GpuRequestKind>(kind));
+      s.chose[kind] = chooser_plugins_[kind] == &plugin;
     }
+    scorers_.push_back(s);
   }
 }
 
 FilterVerdict Profile::Filter(const CycleState& cycle, const NodeView& node) const {
-  const bool wants_gpus = cycle.wants_gpus();
-  const bool wants_mig = cycle.wants_mig_instance();
-  if (wants_mig && mig_chooser_ == nullptr) {
+  const GpuRequestKind kind = cycle.kind();
+  if (kind == GpuRequestKind::kMigInstance && ChooserFor(cycle) == nullptr) {
     return FilterVerdict::Never("no_mig_placement",
                                 "the pod asks for a MIG instance and the scheduling policy places none (its profile "
                                 "has no MIG chooser, such as mig-partition)");
   }
   for (const FilterStep& f : filters_) {
     FilterVerdict v;
-    switch (f.kind) {
-      case FilterKind::kNode:
-        v = f.plugin->FilterNode(cycle, node);
-        break;
-      case FilterKind::kGpus:  // no GPU asked, or an instance: not this chooser's to fit
-        if (!wants_gpus || wants_mig) continue;
-        v = f.plugin->FilterGpus(cycle, node);
-        break;
-      case FilterKind::kMig:
-        if (!wants_mig) continue;
-        v = f.plugin->FilterGpus(cycle, node);
-        break;
+    if (f.node != nullptr) {
+      v = f.node->FilterNode(cycle, node);
+    } else if (f.kind == kind) {  // another kind (or no GPU asked): not this chooser's to fit
+      v = f.chooser->FilterGpus(cycle, node);
+    } else {
+      continue;
     }
     if (!v.ok()) return v;
   }
   // A MIG instance is isolated in hardware from the rest of its GPU, so what
   // the GPU is measured doing rules none out.
-  if (!wants_gpus || wants_mig) return FilterVerdict::Success();
+  if (kind != GpuRequestKind::kShares) return FilterVerdict::Success();
   // The filters passed, so the pod fits by what pods reserved. Without the
   // GPUs ruled out it may not.
   GpuIndexList excluded;
-  const Plugin* first_excluding = nullptr;
-  for (const Plugin* g : excluders_) {
+  const GpuExclusionPlugin* first_excluding = nullptr;
+  for (const GpuExclusionPlugin* g : excluders_) {
     const size_t before = excluded.size();
     g->ExcludeGpus(cycle, node, excluded);
     if (first_excluding == nullptr && excluded.size() > before) first_excluding = g;
   }
-  if (first_excluding == nullptr && !gpu_set_filters_) return FilterVerdict::Success();
+  if (first_excluding == nullptr && gpu_set_filter_ == nullptr) return FilterVerdict::Success();
   const std::optional<GpuChoice> choice = ChooseGpusAvoiding(cycle, node, excluded);
   if (first_excluding != nullptr && !choice.has_value()) {
     FilterVerdict v = first_excluding->ExplainExcluded(cycle, node);
@@ -136,7 +157,7 @@ FilterVerdict Profile::Filter(const CycleState& cycle, const NodeView& node) con
     if (v.ok()) v = FilterVerdict::NotNow("gpus_ruled_out", "the GPUs that could take the pod are ruled out");
     return v;
   }
-  if (gpu_set_filters_ && choice.has_value()) return gpu_set_->FilterGpuSet(cycle, node, *choice);
+  if (gpu_set_filter_ != nullptr && choice.has_value()) return gpu_set_filter_->FilterGpuSet(cycle, node, *choice);
   return FilterVerdict::Success();
 }
 
@@ -147,18 +168,18 @@ std::optional<GpuChoice> Profile::ChooseGpus(const CycleState& cycle, const Node
 
 GpuIndexList Profile::ExcludedGpus(const CycleState& cycle, const NodeView& node) const {
   GpuIndexList excluded;
-  if (!cycle.wants_gpus() || cycle.wants_mig_instance()) return excluded;  // see Filter
-  for (const Plugin* g : excluders_) g->ExcludeGpus(cycle, node, excluded);
+  if (cycle.kind() != GpuRequestKind::kShares) return excluded;  // see Filter
+  for (const GpuExclusionPlugin* g : excluders_) g->ExcludeGpus(cycle, node, excluded);
   return excluded;
 }
 
 std::optional<GpuChoice> Profile::ChooseGpusAvoiding(const CycleState& cycle, const NodeView& node,
                                                      const GpuIndexList& excluded) const {
   if (!cycle.wants_gpus()) return NoGpus();
-  const Plugin* chooser = ChooserFor(cycle);
+  const GpuChooserPlugin* chooser = ChooserFor(cycle);
   if (chooser == nullptr) return std::nullopt;  // a MIG instance, and no MIG chooser
   // A MIG instance is one GPU's: no set to choose.
-  const Plugin* gpu_set = cycle.wants_mig_instance() ? nullptr : gpu_set_;
+  const GpuSetChooserPlugin* gpu_set = cycle.kind() == GpuRequestKind::kShares ? gpu_set_ : nullptr;
   // The common case: nothing to refine, the chooser's own choice.
   if (gpu_set == nullptr && excluded.empty()) return chooser->ChooseGpus(cycle, node);
   RankedGpus ranked;
@@ -181,9 +202,8 @@ std::optional<GpuChoice> Profile::ChooseGpusAvoiding(const CycleState& cycle, co
 
 std::vector<GpuShare> Profile::SharesFor(const CycleState& cycle, const NodeView& node,
                                          const GpuChoice& choice) const {
-  if (!cycle.wants_gpus()) return {};
-  const Plugin* chooser = ChooserFor(cycle);
-  if (chooser == nullptr) return {};
+  const GpuChooserPlugin* chooser = ChooserFor(cycle);
+  if (chooser == nullptr) return {};  // no GPU asked, or a MIG instance and no MIG chooser
   return chooser->SharesFor(cycle, node, choice);
 }
 
@@ -237,16 +257,16 @@ std::vector<int64_t> Profile::WireScores(absl::Span<const int64_t> totals) {
 int64_t Profile::RawScore(size_t scorer, const CycleState& cycle, const NodeView& node,
                           const GpuChoice& choice) const {
   const WeightedScorer& s = scorers_[scorer];
+  const size_t kind = static_cast<size_t>(cycle.kind());
   // Not asked about this kind of pod: the same 0 on every node changes no order.
-  if (!s.Scores(cycle)) return 0;
-  const bool chose = cycle.wants_mig_instance() ? s.is_mig_chooser : s.is_chooser;
-  if (chose && choice.chooser_score.has_value()) return *choice.chooser_score;
-  return s.plugin->ScoreNode(cycle, node, choice);
+  if (!s.scores[kind]) return 0;
+  if (s.chose[kind] && choice.chooser_score.has_value()) return *choice.chooser_score;
+  return s.score->ScoreNode(cycle, node, choice);
 }
 
 void Profile::AddWeighted(size_t scorer, absl::Span<int64_t> raw, absl::Span<int64_t> totals) const {
   const WeightedScorer& s = scorers_[scorer];
-  s.plugin->NormalizeScores(raw);
+  if (s.normalize != nullptr) s.normalize->NormalizeScores(raw);
   for (size_t k = 0; k < raw.size(); ++k) {
     totals[k] += std::clamp<int64_t>(raw[k], 0, kMaxPluginScore) * s.weight;
   }
@@ -259,8 +279,10 @@ int64_t Profile::total_weight() const {
 }
 
 bool Profile::memoizable() const {
-  return chooser_->Memoizable() && (mig_chooser_ == nullptr || mig_chooser_->Memoizable()) &&
-         (gpu_set_ == nullptr || gpu_set_->Memoizable());
+  for (const Plugin* chooser : chooser_plugins_) {
+    if (chooser != nullptr && !chooser->Memoizable()) return false;
+  }
+  return gpu_set_plugin_ == nullptr || gpu_set_plugin_->Memoizable();
 }
 
 std::shared_ptr<const Profile> Profile::WithWorkload(std::shared_ptr<const TargetWorkload> workload) const {

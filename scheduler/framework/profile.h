@@ -2,6 +2,7 @@
 // and the code that runs them over a request's candidate nodes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -29,9 +30,11 @@ struct WeightedPlugin {
 /// and only the node filters and the node scores are asked about it.
 class Profile {
  public:
-  /// Checks the combination: at least one plugin, exactly one GPU chooser,
-  /// at most one MIG chooser, at most one GPU set chooser, only it
-  /// filtering GPU sets, no plugin twice.
+  /// Finds each plugin's extension points (plugin.h) and checks the
+  /// combination: at least one plugin, each implementing some point, no
+  /// plugin twice; exactly one chooser placing shares, at most one placing
+  /// MIG instances, at most one GPU set chooser, only it filtering GPU
+  /// sets, only score plugins normalising.
   static absl::StatusOr<std::shared_ptr<const Profile>> Create(std::vector<WeightedPlugin> plugins);
 
   /// Asks the node filters in profile order, the chooser's FilterGpus in
@@ -107,7 +110,7 @@ class Profile {
   [[nodiscard]] bool memoizable() const;
   /// Whether score plugin `scorer` is Memoizable().
   [[nodiscard]] bool scorer_memoizable(size_t scorer) const { return scorers_[scorer].memoizable; }
-  /// Whether any plugin rules single GPUs out (Point::kGpuExclusion).
+  /// Whether any plugin rules single GPUs out (GpuExclusionPlugin).
   [[nodiscard]] bool has_gpu_exclusions() const { return !excluders_.empty(); }
   /// The GPUs of `node` the GPU exclusion plugins rule out for the pod.
   [[nodiscard]] GpuIndexList ExcludedGpus(const CycleState& cycle, const NodeView& node) const;
@@ -138,45 +141,42 @@ class Profile {
  private:
   struct WeightedScorer {
     const Plugin* plugin;
+    const ScorePlugin* score;
+    const NormalizeScorePlugin* normalize;  // null: the raw scores stand
     int64_t weight;
     bool memoizable;
-    bool scores_shares;  // Point::kNodeScore: asked about pods that do not ask for a MIG instance
-    bool scores_mig;     // Point::kMigNodeScore: asked about pods that do
-    bool is_chooser;      // the GPU chooser too: its GpuChoice::chooser_score stands for its ScoreNode
-    bool is_mig_chooser;  // the same for the MIG chooser
-
-    // Whether this scorer is asked about the request at all (else it scores 0 everywhere).
-    [[nodiscard]] bool Scores(const CycleState& cycle) const {
-      return cycle.wants_mig_instance() ? scores_mig : scores_shares;
-    }
+    // Per GpuRequestKind: whether it scores that kind (else 0 everywhere),
+    // and whether it is that kind's chooser too (then the choice's
+    // chooser_score stands for its ScoreNode).
+    std::array<bool, kGpuRequestKinds> scores;
+    std::array<bool, kGpuRequestKinds> chose;
   };
-  // A filter in profile order: a node filter, or a chooser's FilterGpus.
-  enum class FilterKind : uint8_t {
-    kNode,  // FilterNode
-    kGpus,  // the chooser's FilterGpus (asked only of pods that want GPUs, not a MIG instance)
-    kMig,   // the MIG chooser's FilterGpus (asked only of pods that want a MIG instance)
-  };
+  // A filter in profile order: a node filter, or a chooser's FilterGpus
+  // (asked only of the kind of request it places).
   struct FilterStep {
-    const Plugin* plugin;
-    FilterKind kind;
+    const NodeFilterPlugin* node;     // null: a chooser's step
+    const GpuChooserPlugin* chooser;  // null: a node filter's step
+    GpuRequestKind kind;              // the chooser's kind
   };
 
-  // The chooser that places this request: the MIG chooser for a MIG
-  // instance (null when the profile has none), else the chooser.
-  [[nodiscard]] const Plugin* ChooserFor(const CycleState& cycle) const {
-    return cycle.wants_mig_instance() ? mig_chooser_ : chooser_;
+  // The chooser that places this request (null for kNone, and for a MIG
+  // instance when the profile places none).
+  [[nodiscard]] const GpuChooserPlugin* ChooserFor(const CycleState& cycle) const {
+    return choosers_[static_cast<size_t>(cycle.kind())];
   }
 
   explicit Profile(std::vector<WeightedPlugin> plugins);
 
   std::vector<WeightedPlugin> plugins_;
   std::vector<FilterStep> filters_;
-  std::vector<const Plugin*> excluders_;
+  std::vector<const GpuExclusionPlugin*> excluders_;
   std::vector<WeightedScorer> scorers_;
-  const Plugin* chooser_ = nullptr;
-  const Plugin* mig_chooser_ = nullptr;  // optional
-  const Plugin* gpu_set_ = nullptr;      // optional
-  bool gpu_set_filters_ = false;     // gpu_set_ filters its sets
+  std::vector<const ReservePlugin*> reservers_;
+  std::array<const GpuChooserPlugin*, kGpuRequestKinds> choosers_{};  // by kind
+  std::array<const Plugin*, kGpuRequestKinds> chooser_plugins_{};     // the same, as plugins
+  const GpuSetChooserPlugin* gpu_set_ = nullptr;        // optional
+  const Plugin* gpu_set_plugin_ = nullptr;              // the same, as a plugin
+  const GpuSetFilterPlugin* gpu_set_filter_ = nullptr;  // optional; gpu_set_'s plugin
 };
 
 }  // namespace tessera

@@ -232,8 +232,8 @@ class Pod {
   PodGpuRequest r_;
 };
 
-/// What `chooser` ranks on `node` for the pod of `cycle` (Plugin::RankGpus).
-inline RankedGpus Ranked(const Plugin& chooser, const CycleState& cycle, const NodeView& node) {
+/// What `chooser` ranks on `node` for the pod of `cycle` (GpuChooserPlugin::RankGpus).
+inline RankedGpus Ranked(const GpuChooserPlugin& chooser, const CycleState& cycle, const NodeView& node) {
   RankedGpus ranked;
   chooser.RankGpus(cycle, node, ranked);
   return ranked;

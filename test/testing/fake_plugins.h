@@ -16,7 +16,7 @@
 namespace tessera::config_test {
 
 /// A GPU chooser and filter. Args: gpus (1..8, default 1), order (first|last).
-class FakeChooser final : public Plugin {
+class FakeChooser final : public Plugin, public GpuChooserPlugin {
  public:
   static constexpr std::string_view kName = "fake-chooser";
 
@@ -27,7 +27,7 @@ class FakeChooser final : public Plugin {
     return std::make_unique<FakeChooser>(gpus, last);
   }
 
-  FakeChooser(int64_t gpus, bool last) : Plugin(Point::kGpuChoice, /*memoizable=*/false), gpus_(gpus), last_(last) {}
+  FakeChooser(int64_t gpus, bool last) : Plugin(/*memoizable=*/false), gpus_(gpus), last_(last) {}
 
   [[nodiscard]] std::string_view Name() const override { return kName; }
   void RankGpus(const CycleState&, const NodeView&, RankedGpus& ranked) const override {
@@ -44,7 +44,7 @@ class FakeChooser final : public Plugin {
 /// A scorer that gives every node the same score. Args: score (0..100,
 /// default 50), reserve (memory), models (string list), strict (bool; when
 /// true, models must not be empty: a cross-field check).
-class FakeScorer final : public Plugin {
+class FakeScorer final : public Plugin, public ScorePlugin {
  public:
   static absl::StatusOr<std::unique_ptr<Plugin>> New(std::string name, PluginArgs& args) {
     const int64_t score = args.Int("score", 0, 100, 50, "A test plugin's arg.");
@@ -58,7 +58,7 @@ class FakeScorer final : public Plugin {
   }
 
   FakeScorer(std::string name, int64_t score)
-      : Plugin(Point::kNodeScore, /*memoizable=*/false), name_(std::move(name)), score_(score) {}
+      : Plugin(/*memoizable=*/false), name_(std::move(name)), score_(score) {}
 
   [[nodiscard]] std::string_view Name() const override { return name_; }
   [[nodiscard]] int64_t ScoreNode(const CycleState&, const NodeView&, const GpuChoice&) const override {

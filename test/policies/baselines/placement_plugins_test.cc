@@ -33,7 +33,7 @@ struct ScoreCase {
   int64_t score;
 };
 
-void ExpectScores(const Plugin& plugin, const std::vector<ScoreCase>& cases) {
+void ExpectScores(const ScorePlugin& plugin, const std::vector<ScoreCase>& cases) {
   for (const ScoreCase& c : cases) {
     SCOPED_TRACE(c.name);
     EXPECT_EQ(plugin.ScoreNode(CycleState(c.pod), c.node.View(), GpuChoice{}), c.score);

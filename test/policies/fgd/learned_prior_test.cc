@@ -95,7 +95,8 @@ TEST(LearnedPriorTest, AShareFillsAHalfUsedGpuRatherThanOpenAnIdleOneWhenThePrio
   const Node half_used = Node("a").Gpus(2).Hold(0, 500);
   const Node idle = Node("b").Gpus(2);
   const CycleState pod(Pod().Fraction(500));
-  auto score = [&](const Plugin& fgd, const Node& node) {
+  auto score = [&](const Plugin& plugin, const Node& node) {
+    const auto& fgd = dynamic_cast<const FgdPlugin&>(plugin);
     const NodeView view = node.View();
     const std::optional<GpuChoice> choice = fgd.ChooseGpus(pod, view);
     EXPECT_TRUE(choice.has_value());

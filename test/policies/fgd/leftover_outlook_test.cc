@@ -227,7 +227,7 @@ TEST(LeftoverOutlookTest, AShareGoesWhereWhatItLeavesCanStillBeFilled) {
   EXPECT_EQ(ranked.front().index, 1);
   // A learned mix keeps the extension.
   const std::shared_ptr<const Plugin> learned = outlook.WithWorkload(std::make_shared<const TargetWorkload>(w));
-  const std::optional<GpuChoice> by_learned = learned->ChooseGpus(pod, view);
+  const std::optional<GpuChoice> by_learned = As<GpuChooserPlugin>(*learned)->ChooseGpus(pod, view);
   ASSERT_TRUE(by_learned.has_value());
   EXPECT_EQ(by_learned->gpu_indices[0], 1);
 }

@@ -264,10 +264,12 @@ TEST(MigAndSharesInOneProfile, AProfileWithoutAMigChooserRefusesMigPodsSayingSo)
 }
 
 // A second plugin that places MIG instances, under another name.
-class AnotherMigChooser final : public tessera::Plugin {
+class AnotherMigChooser final : public tessera::Plugin, public GpuChooserPlugin {
  public:
-  AnotherMigChooser() : Plugin(Point::kMigChoice, /*memoizable=*/true) {}
+  AnotherMigChooser() : Plugin(/*memoizable=*/true) {}
   [[nodiscard]] std::string_view Name() const override { return "another-mig"; }
+  [[nodiscard]] GpuRequestKind Places() const override { return GpuRequestKind::kMigInstance; }
+  void RankGpus(const CycleState&, const NodeView&, RankedGpus&) const override {}
 };
 
 TEST(MigAndSharesInOneProfile, TwoMigChoosersAreRefused) {

@@ -282,10 +282,13 @@ TEST(NvlinkTopologyProfile, WithoutThePluginChoicesAreGpuSharesOwn) {
 }
 
 // A second plugin that picks GPU sets, to show a profile takes one only.
-class OtherSetPicker final : public Plugin {
+class OtherSetPicker final : public Plugin, public GpuSetChooserPlugin {
  public:
-  OtherSetPicker() : Plugin(Point::kGpuSetChoice, /*memoizable=*/true) {}
+  OtherSetPicker() : Plugin(/*memoizable=*/true) {}
   std::string_view Name() const override { return "other-sets"; }
+  std::optional<GpuChoice> ChooseGpuSet(const CycleState&, const NodeView&, const RankedGpus&) const override {
+    return std::nullopt;
+  }
 };
 
 TEST(NvlinkTopologyProfile, AProfileTakesOneSetPlugin) {

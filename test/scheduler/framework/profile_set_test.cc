@@ -12,9 +12,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class Chooser final : public Plugin {
+class Chooser final : public Plugin, public GpuChooserPlugin {
  public:
-  Chooser() : Plugin(Point::kGpuChoice, /*memoizable=*/true) {}
+  Chooser() : Plugin(/*memoizable=*/true) {}
   std::string_view Name() const override { return "chooser"; }
   void RankGpus(const CycleState&, const NodeView&, RankedGpus&) const override {}
 };

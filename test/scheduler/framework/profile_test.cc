@@ -19,9 +19,9 @@ using testing::Node;
 using testing::Pod;
 
 // Ranks the node's first GPU; rejects nodes named "full" (not now) and "never".
-class FakeChooser final : public Plugin {
+class FakeChooser final : public Plugin, public GpuChooserPlugin {
  public:
-  FakeChooser() : Plugin(Point::kGpuChoice, /*memoizable=*/false) {}
+  FakeChooser() : Plugin(/*memoizable=*/false) {}
   std::string_view Name() const override { return "chooser"; }
   void RankGpus(const CycleState&, const NodeView& n, RankedGpus& ranked) const override {
     if (n.gpus.empty() || n.name == "full") return;
@@ -34,9 +34,9 @@ class FakeChooser final : public Plugin {
 };
 
 // Rejects everything with its own reason: shows that the first rejection wins.
-class FakeRejecter final : public Plugin {
+class FakeRejecter final : public Plugin, public NodeFilterPlugin {
  public:
-  FakeRejecter() : Plugin(Point::kNodeFilter, /*memoizable=*/false) {}
+  FakeRejecter() : Plugin(/*memoizable=*/false) {}
   std::string_view Name() const override { return "rejecter"; }
   FilterVerdict FilterNode(const CycleState&, const NodeView&) const override {
     return FilterVerdict::NotNow("rejected", "rejecter says no");
@@ -44,9 +44,9 @@ class FakeRejecter final : public Plugin {
 };
 
 // Scores a node by its GPU count × 10.
-class FakeScore final : public Plugin {
+class FakeScore final : public Plugin, public ScorePlugin {
  public:
-  explicit FakeScore(std::string name) : Plugin(Point::kNodeScore, /*memoizable=*/false), name_(std::move(name)) {}
+  explicit FakeScore(std::string name) : Plugin(/*memoizable=*/false), name_(std::move(name)) {}
   std::string_view Name() const override { return name_; }
   int64_t ScoreNode(const CycleState&, const NodeView& n, const GpuChoice&) const override {
     return static_cast<int64_t>(n.gpus.size()) * 10;
@@ -56,14 +56,48 @@ class FakeScore final : public Plugin {
   std::string name_;
 };
 
-// Declares the points it is given and implements none: for Create's checks.
-class Declares final : public Plugin {
+// Plugins that implement one point each and answer nothing: for Create's checks.
+class Named : public Plugin {
  public:
-  Declares(std::string name, Points points) : Plugin(points, /*memoizable=*/false), name_(std::move(name)) {}
+  explicit Named(std::string name) : Plugin(/*memoizable=*/false), name_(std::move(name)) {}
   std::string_view Name() const override { return name_; }
 
  private:
   std::string name_;
+};
+class NoPoint final : public Named {
+ public:
+  using Named::Named;
+};
+class AnotherChooser final : public Named, public GpuChooserPlugin {
+ public:
+  using Named::Named;
+  void RankGpus(const CycleState&, const NodeView&, RankedGpus&) const override {}
+};
+class SetChooser final : public Named, public GpuSetChooserPlugin {
+ public:
+  using Named::Named;
+  std::optional<GpuChoice> ChooseGpuSet(const CycleState&, const NodeView&, const RankedGpus&) const override {
+    return std::nullopt;
+  }
+};
+class SetFilterAlone final : public Named, public GpuSetFilterPlugin {
+ public:
+  using Named::Named;
+  FilterVerdict FilterGpuSet(const CycleState&, const NodeView&, const GpuChoice&) const override {
+    return FilterVerdict::Success();
+  }
+};
+class NormalizerAlone final : public Named, public NormalizeScorePlugin {
+ public:
+  using Named::Named;
+  void NormalizeScores(absl::Span<int64_t>) const override {}
+};
+class ChooserOfNothing final : public Named, public GpuChooserPlugin {
+ public:
+  using Named::Named;
+  GpuRequestKind Places() const override { return GpuRequestKind::kNone; }
+  void RankGpus(const CycleState&, const NodeView&, RankedGpus&) const override {}
 };
 
 const CycleState& WholeGpu() {
@@ -117,7 +151,7 @@ TEST(Profile, CreateRefusesBadCombinations) {
        [] {
          std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> l;
          l.emplace_back(std::make_unique<FakeChooser>(), 1);
-         l.emplace_back(std::make_unique<Declares>("another", Point::kGpuChoice), 1);
+         l.emplace_back(std::make_unique<AnotherChooser>("another"), 1);
          return Plugins(std::move(l));
        },
        "exactly one plugin that chooses GPUs (such as gpu-share); found 2"},
@@ -125,8 +159,8 @@ TEST(Profile, CreateRefusesBadCombinations) {
        [] {
          std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> l;
          l.emplace_back(std::make_unique<FakeChooser>(), 1);
-         l.emplace_back(std::make_unique<Declares>("set-a", Point::kGpuSetChoice), 1);
-         l.emplace_back(std::make_unique<Declares>("set-b", Point::kGpuSetChoice), 1);
+         l.emplace_back(std::make_unique<SetChooser>("set-a"), 1);
+         l.emplace_back(std::make_unique<SetChooser>("set-b"), 1);
          return Plugins(std::move(l));
        },
        "one plugin that picks the set of GPUs"},
@@ -134,10 +168,34 @@ TEST(Profile, CreateRefusesBadCombinations) {
        [] {
          std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> l;
          l.emplace_back(std::make_unique<FakeChooser>(), 1);
-         l.emplace_back(std::make_unique<Declares>("set-filter", Point::kGpuSetFilter), 1);
+         l.emplace_back(std::make_unique<SetFilterAlone>("set-filter"), 1);
          return Plugins(std::move(l));
        },
        "filters GPU sets but does not choose them"},
+      {"a normaliser that does not score",
+       [] {
+         std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> l;
+         l.emplace_back(std::make_unique<FakeChooser>(), 1);
+         l.emplace_back(std::make_unique<NormalizerAlone>("normalizer"), 1);
+         return Plugins(std::move(l));
+       },
+       "normalises scores but does not score"},
+      {"a plugin that implements no extension point",
+       [] {
+         std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> l;
+         l.emplace_back(std::make_unique<FakeChooser>(), 1);
+         l.emplace_back(std::make_unique<NoPoint>("idle"), 1);
+         return Plugins(std::move(l));
+       },
+       "\"idle\" implements no extension point"},
+      {"a chooser for pods that ask for no GPU",
+       [] {
+         std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> l;
+         l.emplace_back(std::make_unique<FakeChooser>(), 1);
+         l.emplace_back(std::make_unique<ChooserOfNothing>("nothing"), 1);
+         return Plugins(std::move(l));
+       },
+       "chooses GPUs for pods that ask for none"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -183,9 +241,9 @@ TEST(Profile, ScoresAreWeighedAtPluginResolutionThenPutOnTheWireAndChoicesAreDet
 
 // A chooser that scores too, and says what its ScoreNode would say of a
 // choice on nodes named "scored": 77 there, where ScoreNode itself gives 33.
-class ScoringChooser final : public Plugin {
+class ScoringChooser final : public Plugin, public GpuChooserPlugin, public ScorePlugin {
  public:
-  ScoringChooser() : Plugin(Point::kGpuChoice | Point::kNodeScore, /*memoizable=*/false) {}
+  ScoringChooser() : Plugin(/*memoizable=*/false) {}
   std::string_view Name() const override { return "scoring-chooser"; }
   void RankGpus(const CycleState&, const NodeView&, RankedGpus& ranked) const override {
     ranked.push_back(RankedGpu{.index = 0, .tier = 0});
@@ -217,12 +275,16 @@ TEST(Profile, AChoosersOwnScoreOfItsChoiceStandsForItsScoreAndNoOtherPlugins) {
 
 // Implements every point and counts what it is asked: GPU points must not
 // be asked about a pod that asks for no GPU.
-class EveryPoint final : public Plugin {
+class EveryPoint final : public Plugin,
+                         public NodeFilterPlugin,
+                         public GpuChooserPlugin,
+                         public GpuExclusionPlugin,
+                         public GpuSetChooserPlugin,
+                         public GpuSetFilterPlugin,
+                         public ScorePlugin {
  public:
   EveryPoint()
-      : Plugin(Point::kNodeFilter | Point::kGpuChoice | Point::kGpuExclusion | Point::kGpuSetChoice |
-                   Point::kGpuSetFilter | Point::kNodeScore,
-               /*memoizable=*/false) {}
+      : Plugin(/*memoizable=*/false) {}
   std::string_view Name() const override { return "every-point"; }
   FilterVerdict FilterNode(const CycleState&, const NodeView&) const override {
     ++node_filters;
@@ -330,9 +392,9 @@ TEST(ProfileWireScores, NeverInvertsTheOrderAndOnlyTheHighestSumGetsTen) {
 namespace gpu_exclusions {
 
 // Ranks every GPU by index: like gpu-share on an idle node.
-class RankingChooser final : public Plugin {
+class RankingChooser final : public Plugin, public GpuChooserPlugin {
  public:
-  RankingChooser() : Plugin(Point::kGpuChoice, /*memoizable=*/false) {}
+  RankingChooser() : Plugin(/*memoizable=*/false) {}
   std::string_view Name() const override { return "ranking-chooser"; }
   void RankGpus(const CycleState&, const NodeView& n, RankedGpus& ranked) const override {
     for (const GpuDevice& g : n.gpus) ranked.push_back(RankedGpu{.index = g.index, .tier = g.index});
@@ -340,10 +402,10 @@ class RankingChooser final : public Plugin {
 };
 
 // Rules out fixed GPU indices, and says which.
-class RulingOut final : public Plugin {
+class RulingOut final : public Plugin, public GpuExclusionPlugin {
  public:
   RulingOut(std::string name, std::vector<int32_t> indices)
-      : Plugin(Point::kGpuExclusion, /*memoizable=*/false), name_(std::move(name)), indices_(std::move(indices)) {}
+      : Plugin(/*memoizable=*/false), name_(std::move(name)), indices_(std::move(indices)) {}
   std::string_view Name() const override { return name_; }
   void ExcludeGpus(const CycleState&, const NodeView&, GpuIndexList& excluded) const override {
     excluded.insert(excluded.end(), indices_.begin(), indices_.end());

@@ -19,18 +19,22 @@ std::shared_ptr<const TargetWorkload> Mix(std::vector<std::string_view> kinds) {
   return std::make_shared<const TargetWorkload>(*TargetWorkload::Create(std::move(pods)));
 }
 
-class Chooser final : public Plugin {
+class Chooser final : public Plugin, public GpuChooserPlugin {
  public:
-  Chooser() : Plugin(Point::kGpuChoice, /*memoizable=*/true) {}
+  Chooser() : Plugin(/*memoizable=*/true) {}
   [[nodiscard]] std::string_view Name() const override { return "chooser"; }
+  void RankGpus(const CycleState&, const NodeView&, RankedGpus&) const override {}
 };
 
 // Scores by the workload it measures against: the number of its kinds.
-class MeasuringScorer final : public Plugin, public WorkloadAware {
+class MeasuringScorer final : public Plugin, public ScorePlugin, public WorkloadAware {
  public:
   explicit MeasuringScorer(std::shared_ptr<const TargetWorkload> workload)
-      : Plugin(Point::kNodeScore, /*memoizable=*/true), workload_(std::move(workload)) {}
+      : Plugin(/*memoizable=*/true), workload_(std::move(workload)) {}
   [[nodiscard]] std::string_view Name() const override { return "measuring"; }
+  [[nodiscard]] int64_t ScoreNode(const CycleState&, const NodeView&, const GpuChoice&) const override {
+    return static_cast<int64_t>(workload_->pods().size());
+  }
   [[nodiscard]] std::shared_ptr<const Plugin> WithWorkload(std::shared_ptr<const TargetWorkload> w) const override {
     return std::make_shared<const MeasuringScorer>(std::move(w));
   }

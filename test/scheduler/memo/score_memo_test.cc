@@ -25,9 +25,9 @@ using testing::Inventory;
 using testing::Pod;
 
 // Takes the first GPUs where the pod's share fits by guaranteed milli.
-class FirstFitChooser final : public Plugin {
+class FirstFitChooser final : public Plugin, public GpuChooserPlugin {
  public:
-  explicit FirstFitChooser(bool memoizable = true) : Plugin(Point::kGpuChoice, memoizable) {}
+  explicit FirstFitChooser(bool memoizable = true) : Plugin(memoizable) {}
   std::string_view Name() const override { return "first-fit"; }
   void RankGpus(const CycleState& cycle, const NodeView& n, RankedGpus& ranked) const override {
     for (const GpuDevice& g : n.gpus) {
@@ -41,10 +41,10 @@ class FirstFitChooser final : public Plugin {
 // Scores the milli-GPU left free on the node (and the pod's salt), min-max
 // normalised, so that one node's change moves every node's final score.
 // Counts its Score calls.
-class CountingFreeScorer final : public Plugin {
+class CountingFreeScorer final : public Plugin, public ScorePlugin, public NormalizeScorePlugin {
  public:
   explicit CountingFreeScorer(std::atomic<int>* calls, bool memoizable = true)
-      : Plugin(Point::kNodeScore, memoizable), calls_(calls) {}
+      : Plugin(memoizable), calls_(calls) {}
   std::string_view Name() const override { return "counting-free"; }
   int64_t ScoreNode(const CycleState& cycle, const NodeView& n, const GpuChoice&) const override {
     const PodGpuRequest& r = cycle.request();
@@ -65,9 +65,9 @@ class CountingFreeScorer final : public Plugin {
 };
 
 // Prefers nodes with fewer pods: a second scorer with its own weight.
-class FewPodsScorer final : public Plugin {
+class FewPodsScorer final : public Plugin, public ScorePlugin {
  public:
-  FewPodsScorer() : Plugin(Point::kNodeScore, /*memoizable=*/true) {}
+  FewPodsScorer() : Plugin(/*memoizable=*/true) {}
   std::string_view Name() const override { return "few-pods"; }
   int64_t ScoreNode(const CycleState&, const NodeView& n, const GpuChoice&) const override {
     int64_t pods = 0;
@@ -354,10 +354,10 @@ TEST(ScoreMemoTest, AScorerThatIsNotMemoizableScoresEveryRequestWhileTheRestIsKe
 
 // Rules out the GPUs listed in a shared, changing set: a stand-in for live
 // load, which no node version names.
-class ChangingGpuFilter final : public Plugin {
+class ChangingGpuFilter final : public Plugin, public GpuExclusionPlugin {
  public:
   explicit ChangingGpuFilter(const std::set<int32_t>* hot)
-      : Plugin(Point::kGpuExclusion, /*memoizable=*/false), hot_(hot) {}
+      : Plugin(/*memoizable=*/false), hot_(hot) {}
   std::string_view Name() const override { return "changing-gpu-filter"; }
   void ExcludeGpus(const CycleState&, const NodeView&, GpuIndexList& excluded) const override {
     excluded.insert(excluded.end(), hot_->begin(), hot_->end());
