@@ -345,6 +345,41 @@ class Loader {
 
 }  // namespace
 
+std::vector<PolicySectionDescription> DescribePolicySections() {
+  const auto fields_of = [](const auto& read) {
+    SectionReader section = SectionReader::ForDescription();
+    (void)read(section);
+    return section.described();
+  };
+  std::vector<PolicySectionDescription> sections;
+  sections.push_back({.key = "pools",
+                      .is_list = true,
+                      .doc = "Node pools that pods of given task types (the pod label tessera.io/task-type) go to, "
+                             "each placed by its own plugins; absent: the top-level plugins place every pod on every "
+                             "node.",
+                      .fields = config_internal::DescribePoolFields()});
+  sections.push_back({.key = "tenants",
+                      .is_list = true,
+                      .doc = "Teams sharing the cluster: their namespaces, guaranteed and maximum GPUs, run-time "
+                             "limits and priority lifetime; absent: no tenants, no quotas.",
+                      .fields = config_internal::DescribeTenantFields()});
+  sections.push_back({.key = "telemetry",
+                      .is_list = false,
+                      .doc = "Where live GPU metrics (for load-aware) come from and how often; absent: no telemetry; "
+                             "`telemetry: {}`: node annotations only.",
+                      .fields = fields_of(ReadTelemetry)});
+  sections.push_back({.key = "workloadLearning",
+                      .is_list = false,
+                      .doc = "How the workload fgd and host-stranding measure against is learned from arrivals; "
+                             "absent: learned, with these defaults.",
+                      .fields = fields_of(ReadWorkloadLearning)});
+  sections.push_back({.key = "shortlist",
+                      .is_list = false,
+                      .doc = "How many nodes filter passes on for a pod that asks for GPUs; absent: these defaults.",
+                      .fields = fields_of(ReadShortlist)});
+  return sections;
+}
+
 absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyText(std::string_view yaml,
                                                               std::string_view file_name,
                                                               const PluginRegistry& registry) {

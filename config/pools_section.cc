@@ -118,4 +118,15 @@ std::vector<PoolPolicy> ReadPools(const YamlMap::Field& field, const YAML::Node&
   return pools;
 }
 
+std::vector<ArgDescription> DescribePoolFields() {
+  SectionReader entry = SectionReader::ForDescription();
+  Seen seen;
+  // Building no profile: the plugins' own args are the reference's plugin part.
+  (void)ReadPool(entry, YAML::Node(YAML::NodeType::Map), "pools[0]", seen,
+                 [](const YamlMap::Field*, const YAML::Node&, const std::string&) {
+                   return std::shared_ptr<const Profile>();
+                 });
+  return entry.described();
+}
+
 }  // namespace tessera::config_internal

@@ -119,4 +119,11 @@ TenantSet ReadTenants(const yaml_internal::YamlMap::Field& field, const YAML::No
   return *std::move(set);
 }
 
+std::vector<ArgDescription> DescribeTenantFields() {
+  SectionReader entry = SectionReader::ForDescription();
+  std::vector<YAML::Mark> namespace_marks;
+  (void)ReadTenant(entry, namespace_marks);
+  return entry.described();
+}
+
 }  // namespace tessera::config_internal
