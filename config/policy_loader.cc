@@ -51,44 +51,73 @@ void CheckConstant(YamlMap& top, const YAML::Node& root, std::string_view key, s
 
 void ReadPrometheus(SectionReader& section, PrometheusSettings& p) {
   const bool has_url = section.Has("url");
-  section.String("url", /*allow_empty=*/false, p.url);
+  section.String("url", /*allow_empty=*/false, p.url,
+                 "Required: the Prometheus base URL, http://host[:port][/path-prefix] (plain HTTP; run a sidecar for "
+                 "TLS).");
   if (!has_url) {
     section.ErrorAt("url", "required: the Prometheus base URL, e.g. http://prometheus.monitoring:9090");
   } else if (absl::StatusOr<PrometheusEndpoint> endpoint = ParsePrometheusUrl(p.url);
              !p.url.empty() && !endpoint.ok()) {
     section.ErrorAt("url", std::string(endpoint.status().message()));
   }
-  section.Duration("timeout", absl::Milliseconds(10), absl::Minutes(1), p.timeout);
-  if (std::optional<SectionReader> labels = section.Map("labels")) {
-    labels->LabelName("node", p.node_label);
-    labels->LabelName("uuid", p.uuid_label);
-    labels->LabelName("gpu", p.gpu_label);
+  section.Duration("timeout", absl::Milliseconds(10), absl::Minutes(1), p.timeout,
+                   "Limit on each query, connecting included.");
+  if (std::optional<SectionReader> labels =
+          section.Map("labels", "Which series labels name a measurement's node, GPU UUID and GPU index.")) {
+    labels->LabelName("node", p.node_label, "The label holding the Kubernetes node name.");
+    labels->LabelName("uuid", p.uuid_label,
+                      "The label holding the GPU's UUID, matched to the node's GPU inventory.");
+    labels->LabelName("gpu", p.gpu_label,
+                      "The label holding the GPU's index, used where the node's inventory has no UUIDs.");
   }
-  if (std::optional<SectionReader> queries = section.Map("queries")) {
+  if (std::optional<SectionReader> queries = section.Map(
+          "queries", "The PromQL run each refresh; each answer must be an instant vector, one sample per GPU.")) {
     PrometheusQueries& q = p.queries;
-    queries->String("utilization", /*allow_empty=*/false, q.utilization);
-    queries->String("sustainedUtilization", /*allow_empty=*/true, q.sustained_utilization);
-    queries->String("smActive", /*allow_empty=*/true, q.sm_active);
-    queries->String("memoryUsed", /*allow_empty=*/true, q.memory_used);
-    queries->String("memoryFree", /*allow_empty=*/true, q.memory_free);
-    queries->String("sampleTime", /*allow_empty=*/true, q.sample_time);
+    queries->String("utilization", /*allow_empty=*/false, q.utilization,
+                    "Each GPU's utilization over the short window, in percent (0..100).");
+    queries->String("sustainedUtilization", /*allow_empty=*/true, q.sustained_utilization,
+                    "Each GPU's utilization over the long window, in percent; \"\" = not queried.");
+    queries->String("smActive", /*allow_empty=*/true, q.sm_active,
+                    "Each GPU's SM activity as a ratio 0..1, e.g. avg_over_time(DCGM_FI_PROF_SM_ACTIVE[1m]); "
+                    "\"\" = not queried.");
+    queries->String("memoryUsed", /*allow_empty=*/true, q.memory_used,
+                    "Each GPU's used memory, in MiB; \"\" = not queried.");
+    queries->String("memoryFree", /*allow_empty=*/true, q.memory_free,
+                    "Each GPU's free memory, in MiB; \"\" = not queried.");
+    queries->String("sampleTime", /*allow_empty=*/true, q.sample_time,
+                    "When each GPU was last scraped, in Unix seconds; a GPU missing from the answer is not "
+                    "refreshed. \"\" = a GPU counts as sampled when Prometheus evaluated utilization.");
   }
-  if (std::optional<SectionReader> windows = section.Map("windows")) {
-    windows->String("utilization", /*allow_empty=*/false, p.utilization_window);
-    windows->String("sustainedUtilization", /*allow_empty=*/false, p.sustained_window);
+  if (std::optional<SectionReader> windows =
+          section.Map("windows", "How filter messages name the two utilization windows.")) {
+    windows->String("utilization", /*allow_empty=*/false, p.utilization_window,
+                    "The name of the utilization query's window.");
+    windows->String("sustainedUtilization", /*allow_empty=*/false, p.sustained_window,
+                    "The name of the sustainedUtilization query's window.");
   }
 }
 
 // The `workloadLearning:` section; errors recorded, settings as far as valid.
 WorkloadLearning ReadWorkloadLearning(SectionReader& section) {
   WorkloadLearning l;
-  section.Bool("enabled", l.enabled);
-  section.Integer("windowPods", 100, 1'000'000, l.window_pods);
-  section.Integer("warmupPods", 1, 1'000'000, l.warmup_pods);
-  section.Integer("publishEveryPods", 1, 1'000'000, l.publish_every_pods);
-  section.Integer("coveragePercent", 1, 100, l.coverage_percent);
-  section.Integer("maxKinds", 1, 1024, l.max_kinds);
-  section.Integer("priorPercent", 0, 100, l.prior_percent);
+  section.Bool("enabled", l.enabled,
+               "Learn the expected workload from arrivals; false: fgd and host-stranding use their own `workload` "
+               "lists alone.");
+  section.Integer("windowPods", 100, 1'000'000, l.window_pods,
+                  "The learned mix is that of the last this many pods filter was asked about (each counted once, "
+                  "by UID).");
+  section.Integer("warmupPods", 1, 1'000'000, l.warmup_pods,
+                  "Arrivals over which the plugins' own `workload` lists fade from all of the mix to priorPercent "
+                  "of it; at most windowPods.");
+  section.Integer("publishEveryPods", 1, 1'000'000, l.publish_every_pods,
+                  "Arrivals between two learned mixes once warmed up (each mix is a new profile, and the score memo "
+                  "starts over).");
+  section.Integer("coveragePercent", 1, 100, l.coverage_percent,
+                  "The commonest kinds are kept until they cover this percent of the window...");
+  section.Integer("maxKinds", 1, 1024, l.max_kinds, "...and at most this many kinds.");
+  section.Integer("priorPercent", 0, 100, l.prior_percent,
+                  "The share, in percent, at which each plugin's own `workload` list stays mixed in after the "
+                  "warmup: a floor for kinds the window lacks.");
   if (l.warmup_pods > l.window_pods) {
     section.ErrorAt("warmupPods", absl::StrFormat("must be at most windowPods (%d): the window never holds more; got %d",
                                                   l.window_pods, l.warmup_pods));
@@ -99,19 +128,33 @@ WorkloadLearning ReadWorkloadLearning(SectionReader& section) {
 // The `telemetry:` section; errors recorded, settings as far as valid.
 TelemetrySettings ReadTelemetry(SectionReader& section) {
   TelemetrySettings t;
-  section.Duration("refreshInterval", absl::Seconds(1), absl::Hours(1), t.refresh_interval);
-  section.Duration("staleAfter", absl::Seconds(1), absl::Hours(24), t.stale_after);
+  section.Duration("refreshInterval", absl::Seconds(1), absl::Hours(1), t.refresh_interval,
+                   "Time between two refresh rounds: Prometheus is queried, and stale measurements dropped.");
+  section.Duration("staleAfter", absl::Seconds(1), absl::Hours(24), t.stale_after,
+                   "A measurement older than this is not trusted; at least refreshInterval.");
   if (t.stale_after < t.refresh_interval) {
     section.ErrorAt("staleAfter", absl::StrFormat("must be at least refreshInterval (%s), or every value goes stale "
                                                   "before the next refresh; got %s",
                                                   absl::FormatDuration(t.refresh_interval),
                                                   absl::FormatDuration(t.stale_after)));
   }
-  section.Bool("nodeAnnotations", t.node_annotations);
-  if (std::optional<SectionReader> prometheus = section.Map("prometheus")) {
+  section.Bool("nodeAnnotations", t.node_annotations,
+               "Also read measurements from Node objects' tessera.io/gpu-utilization annotation.");
+  if (std::optional<SectionReader> prometheus =
+          section.Map("prometheus", "Where to query GPU metrics (DCGM exporter series); absent: no Prometheus "
+                                    "source.")) {
     ReadPrometheus(*prometheus, t.prometheus.emplace());
   }
   return t;
+}
+
+// The `shortlist:` section; errors recorded, settings as far as valid.
+Shortlist ReadShortlist(SectionReader& section) {
+  Shortlist s;
+  section.Integer("maxNodes", 0, Shortlist::kMostNodes, s.max_nodes,
+                  "For a pod asking for GPUs, filter passes on at most this many of the nodes its profile ranks "
+                  "best (the top score); 0: every node that fits.");
+  return s;
 }
 
 class Loader {
@@ -139,7 +182,7 @@ class Loader {
     top.ReportUnread(*errors_);
     if (shortlist != nullptr) {
       if (std::optional<SectionReader> section = SectionReader::Open(*shortlist, root, "shortlist", *errors_)) {
-        section->Integer("maxNodes", 0, Shortlist::kMostNodes, shortlist_.max_nodes);
+        shortlist_ = ReadShortlist(*section);
       }
     }
     if (learning != nullptr) {
@@ -301,6 +344,41 @@ class Loader {
 };
 
 }  // namespace
+
+std::vector<PolicySectionDescription> DescribePolicySections() {
+  const auto fields_of = [](const auto& read) {
+    SectionReader section = SectionReader::ForDescription();
+    (void)read(section);
+    return section.described();
+  };
+  std::vector<PolicySectionDescription> sections;
+  sections.push_back({.key = "pools",
+                      .is_list = true,
+                      .doc = "Node pools that pods of given task types (the pod label tessera.io/task-type) go to, "
+                             "each placed by its own plugins; absent: the top-level plugins place every pod on every "
+                             "node.",
+                      .fields = config_internal::DescribePoolFields()});
+  sections.push_back({.key = "tenants",
+                      .is_list = true,
+                      .doc = "Teams sharing the cluster: their namespaces, guaranteed and maximum GPUs, run-time "
+                             "limits and priority lifetime; absent: no tenants, no quotas.",
+                      .fields = config_internal::DescribeTenantFields()});
+  sections.push_back({.key = "telemetry",
+                      .is_list = false,
+                      .doc = "Where live GPU metrics (for load-aware) come from and how often; absent: no telemetry; "
+                             "`telemetry: {}`: node annotations only.",
+                      .fields = fields_of(ReadTelemetry)});
+  sections.push_back({.key = "workloadLearning",
+                      .is_list = false,
+                      .doc = "How the workload fgd and host-stranding measure against is learned from arrivals; "
+                             "absent: learned, with these defaults.",
+                      .fields = fields_of(ReadWorkloadLearning)});
+  sections.push_back({.key = "shortlist",
+                      .is_list = false,
+                      .doc = "How many nodes filter passes on for a pod that asks for GPUs; absent: these defaults.",
+                      .fields = fields_of(ReadShortlist)});
+  return sections;
+}
 
 absl::StatusOr<std::shared_ptr<const Profile>> LoadPolicyText(std::string_view yaml,
                                                               std::string_view file_name,

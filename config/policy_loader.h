@@ -35,6 +35,10 @@
 //       taskTypes: [training]
 //       plugins: [...]
 //
+// Every section's fields, with type, range, default and meaning, are in
+// docs/reference/policy-file.md, generated from the readers' getters
+// (DescribePolicySections below).
+//
 // Exactly one plugin must be a GPU chooser (Profile::Create checks the mix).
 // Any other key, at the top or in a plugin entry, is an error, as is a key the
 // plugin's factory did not read from `args`.
@@ -55,8 +59,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "scheduler/framework/plugin_args.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/framework/profile_set.h"
 #include "scheduler/cache/workload_learner.h"
@@ -84,6 +90,21 @@ struct LoadedPolicy {
   /// as one set; never null once loaded (no pools: `profile` alone).
   std::shared_ptr<const ProfileSet> profiles;
 };
+
+/// One top-level section of a policy file beside apiVersion, kind and
+/// plugins, as its reader declares it: what docs/reference/policy-file.md
+/// lists (config/policy_reference.h).
+struct PolicySectionDescription {
+  std::string key;                     ///< "telemetry"
+  bool is_list = false;                ///< a list of maps (pools, tenants): `fields` are each item's
+  std::string doc;                     ///< one line: what the section sets, and what its absence means
+  std::vector<ArgDescription> fields;  ///< in the order read; a nested map's as "prometheus.url"
+};
+
+/// Every section the loader reads beside apiVersion, kind and plugins, in
+/// the reference's order. Each section's own reader runs once on an empty
+/// map (config_internal::SectionReader::ForDescription) to declare its fields.
+std::vector<PolicySectionDescription> DescribePolicySections();
 
 /// Loads a whole policy from its text, validated like LoadPolicyText (one
 /// error list for the plugins and the telemetry section alike).

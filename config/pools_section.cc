@@ -18,12 +18,20 @@ struct FirstRoute {
   std::string path;
 };
 
+// What the entries before the one being read named, for the duplicate checks.
+struct Seen {
+  std::map<std::string, std::string> pool_paths;  // pool name -> path of its entry
+  std::map<std::string, FirstRoute> routes;       // task type -> its pool
+};
+
 // The pool's name: required, a label value (node pool labels are labels).
 void ReadName(SectionReader& entry, std::string& name) {
   if (!entry.Has("name")) {
     entry.ErrorAt("name", "required: the node pool's name, as the nodes' pool label gives it (tessera.io/node-pool)");
   }
-  entry.String("name", /*allow_empty=*/false, name);
+  entry.String("name", /*allow_empty=*/false, name,
+               "Required, unique: the node pool, as its nodes' pool label gives it (tessera.io/node-pool, "
+               "karpenter.sh/nodepool, the GKE, EKS and AKS pool labels).");
   if (name.empty()) return;
   if (absl::Status valid = k8s::CheckLabelValue(name); !valid.ok()) {
     entry.ErrorAt("name", absl::StrFormat("must be a label value, as node pool labels are; \"%s\" %s", name,
@@ -40,7 +48,10 @@ void ReadTaskTypes(SectionReader& entry, const std::string& pool, std::vector<st
     entry.ErrorAt("taskTypes", "required: at least one value of the pod label tessera.io/task-type routed here");
   }
   const size_t errors_before = entry.errors().size();
-  entry.StringList("taskTypes", task_types, &marks);
+  entry.StringList("taskTypes", task_types,
+                   "Required, at least one: values of the pod label tessera.io/task-type whose pods go to this "
+                   "pool only, placed by its plugins; each task type in one pool only.",
+                   &marks);
   if (entry.Has("taskTypes") && task_types.empty() && entry.errors().size() == errors_before) {
     entry.ErrorAt("taskTypes", "must list at least one task type");
   }
@@ -62,6 +73,29 @@ void ReadTaskTypes(SectionReader& entry, const std::string& pool, std::vector<st
   }
 }
 
+// One entry of the list (`item`, at `path`); errors recorded. The pool is
+// complete when none was.
+PoolPolicy ReadPool(SectionReader& entry, const YAML::Node& item, const std::string& path, Seen& seen,
+                    const ProfileBuilder& build_profile) {
+  PoolPolicy pool;
+  ReadName(entry, pool.name);
+  if (!pool.name.empty()) {
+    if (auto [it, inserted] = seen.pool_paths.emplace(pool.name, path); !inserted) {
+      entry.ErrorAt("name", absl::StrFormat("duplicate pool \"%s\" (first listed as %s)", pool.name, it->second));
+    }
+  }
+  ReadTaskTypes(entry, pool.name, pool.task_types, seen.routes);
+  entry.Bool("exclusive", pool.exclusive,
+             "Keep pods of no task type, or of one no pool lists, off the pool's nodes (other pools' pods never "
+             "come here).");
+  const YamlMap::Field* plugins =
+      entry.Field("plugins", "list of plugins",
+                  "Required: the pool's own profile, placing its pods; the schema, registry and checks of the "
+                  "top-level plugins.");
+  pool.profile = build_profile(plugins, item, path + ".plugins");
+  return pool;
+}
+
 }  // namespace
 
 std::vector<PoolPolicy> ReadPools(const YamlMap::Field& field, const YAML::Node& root, ConfigErrors& errors,
@@ -73,28 +107,26 @@ std::vector<PoolPolicy> ReadPools(const YamlMap::Field& field, const YAML::Node&
     return {};
   }
   std::vector<PoolPolicy> pools;
-  std::map<std::string, std::string> first_name;  // pool name -> path of its entry
-  std::map<std::string, FirstRoute> routed;       // task type -> its pool
+  Seen seen;
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string path = absl::StrFormat("pools[%d]", i);
     YamlMap::Field item{path, list[i], list[i], true};
     std::optional<SectionReader> entry = SectionReader::Open(item, root, path, errors);
     if (!entry.has_value()) continue;
-    PoolPolicy pool;
-    ReadName(*entry, pool.name);
-    if (!pool.name.empty()) {
-      if (auto [it, inserted] = first_name.emplace(pool.name, path); !inserted) {
-        entry->ErrorAt("name", absl::StrFormat("duplicate pool \"%s\" (first listed as %s)", pool.name, it->second));
-      }
-    }
-    ReadTaskTypes(*entry, pool.name, pool.task_types, routed);
-    entry->Bool("exclusive", pool.exclusive);
-    const YamlMap::Field* plugins = entry->Field("plugins");
-    const YAML::Node& parent = list[i];
-    pool.profile = build_profile(plugins, parent, path + ".plugins");
-    pools.push_back(std::move(pool));
+    pools.push_back(ReadPool(*entry, list[i], path, seen, build_profile));
   }
   return pools;
+}
+
+std::vector<ArgDescription> DescribePoolFields() {
+  SectionReader entry = SectionReader::ForDescription();
+  Seen seen;
+  // Building no profile: the plugins' own args are the reference's plugin part.
+  (void)ReadPool(entry, YAML::Node(YAML::NodeType::Map), "pools[0]", seen,
+                 [](const YamlMap::Field*, const YAML::Node&, const std::string&) {
+                   return std::shared_ptr<const Profile>();
+                 });
+  return entry.described();
 }
 
 }  // namespace tessera::config_internal

@@ -19,6 +19,7 @@
 
 #include "scheduler/common/config_errors.h"
 #include "scheduler/common/yaml_map.h"
+#include "scheduler/framework/plugin_args.h"
 #include "scheduler/framework/profile.h"
 #include "scheduler/framework/profile_set.h"
 #include "yaml-cpp/yaml.h"
@@ -35,5 +36,9 @@ using ProfileBuilder = std::function<std::shared_ptr<const Profile>(
 /// The pools are complete (each with its profile) when no error was added.
 std::vector<PoolPolicy> ReadPools(const yaml_internal::YamlMap::Field& field, const YAML::Node& root,
                                   ConfigErrors& errors, const ProfileBuilder& build_profile);
+
+/// The fields of one entry of the list, as the reader declares them: for
+/// docs/reference/policy-file.md.
+std::vector<ArgDescription> DescribePoolFields();
 
 }  // namespace tessera::config_internal

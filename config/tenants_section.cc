@@ -12,12 +12,18 @@ namespace {
 
 constexpr int64_t kMaxAmount = int64_t{1} << 40;  // far past any cluster, far from overflow
 
+// The docs speak of both uses: a guarantee and a maximum.
 GpuQuota ReadQuota(SectionReader& section, GpuQuota quota) {
   int64_t milli = quota.milli.value();
   int64_t gpus = quota.gpus;
-  section.Integer("gpuMilli", 0, kMaxAmount, milli);
-  section.Memory("gpuMemory", quota.memory);
-  section.Integer("gpus", 0, kMaxAmount, gpus);
+  section.Integer("gpuMilli", 0, kMaxAmount, milli,
+                  "Milli-GPU of the pods' guaranteed shares, summed over the tenant's pods (1000 = one GPU); "
+                  "absent: this quota does not limit it.");
+  section.Memory("gpuMemory", quota.memory,
+                 "GPU memory reserved by the tenant's pods, summed; absent: this quota does not limit it.");
+  section.Integer("gpus", 0, kMaxAmount, gpus,
+                  "GPUs the tenant's pods hold (a pod sharing a GPU holds one); absent: this quota does not limit "
+                  "it.");
   quota.milli = MilliGpu(milli);
   quota.gpus = gpus;
   return quota;
@@ -29,11 +35,21 @@ std::string Amount(int64_t v) { return v == GpuQuota::kUnlimited ? "unlimited" :
 TenantSpec ReadTenant(SectionReader& entry, std::vector<YAML::Mark>& namespace_marks) {
   TenantSpec t;
   if (!entry.Has("name")) entry.ErrorAt("name", "required: the tenant's name (what pods' tessera.io/tenant label says)");
-  entry.String("name", /*allow_empty=*/false, t.name);
-  entry.StringList("namespaces", t.namespaces, &namespace_marks);
+  entry.String("name", /*allow_empty=*/false, t.name,
+               "Required, unique: the tenant's name, as pods' tessera.io/tenant label gives it.");
+  entry.StringList("namespaces", t.namespaces,
+                   "Pods of these namespaces belong to the tenant (a pod's tessera.io/tenant label wins); each "
+                   "namespace in one tenant only.",
+                   &namespace_marks);
   // A guarantee speaks of the resources it names (GpuQuota); none at all: nothing is guaranteed.
-  if (std::optional<SectionReader> g = entry.Map("guaranteed")) t.guaranteed = ReadQuota(*g, GpuQuota{});
-  if (std::optional<SectionReader> m = entry.Map("max")) {
+  if (std::optional<SectionReader> g = entry.Map(
+          "guaranteed", "What the tenant gets back by preemption when others borrow it; absent: nothing is "
+                        "guaranteed, all it holds is borrowed.")) {
+    t.guaranteed = ReadQuota(*g, GpuQuota{});
+  }
+  if (std::optional<SectionReader> m = entry.Map(
+          "max", "The most the tenant may hold while others leave GPUs idle, each field at least its guarantee; "
+                 "absent: unlimited.")) {
     t.max = ReadQuota(*m, GpuQuota{});
     static constexpr std::string_view kKeys[] = {"gpuMilli", "gpuMemory", "gpus"};
     for (size_t k = 0; k < 3; ++k) {
@@ -44,14 +60,19 @@ TenantSpec ReadTenant(SectionReader& entry, std::vector<YAML::Mark>& namespace_m
       }
     }
   }
-  entry.Duration("maxRunTime", absl::Minutes(1), absl::Hours(24 * 366), t.max_run_time);
-  entry.Bool("evictAfterMaxRunTime", t.evict_past_max_run_time);
+  entry.Duration("maxRunTime", absl::Minutes(1), absl::Hours(24 * 366), t.max_run_time,
+                 "A pod of the tenant running longer is reported (log, metric, /debug); absent: no limit.");
+  entry.Bool("evictAfterMaxRunTime", t.evict_past_max_run_time,
+             "Also evict such a pod, through the Eviction API; needs maxRunTime.");
   if (t.evict_past_max_run_time && t.max_run_time == absl::InfiniteDuration()) {
     entry.ErrorAt("evictAfterMaxRunTime", "needs maxRunTime: there is no run time to evict after");
   }
-  entry.Duration("priorityLifetime", absl::Seconds(1), absl::Hours(24 * 366), t.priority_lifetime);
+  entry.Duration("priorityLifetime", absl::Seconds(1), absl::Hours(24 * 366), t.priority_lifetime,
+                 "How long after it is bound a pod's priority counts for preemption; absent: forever.");
   int64_t expired = t.expired_priority;
-  entry.Integer("expiredPriority", INT32_MIN, INT32_MAX, expired);
+  entry.Integer("expiredPriority", INT32_MIN, INT32_MAX, expired,
+                "The priority preemption weighs a pod at once its priorityLifetime is over (when lower than its "
+                "own).");
   t.expired_priority = static_cast<int32_t>(expired);
   return t;
 }
@@ -96,6 +117,13 @@ TenantSet ReadTenants(const yaml_internal::YamlMap::Field& field, const YAML::No
     return {};
   }
   return *std::move(set);
+}
+
+std::vector<ArgDescription> DescribeTenantFields() {
+  SectionReader entry = SectionReader::ForDescription();
+  std::vector<YAML::Mark> namespace_marks;
+  (void)ReadTenant(entry, namespace_marks);
+  return entry.described();
 }
 
 }  // namespace tessera::config_internal

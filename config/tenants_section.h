@@ -15,8 +15,11 @@
 //       expiredPriority: 0             # ...then preemption weighs it at this (when lower)
 #pragma once
 
+#include <vector>
+
 #include "scheduler/common/config_errors.h"
 #include "scheduler/common/yaml_map.h"
+#include "scheduler/framework/plugin_args.h"
 #include "scheduler/tenancy/tenant_set.h"
 #include "yaml-cpp/yaml.h"
 
@@ -25,5 +28,9 @@ namespace tessera::config_internal {
 /// Reads the section; every problem goes to `errors` with its position. The
 /// set is empty when the section is absent or has errors.
 TenantSet ReadTenants(const yaml_internal::YamlMap::Field& field, const YAML::Node& root, ConfigErrors& errors);
+
+/// The fields of one entry of the list, as the reader declares them, nested
+/// maps' included ("guaranteed.gpuMilli"): for docs/reference/policy-file.md.
+std::vector<ArgDescription> DescribeTenantFields();
 
 }  // namespace tessera::config_internal

@@ -41,12 +41,16 @@
 
 namespace tessera {
 
-/// One arg as a factory's getter declared it: what the reference prints.
+/// One arg as a factory's getter declared it: what the reference prints. A
+/// policy file section's field is described the same way
+/// (config/section_reader.h), its key dotted below a nested map ("prometheus.url").
 struct ArgDescription {
   std::string key;
-  std::string type;           ///< "integer", "boolean", "one of", "memory", "list of strings", "map of names to integers"
+  std::string type;           ///< "integer", "boolean", "one of", "memory", "list of strings", "map of names to integers";
+                              ///< a section's also "string", "duration", "label name", "map", "list of plugins"
   std::string allowed;        ///< "1..1000", "binpack, spread"; empty where any value of the type goes
-  std::string default_value;  ///< as a policy file would write it; empty: none (an empty list or map)
+  std::string default_value;  ///< as a policy file would write it; empty: none (an empty list or map; a section's
+                              ///< required field, or one whose absence means no limit)
   std::string doc;            ///< one line: what the arg changes
 };
 
