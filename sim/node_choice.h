@@ -1,9 +1,11 @@
-// Where one pod goes: every node's verdict and raw scores for the pod
-// (memoised per node version), and the best feasible node. Shared by the
-// paper's replay (sim/replay.h) and the tenant replay (sim/tenant_replay.h).
+// Where one pod goes: the profile run over every node (Profile::Run, the
+// extender's own loop, filtering first), with each pod class's answers kept
+// per node version, and the best node of the run. Shared by the paper's
+// replay (sim/replay.h) and the tenant replay (sim/tenant_replay.h).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -12,32 +14,51 @@
 
 namespace tessera::sim {
 
-/// What the profile said about one node for one pod class.
-struct Verdict {
-  uint32_t version = 0;  ///< The node's version it was computed at; 0: never.
-  bool fits = false;
-  GpuChoice choice;
-};
-
 /// The salt of the pod submitted at `position` of run `seed` (plugins that
 /// choose at random hash it).
 uint64_t SaltOf(uint64_t seed, size_t position);
 
-/// Filter, choose and score one node; raw scores go to `raw` (one per score plugin).
-void Evaluate(const Profile& profile, const CycleState& cycle, const NodeView& node, Verdict& v, absl::Span<int64_t> raw);
+/// One pod class's answers on every node of a cluster, kept while the
+/// node's version stays: the cache Profile::Run consults for the class's
+/// pods. Pods of one class differ only in their salt, so a replay keeps
+/// answers per class only when no plugin answers by the salt
+/// (AnswersDependOnSalt).
+class ClassAnswers final : public NodeAnswerCache {
+ public:
+  explicit ClassAnswers(const Cluster& cluster) : cluster_(&cluster) {}
 
-/// Every node's verdict and raw scores for the pod (kept per class while a
-/// node's version stays, when `memoised`): the nodes where it fits, in
-/// order, into `feasible`, and per score plugin their raw scores into `scores`.
-void EvaluateNodes(const Profile& profile, const CycleState& cycle, const Cluster& cluster, bool memoised,
-                   std::vector<Verdict>& verdict, std::vector<int64_t>& memo_raw, std::vector<uint32_t>& feasible,
-                   std::vector<std::vector<int64_t>>& scores);
+  /// Forgets every answer (the profile in force changed).
+  void Clear();
 
-/// The feasible node with the highest weighted score (at plugin resolution);
-/// ties go to the lower rank (the run's random node order, as
-/// kube-scheduler's pick among equals). `feasible` is not empty.
-size_t BestNode(const Profile& profile, const std::vector<uint32_t>& feasible,
-                std::vector<std::vector<int64_t>>& scores, const std::vector<uint32_t>& rank,
-                std::vector<int64_t>& totals);
+  /// `nodes` must be the cluster's views, in order (AllNodes).
+  void Find(absl::Span<const NodeView* const> nodes, absl::Span<const NodeAnswer*> found) override;
+  void Keep(absl::Span<const NodeView* const> nodes, absl::Span<const size_t> computed_at,
+            std::vector<NodeAnswer>& computed) override;
+
+ private:
+  const Cluster* cluster_;  // not owned
+  std::vector<NodeAnswer> answers_;  // by node; empty until the class's first pod
+  std::vector<uint32_t> versions_;   // by node: the version its answer is for; 0: none
+};
+
+/// Every node of `cluster`, in order, as Profile::Run takes them.
+std::vector<const NodeView*> AllNodes(const Cluster& cluster);
+
+/// The profile run over every node (`nodes`: AllNodes(cluster)), filtering
+/// first, consulting `answers` (null: none).
+RunResult EvaluateNodes(const Profile& profile, const CycleState& cycle, absl::Span<const NodeView* const> nodes,
+                        ClassAnswers* answers);
+
+/// The fitting node of `run` with the highest weighted sum; ties go to the
+/// lower rank (the run's random node order, as kube-scheduler's pick among
+/// equals). `run.fitting` is not empty.
+size_t BestNode(const RunResult& run, const std::vector<uint32_t>& rank);
+
+/// The GPUs the run chose on `node`, a fitting node of it (choosers are
+/// deterministic: asked again, they choose the same).
+GpuChoice ChoiceOn(const Profile& profile, const CycleState& cycle, const NodeView& node);
+
+/// The GPUs the pod gets on `node` when every filter passes; else nullopt.
+std::optional<GpuChoice> FitOn(const Profile& profile, const CycleState& cycle, const NodeView& node);
 
 }  // namespace tessera::sim

@@ -100,13 +100,34 @@ PodClasses ClassifyPods(const std::vector<TracePod>& pods) {
   return c;
 }
 
+namespace {
+
+// Finds nothing, and records what the run computed: every node's answer, as
+// a cache would keep it.
+class RecordingCache final : public NodeAnswerCache {
+ public:
+  void Find(absl::Span<const NodeView* const>, absl::Span<const NodeAnswer*>) override {}
+  void Keep(absl::Span<const NodeView* const>, absl::Span<const size_t>, std::vector<NodeAnswer>& computed) override {
+    answers = std::move(computed);
+  }
+  std::vector<NodeAnswer> answers;
+};
+
+bool SameAnswer(const NodeAnswer& a, const NodeAnswer& b) {
+  return a.choice == b.choice && a.raw == b.raw && a.set_rejected == b.set_rejected;
+}
+
+}  // namespace
+
 bool AnswersDependOnSalt(const Profile& profile, const Cluster& cluster, const PodClasses& classes) {
   // A few classes of every kind, on the first nodes: a randomising plugin
-  // answers differently under two salts on some of them.
+  // answers differently under two salts on some of them. What is compared
+  // is what a cache would keep (the answers of the memoizable plugins; the
+  // others are asked anew every run anyway).
   constexpr size_t kClassesPerKind = 2, kNodes = 128;
   std::array<size_t, kPodKinds> taken{};
-  const size_t k = profile.score_plugin_count();
-  std::vector<int64_t> raw_a(k), raw_b(k);
+  std::vector<const NodeView*> nodes = AllNodes(cluster);
+  nodes.resize(std::min(kNodes, nodes.size()));
   for (size_t c = 0; c < classes.requests.size(); ++c) {
     size_t& count = taken[static_cast<size_t>(classes.kinds[c])];
     if (count == kClassesPerKind) continue;
@@ -115,11 +136,14 @@ bool AnswersDependOnSalt(const Profile& profile, const Cluster& cluster, const P
     a.salt = 1;
     b.salt = 2;
     const CycleState cycle_a(std::move(a)), cycle_b(std::move(b));
-    for (size_t i = 0; i < std::min(kNodes, cluster.size()); ++i) {
-      Verdict va, vb;
-      Evaluate(profile, cycle_a, cluster.View(i), va, absl::MakeSpan(raw_a));
-      Evaluate(profile, cycle_b, cluster.View(i), vb, absl::MakeSpan(raw_b));
-      if (va.fits != vb.fits || (va.fits && (!(va.choice == vb.choice) || raw_a != raw_b))) return true;
+    RecordingCache answers_a, answers_b;
+    const RunOptions options_a{.cache = &answers_a, .filter = true, .parallel_for = nullptr, .min_parallel = 0};
+    const RunOptions options_b{.cache = &answers_b, .filter = true, .parallel_for = nullptr, .min_parallel = 0};
+    (void)profile.Run(cycle_a, nodes, options_a, nullptr);
+    (void)profile.Run(cycle_b, nodes, options_b, nullptr);
+    if (!std::equal(answers_a.answers.begin(), answers_a.answers.end(), answers_b.answers.begin(),
+                    answers_b.answers.end(), SameAnswer)) {
+      return true;
     }
   }
   return false;
@@ -151,21 +175,15 @@ ReplayResult Replay(const ReplayInput& in) {
   if (in.learning != nullptr && in.learning->enabled) learner.emplace(*in.learning);
   auto owned = std::make_shared<Cluster>(*in.empty_cluster);
   Cluster& cluster = *owned;
-  const size_t n = cluster.size();
-  const size_t k = in.profile->score_plugin_count();
   const std::vector<uint32_t>& rank = in.workload->node_rank;
 
   ReplayResult result;
   result.memoised = in.memo == MemoMode::kAuto && !AnswersDependOnSalt(*in.profile, cluster, *in.classes);
-  const size_t slots = result.memoised ? in.classes->requests.size() : 1;
-  std::vector<std::vector<Verdict>> verdicts(slots);
-  std::vector<std::vector<int64_t>> raw(slots);
+  const size_t slots = result.memoised ? in.classes->requests.size() : 0;
+  std::vector<ClassAnswers> answers(slots, ClassAnswers(cluster));
+  const std::vector<const NodeView*> nodes = AllNodes(cluster);
 
   FragmentationRecord fragmentation(in.typical, cluster);
-  std::vector<uint32_t> feasible;
-  std::vector<std::vector<int64_t>> scores(k);
-  std::vector<int64_t> totals;
-  feasible.reserve(n);
   result.events.reserve(in.workload->pods.size());
 
   int64_t arrived = 0;
@@ -175,25 +193,18 @@ ReplayResult Replay(const ReplayInput& in) {
     PodGpuRequest request = in.classes->requests[cls];
     request.salt = SaltOf(in.seed, position);
     const CycleState cycle(std::move(request));
-    const size_t slot = result.memoised ? cls : 0;
-    std::vector<Verdict>& verdict = verdicts[slot];
-    std::vector<int64_t>& memo_raw = raw[slot];
-    if (verdict.empty()) {
-      verdict.resize(n);
-      memo_raw.resize(n * k);
-    }
-
     const Profile& profile = *profile_in_force;
-    EvaluateNodes(profile, cycle, cluster, result.memoised, verdict, memo_raw, feasible, scores);
+    const RunResult run = EvaluateNodes(profile, cycle, nodes, result.memoised ? &answers[cls] : nullptr);
 
     arrived += pod.total_milli();
-    if (feasible.empty()) {
+    if (run.fitting.empty()) {
       const size_t kind = static_cast<size_t>(in.classes->kinds[cls]);
       ++result.failed_pods[kind];
       result.failed_milli[kind] += pod.total_milli();
     } else {
-      const size_t node = BestNode(profile, feasible, scores, rank, totals);
-      const std::vector<GpuShare> shares = profile.SharesFor(cycle, cluster.View(node), verdict[node].choice);
+      const size_t node = BestNode(run, rank);
+      const GpuChoice choice = ChoiceOn(profile, cycle, cluster.View(node));
+      const std::vector<GpuShare> shares = profile.SharesFor(cycle, cluster.View(node), choice);
       if (std::optional<std::string> why = PlacementViolation(cycle.request(), cluster.View(node), shares)) {
         result.violations.Record(position, cluster.View(node), *std::move(why));
       }
@@ -211,7 +222,7 @@ ReplayResult Replay(const ReplayInput& in) {
       const auto put_in_force = [&](std::shared_ptr<const Profile> next) {
         learned_profile = std::move(next);
         profile_in_force = learned_profile.get();
-        for (std::vector<Verdict>& v : verdicts) v.clear();
+        for (ClassAnswers& a : answers) a.Clear();
       };
       if (learner->due()) {
         if (std::shared_ptr<const TargetWorkload> mix = learner->DueMix(SupplyOf(cluster))) {

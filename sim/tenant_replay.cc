@@ -54,16 +54,14 @@ class TenantRun {
         nodes_(cluster_.size()),
         stats_(tenants_.size() + 1),
         waiting_milli_(tenants_.size() + 1, 0),
-        scores_(profile_.score_plugin_count()) {
+        views_(AllNodes(cluster_)) {
     capacity_ = GpuTotals{MilliGpu(cluster_.capacity_milli()), MemoryMiB(0), cluster_.capacity_milli() / 1000};
     for (size_t i = 0; i < cluster_.size(); ++i) nodes_[i].name = std::string(cluster_.View(i).name);
     for (TenantIndex t = 0; t < tenants_.size(); ++t) keys_.push_back(ConsumerKey{"", tenants_.tenant(t).name});
     keys_.push_back(ConsumerKey{"", ""});
     for (const PodGpuRequest& r : in.classes->requests) asks_.push_back(TotalsOfRequest(CycleState(r)));
     result_.memoised = in.memo == MemoMode::kAuto && !AnswersDependOnSalt(profile_, cluster_, *in.classes);
-    const size_t slots = result_.memoised ? in.classes->requests.size() : 1;
-    verdicts_.resize(slots);
-    raw_.resize(slots);
+    if (result_.memoised) answers_.assign(in.classes->requests.size(), ClassAnswers(cluster_));
   }
 
   TenantReplayResult Run() {
@@ -167,16 +165,10 @@ class TenantRun {
     if (cycle.wants_gpus()) verdict = ledger.Admit(Tenancy(p).tenant, asks_[ClassOf(p)]);
     if (verdict.code == QuotaVerdict::Code::kOverMax) return Outcome::kOverMax;
     if (verdict.ok()) {
-      const size_t slot = result_.memoised ? ClassOf(p) : 0;
-      std::vector<Verdict>& verdict_of = verdicts_[slot];
-      if (verdict_of.empty()) {
-        verdict_of.resize(cluster_.size());
-        raw_[slot].resize(cluster_.size() * scores_.size());
-      }
-      EvaluateNodes(profile_, cycle, cluster_, result_.memoised, verdict_of, raw_[slot], feasible_, scores_);
-      if (!feasible_.empty()) {
-        const size_t node = BestNode(profile_, feasible_, scores_, *in_.node_rank, totals_);
-        Place(p, node, cycle, verdict_of[node].choice, now);
+      const RunResult run = EvaluateNodes(profile_, cycle, views_, result_.memoised ? &answers_[ClassOf(p)] : nullptr);
+      if (!run.fitting.empty()) {
+        const size_t node = BestNode(run, *in_.node_rank);
+        Place(p, node, cycle, ChoiceOn(profile_, cycle, cluster_.View(node)), now);
         return Outcome::kPlaced;
       }
     }
@@ -217,13 +209,12 @@ class TenantRun {
     for (const Option& o : options) {
       if (!admitted && !AdmittedWithout(p, o.victims)) continue;
       for (uint32_t q : o.victims) Evict(q, now);
-      Verdict v;
-      Evaluate(profile_, cycle, cluster_.View(o.node), v, {});
-      if (!v.fits) {
+      const std::optional<GpuChoice> choice = FitOn(profile_, cycle, cluster_.View(o.node));
+      if (!choice.has_value()) {
         ++result_.preemption_misses;
         return false;
       }
-      Place(p, o.node, cycle, v.choice, now);
+      Place(p, o.node, cycle, *choice, now);
       ++stats_[TenantOf(p)].preemptions;
       stats_[TenantOf(p)].victims += static_cast<int64_t>(o.victims.size());
       return true;
@@ -302,12 +293,8 @@ class TenantRun {
   int64_t now_ = 0;
   size_t evictions_ = 0;
   TenantReplayResult result_;
-  // Per pod class (one slot when not memoised): every node's verdict and raw scores.
-  std::vector<std::vector<Verdict>> verdicts_;
-  std::vector<std::vector<int64_t>> raw_;
-  std::vector<uint32_t> feasible_;
-  std::vector<std::vector<int64_t>> scores_;
-  std::vector<int64_t> totals_;
+  std::vector<const NodeView*> views_;  // every node of cluster_, for Profile::Run
+  std::vector<ClassAnswers> answers_;    // per pod class, when answers are kept
 };
 
 }  // namespace

@@ -83,6 +83,7 @@ Profile::Profile(std::vector<WeightedPlugin> plugins) : plugins_(std::move(plugi
     const Plugin& plugin = *p.plugin;
     if (const NodeFilterPlugin* filter = As<NodeFilterPlugin>(plugin)) {
       filters_.push_back({.node = filter, .chooser = nullptr, .kind = GpuRequestKind::kNone});
+      node_filters_memoizable_ = node_filters_memoizable_ && plugin.Memoizable();
     }
     if (const GpuChooserPlugin* chooser = As<GpuChooserPlugin>(plugin)) {
       const size_t kind = static_cast<size_t>(chooser->Places());
@@ -117,9 +118,13 @@ Profile::Profile(std::vector<WeightedPlugin> plugins) : plugins_(std::move(plugi
     }
     scorers_.push_back(s);
   }
+  memoizable_ = gpu_set_plugin_ == nullptr || gpu_set_plugin_->Memoizable();
+  for (const Plugin* chooser : chooser_plugins_) {
+    if (chooser != nullptr && !chooser->Memoizable()) memoizable_ = false;
+  }
 }
 
-FilterVerdict Profile::Filter(const CycleState& cycle, const NodeView& node) const {
+FilterVerdict Profile::FilterByPlugins(const CycleState& cycle, const NodeView& node) const {
   const GpuRequestKind kind = cycle.kind();
   if (kind == GpuRequestKind::kMigInstance && ChooserFor(cycle) == nullptr) {
     return FilterVerdict::Never("no_mig_placement",
@@ -137,6 +142,12 @@ FilterVerdict Profile::Filter(const CycleState& cycle, const NodeView& node) con
     }
     if (!v.ok()) return v;
   }
+  return FilterVerdict::Success();
+}
+
+FilterVerdict Profile::Filter(const CycleState& cycle, const NodeView& node) const {
+  if (FilterVerdict v = FilterByPlugins(cycle, node); !v.ok()) return v;
+  const GpuRequestKind kind = cycle.kind();
   // A MIG instance is isolated in hardware from the rest of its GPU, so what
   // the GPU is measured doing rules none out.
   if (kind != GpuRequestKind::kShares) return FilterVerdict::Success();
@@ -209,34 +220,13 @@ std::vector<GpuShare> Profile::SharesFor(const CycleState& cycle, const NodeView
 
 std::vector<int64_t> Profile::Score(const CycleState& cycle, absl::Span<const NodeView* const> nodes,
                                     std::vector<std::optional<GpuChoice>>* choices) const {
-  const size_t n = nodes.size();
-  std::vector<std::optional<GpuChoice>> local;
-  std::vector<std::optional<GpuChoice>>& chosen = choices != nullptr ? *choices : local;
-  chosen.assign(n, std::nullopt);
+  return WireScores(Run(cycle, nodes, RunOptions{}, choices), nodes.size());
+}
 
-  // Nodes where the pod fits now; only these are scored and normalised, so
-  // a node that cannot take the pod never shifts the others' scale.
-  std::vector<size_t> fitting;
-  fitting.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kPrefetchDistance < n) PrefetchNode(*nodes[i + kPrefetchDistance]);
-    chosen[i] = ChooseGpus(cycle, *nodes[i]);
-    if (chosen[i].has_value()) fitting.push_back(i);
-  }
-
-  std::vector<int64_t> weighted(fitting.size(), 0);
-  std::vector<int64_t> raw(fitting.size());
-  for (size_t s = 0; s < scorers_.size(); ++s) {
-    for (size_t k = 0; k < fitting.size(); ++k) {
-      const size_t i = fitting[k];
-      raw[k] = RawScore(s, cycle, *nodes[i], *chosen[i]);
-    }
-    AddWeighted(s, absl::MakeSpan(raw), absl::MakeSpan(weighted));
-  }
-
-  const std::vector<int64_t> on_wire = WireScores(weighted);
-  std::vector<int64_t> wire(n, 0);
-  for (size_t k = 0; k < fitting.size(); ++k) wire[fitting[k]] = on_wire[k];
+std::vector<int64_t> Profile::WireScores(const RunResult& run, size_t nodes) {
+  const std::vector<int64_t> on_wire = WireScores(run.totals);
+  std::vector<int64_t> wire(nodes, 0);
+  for (size_t k = 0; k < run.fitting.size(); ++k) wire[run.fitting[k]] = on_wire[k];
   return wire;
 }
 
@@ -264,25 +254,10 @@ int64_t Profile::RawScore(size_t scorer, const CycleState& cycle, const NodeView
   return s.score->ScoreNode(cycle, node, choice);
 }
 
-void Profile::AddWeighted(size_t scorer, absl::Span<int64_t> raw, absl::Span<int64_t> totals) const {
-  const WeightedScorer& s = scorers_[scorer];
-  if (s.normalize != nullptr) s.normalize->NormalizeScores(raw);
-  for (size_t k = 0; k < raw.size(); ++k) {
-    totals[k] += std::clamp<int64_t>(raw[k], 0, kMaxPluginScore) * s.weight;
-  }
-}
-
 int64_t Profile::total_weight() const {
   int64_t total = 0;
   for (const WeightedScorer& s : scorers_) total += s.weight;
   return total;
-}
-
-bool Profile::memoizable() const {
-  for (const Plugin* chooser : chooser_plugins_) {
-    if (chooser != nullptr && !chooser->Memoizable()) return false;
-  }
-  return gpu_set_plugin_ == nullptr || gpu_set_plugin_->Memoizable();
 }
 
 std::shared_ptr<const Profile> Profile::WithWorkload(std::shared_ptr<const TargetWorkload> workload) const {

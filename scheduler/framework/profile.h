@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "scheduler/framework/plugin.h"
+#include "scheduler/framework/profile_run.h"
 #include "scheduler/model/target_workload.h"
 
 namespace tessera {
@@ -59,16 +60,29 @@ class Profile {
   [[nodiscard]] std::vector<GpuShare> SharesFor(const CycleState& cycle, const NodeView& node,
                                                 const GpuChoice& choice) const;
 
-  /// Scores every node in 0..kMaxWireScore: for each node the GPUs are
-  /// chosen (a node where none are found scores 0), every score plugin
-  /// scores and normalises, the scores are weighed and summed at plugin
-  /// resolution, and the sums go to the wire once, by WireScores.
+  /// Runs the profile over `nodes`, the one loop every caller that scores
+  /// nodes shares (profile_run.h): per node, the memoizable answer (the GPU
+  /// choice before any GPU is ruled out, the memoizable score plugins' raw
+  /// scores; with `options.filter`, the filters first) comes from
+  /// `options.cache` or is computed; then the GPUs ruled out now are
+  /// dropped (the node is chosen anew where that changes its choice, and
+  /// does not fit where too few are left), the other score plugins score,
+  /// every score plugin normalises over the nodes where the pod fits, and
+  /// the scores are weighed and summed at plugin resolution.
+  /// \param choices if non-null, receives the choice per node (nullopt: no fit).
+  [[nodiscard]] RunResult Run(const CycleState& cycle, absl::Span<const NodeView* const> nodes,
+                              const RunOptions& options, std::vector<std::optional<GpuChoice>>* choices) const;
+
+  /// Scores every node in 0..kMaxWireScore: Run with no cache, its sums put
+  /// on the wire once, by WireScores (0 where the pod does not fit).
   /// \param choices if non-null, receives the choice per node (nullopt: no fit).
   [[nodiscard]] std::vector<int64_t> Score(const CycleState& cycle, absl::Span<const NodeView* const> nodes,
                                            std::vector<std::optional<GpuChoice>>* choices) const;
+  /// The wire scores of `nodes` from a run over them: 0 where the pod does not fit.
+  [[nodiscard]] static std::vector<int64_t> WireScores(const RunResult& run, size_t nodes);
 
   /// The wire scores of the nodes where the pod fits, from their weighted
-  /// sums (AddWeighted's totals), same order. The wire has only 11 levels
+  /// sums (RunResult::totals), same order. The wire has only 11 levels
   /// (kube-scheduler's 0..10) where a policy like fgd separates its best node
   /// from the next by 1 in 10 000, and rounding the sums would tie them. So
   /// the order that matters is kept: every node with the highest sum gets
@@ -99,44 +113,17 @@ class Profile {
   /// Names of the configured plugins, in order.
   [[nodiscard]] std::vector<std::string> PluginNames() const;
 
-  // For a caller that keeps per-node answers between requests
-  // (scheduler/memo/score_memo.h).
-
-  /// Whether the GPU choice before any GPU is ruled out (the chooser's and
-  /// the GPU set chooser's) is Memoizable(): then a node's choice for one
-  /// request stays valid while the node's version does, and so do the raw
-  /// scores of memoizable score plugins on it. GPU exclusion plugins and
-  /// the other score plugins are asked anew every time.
-  [[nodiscard]] bool memoizable() const;
-  /// Whether score plugin `scorer` is Memoizable().
-  [[nodiscard]] bool scorer_memoizable(size_t scorer) const { return scorers_[scorer].memoizable; }
+  /// Whether the GPU choice before any GPU is ruled out (the choosers' and
+  /// the GPU set chooser's) is Memoizable(): then a node's answer for one
+  /// request (NodeAnswer) stays valid while the node's version does, and
+  /// Run consults a cache. GPU exclusion plugins and the score plugins that
+  /// are not memoizable are asked anew every run.
+  [[nodiscard]] bool memoizable() const { return memoizable_; }
   /// Whether any plugin rules single GPUs out (GpuExclusionPlugin).
   [[nodiscard]] bool has_gpu_exclusions() const { return !excluders_.empty(); }
-  /// The GPUs of `node` the GPU exclusion plugins rule out for the pod.
-  [[nodiscard]] GpuIndexList ExcludedGpus(const CycleState& cycle, const NodeView& node) const;
-  /// ChooseGpus once ExcludedGpus is known: ChooseGpus(c, n) is
-  /// ChooseGpusAvoiding(c, n, ExcludedGpus(c, n)).
-  [[nodiscard]] std::optional<GpuChoice> ChooseGpusAvoiding(const CycleState& cycle, const NodeView& node,
-                                                            const GpuIndexList& excluded) const;
-
-  // Score() in stages, for a caller that keeps per-node results between
-  // pods (the placement simulator memoises raw scores per node and pod
-  // class): RawScore of every score plugin on every fitting node, then
-  // AddWeighted per plugin over the fitting nodes.
-
-  /// The number of score plugins, in profile order.
-  [[nodiscard]] size_t score_plugin_count() const { return scorers_.size(); }
-  /// Σ of the score plugins' weights.
+  /// Σ of the score plugins' weights: a fitting node's sum is at most
+  /// kMaxPluginScore times this.
   [[nodiscard]] int64_t total_weight() const;
-  /// Score plugin `scorer`'s raw (not yet normalised) score of one node
-  /// (`choice.chooser_score` when `scorer` is the chooser and it gave one).
-  [[nodiscard]] int64_t RawScore(size_t scorer, const CycleState& cycle, const NodeView& node,
-                                 const GpuChoice& choice) const;
-  /// Normalises score plugin `scorer`'s raw scores of all fitting nodes in
-  /// place, then adds weight × score (clamped to 0..kMaxPluginScore) into
-  /// `totals`, node for node. Totals are at plugin resolution:
-  /// 0..kMaxPluginScore × total_weight().
-  void AddWeighted(size_t scorer, absl::Span<int64_t> raw, absl::Span<int64_t> totals) const;
 
  private:
   struct WeightedScorer {
@@ -167,6 +154,24 @@ class Profile {
 
   explicit Profile(std::vector<WeightedPlugin> plugins);
 
+  // Run's stages (profile_run.cc).
+  class Stages;
+  // The GPUs of `node` the GPU exclusion plugins rule out for the pod.
+  [[nodiscard]] GpuIndexList ExcludedGpus(const CycleState& cycle, const NodeView& node) const;
+  // ChooseGpus once ExcludedGpus is known: ChooseGpus(c, n) is
+  // ChooseGpusAvoiding(c, n, ExcludedGpus(c, n)).
+  [[nodiscard]] std::optional<GpuChoice> ChooseGpusAvoiding(const CycleState& cycle, const NodeView& node,
+                                                            const GpuIndexList& excluded) const;
+  // The node filters' and the request's chooser's verdicts, in profile
+  // order (Filter before the GPUs ruled out and the set filter).
+  [[nodiscard]] FilterVerdict FilterByPlugins(const CycleState& cycle, const NodeView& node) const;
+  // The memoizable answer for one node (NodeAnswer), into `answer`.
+  void Answer(const CycleState& cycle, const NodeView& node, bool filter, NodeAnswer& answer) const;
+  // Score plugin `scorer`'s raw (not yet normalised) score of one node
+  // (`choice.chooser_score` when `scorer` is the request's chooser and it gave one).
+  [[nodiscard]] int64_t RawScore(size_t scorer, const CycleState& cycle, const NodeView& node,
+                                 const GpuChoice& choice) const;
+
   std::vector<WeightedPlugin> plugins_;
   std::vector<FilterStep> filters_;
   std::vector<const GpuExclusionPlugin*> excluders_;
@@ -177,6 +182,8 @@ class Profile {
   const GpuSetChooserPlugin* gpu_set_ = nullptr;        // optional
   const Plugin* gpu_set_plugin_ = nullptr;              // the same, as a plugin
   const GpuSetFilterPlugin* gpu_set_filter_ = nullptr;  // optional; gpu_set_'s plugin
+  bool node_filters_memoizable_ = true;                  // every node filter is Memoizable()
+  bool memoizable_ = true;                               // see memoizable()
 };
 
 }  // namespace tessera

@@ -5,27 +5,27 @@
 // of one workload). A memoisable profile's GPU choice and raw scores on a
 // node are a function of the request and the node's state alone
 // (Plugin::Memoizable), and the state is named by NodeView::version. So a
-// ScoreMemo keeps, for the last few distinct requests, every node's choice
-// and raw scores by version, and a request computes only the nodes whose
-// version it has not seen. Normalisation spans all fitting nodes and is
-// redone per request through the profile's own stages (Profile::AddWeighted),
-// so the answer is Profile::Score's, bit for bit.
+// ScoreMemo keeps, for the last few distinct requests, every node's answer
+// (NodeAnswer: choice and raw scores) by version. It is the cache that
+// Profile::Run, the profile's one loop over nodes, consults: a request
+// computes only the nodes whose version its slot has not seen, and the run
+// redoes the rest (normalisation over all fitting nodes, the weighing) as
+// it does for Profile::Score, so the answer is Profile::Score's, bit for bit.
 //
 // Plugins that read what the version does not name (load-aware: live
 // telemetry and the clock) are asked on every request: GPU exclusion plugins
 // rule GPUs out anew (where they take the kept choice away, the node is
 // chosen and scored afresh), and non-memoisable score plugins score the
-// kept choice anew. Only the chooser must be memoisable.
+// kept choice anew. Only the choosers must be memoisable.
 //
 // Memory, bounded: at most `max_requests` requests; per request, between
 // requests, at most MaxEntries(N) = 1.25·N + 64 node answers, N the most
 // versioned nodes one of its requests named (beyond that, old versions are
-// swept). An answer takes 112 bytes in the request's array and 17 in its
-// index: at 5000 nodes about 0.7 MB a request, and the default 32 requests
-// hold 22 MB (up to twice that after requests that each found most nodes
-// changed at once: arrays and indices do not shrink). Besides, with a pool,
-// one request's working space is kept for the next: 128 bytes a node of the
-// largest request, 0.6 MB at 5000 nodes.
+// swept). An answer takes 120 bytes in the request's arrays (the answer,
+// its version and last reader) and 17 in its index: at 5000 nodes about
+// 0.7 MB a request, and the default 32 requests hold 22 MB (up to twice
+// that after requests that each found most nodes changed at once: arrays
+// and indices do not shrink).
 //
 // Computing a node is the costly part (the profile's plugins; ~0.25 µs a node
 // with the default policy), and a new request or a policy reload computes
@@ -111,80 +111,41 @@ class ScoreMemo {
   [[nodiscard]] static size_t MaxEntries(size_t largest_request);
 
  private:
-  // One node's answers at one version.
-  struct Entry {
-    uint64_t version = 0;               // the node's; 0: not indexed (a duplicate or an unversioned node)
-    uint64_t last_use = 0;              // the slot's use that last read it
-    std::optional<GpuChoice> choice;    // before any GPU is ruled out; nullopt: the pod does not fit
-    absl::InlinedVector<int64_t, 3> raw;  // per score plugin (memoizable ones only); empty when it does not fit
-  };
   // The answers for one request: dense, in the order they were computed
-  // (the order nodes are named in), and an index by node version. A new
-  // request adopts the array its nodes were computed into whole, and the
-  // index is small (17 bytes an answer, control byte included) where a hash
-  // table of the answers themselves would hold 113: building it touches a
-  // sixth of the memory.
+  // (the order nodes are named in), with per answer the node version it
+  // holds for and the last request that read it, and an index by version.
+  // A new request adopts the array its nodes were computed into whole, and
+  // the index is small (17 bytes an answer, control byte included) where a
+  // hash table of the answers themselves would hold over 100: building it
+  // touches a sixth of the memory.
   struct Slot {
     PodGpuRequest request;
     uint64_t last_use = 0;    // the memo's clock at its last request (LRU)
     uint64_t uses = 0;        // requests it served
     size_t high_water = 0;    // most versioned nodes one request named
-    std::vector<Entry> entries;
-    absl::flat_hash_map<uint64_t, uint32_t> at;  // version -> position in `entries`
+    std::vector<NodeAnswer> answers;
+    std::vector<uint64_t> versions;  // per answer: its node's version; 0: not indexed (a duplicate)
+    std::vector<uint64_t> read_by;   // per answer: the slot's use that last read it
+    absl::flat_hash_map<uint64_t, uint32_t> at;  // version -> position in `answers`
   };
-  // One request's working space with a pool (without one, nodes are computed
-  // straight into the slot), kept between requests so that a warm request
-  // allocates nothing per node; sized by the largest request.
-  struct Scratch {
-    std::vector<const Entry*> answers;  // per node: kept, or in `computed`
-    std::vector<size_t> unknown;        // the nodes to compute, in node order
-    std::vector<Entry> computed;        // their answers, by position in `unknown`
-  };
-
-  class Stages;  // Profile::Score's stages from the answers (score_memo.cc)
-  // What one request's pass over its nodes did.
-  struct Pass {
-    size_t versioned = 0;   // nodes named with a version
-    uint64_t computed = 0;  // nodes computed rather than answered from the slot
-    bool parallel = false;  // computed on the pool
-  };
+  class SlotCache;  // the NodeAnswerCache Profile::Run consults: one slot, one request (score_memo.cc)
 
   std::vector<int64_t> ScoreLocked(const CycleState& cycle, absl::Span<const NodeView* const> nodes,
                                    std::vector<std::optional<GpuChoice>>* choices, Counters& this_call) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Answers every node from `slot` or computes it, into `stages` in node
-  // order: on the caller alone, or with the pool (a second pass then keeps
-  // what was computed).
-  Pass PassOnCaller(const CycleState& cycle, absl::Span<const NodeView* const> nodes, Slot& slot, uint64_t use,
-                    Stages& stages) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Pass PassWithPool(const CycleState& cycle, absl::Span<const NodeView* const> nodes, Slot& slot, uint64_t use,
-                    Stages& stages) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After PassWithPool: keeps in `slot` what it computed (scratch_) at a
-  // version, read by request `use`.
-  void KeepComputed(absl::Span<const NodeView* const> nodes, Slot& slot, uint64_t use) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Slot& SlotFor(const PodGpuRequest& request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether the answer for the node named `i`th, at `version`, is
-  // entries[i]: so it is when the nodes are named in the order they were
-  // when the answers were computed (replicas of one workload are asked about
-  // one list), and then the index is not asked.
-  static bool AtItsPosition(const std::vector<Entry>& entries, size_t i, uint64_t version);
   // Drops the answers request `use` did not read (old versions of nodes that
   // changed), keeping the others' order, and re-indexes.
   static void Sweep(Slot& slot, uint64_t use);
-  // The profile's choice and raw scores on one node, as Profile::Score computes them.
-  void Evaluate(const CycleState& cycle, const NodeView& node, Entry& entry) const;
 
   const std::shared_ptr<const Profile> profile_;
   const bool memoizable_;
-  const bool has_gpu_exclusions_;
   const size_t max_requests_;
   WorkerPool* const pool_;  // null: every node is computed on the caller
 
   mutable absl::Mutex mu_;
   mutable std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
   mutable uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
-  mutable Scratch scratch_ ABSL_GUARDED_BY(mu_);
 
   mutable std::atomic<uint64_t> nodes_computed_{0};
   mutable std::atomic<uint64_t> nodes_reused_{0};

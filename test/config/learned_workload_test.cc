@@ -103,9 +103,10 @@ int64_t Score(const Profile& profile) {
   const testing::Node built = testing::Node("n").Gpus(2).Hold(0, 750);
   const NodeView node = built.View();
   const CycleState cycle(testing::Pod().Fraction(250));
-  std::optional<GpuChoice> choice = profile.ChooseGpus(cycle, node);
-  EXPECT_TRUE(choice.has_value());
-  return choice.has_value() ? profile.RawScore(0, cycle, node, *choice) : -1;
+  const std::vector<const NodeView*> nodes = {&node};
+  const RunResult run = profile.Run(cycle, nodes, RunOptions{}, nullptr);
+  EXPECT_EQ(run.totals.size(), 1u) << "the pod fits";
+  return run.totals.empty() ? -1 : run.totals[0];
 }
 
 TEST_F(LearnedWorkloadStoreTest, ALearnedMixReplacesTheFilesListAndSurvivesAReload) {

@@ -243,13 +243,10 @@ TEST(PolicyLoaderTest, WeightsReachTheProfileAndDefaultToOne) {
     absl::StatusOr<std::shared_ptr<const Profile>> profile = LoadPolicyText(yaml, "policy.yaml", registry);
     ASSERT_TRUE(profile.ok()) << profile.status();
     const NodeView node{.name = "n1", .gpus = {}, .inventory_error = nullptr, .usage = {}};
-    const GpuChoice none;
-    std::vector<int64_t> totals = {0};
-    for (size_t s = 0; s < (*profile)->score_plugin_count(); ++s) {
-      std::vector<int64_t> raw = {(*profile)->RawScore(s, CycleState(PodGpuRequest{}), node, none)};
-      (*profile)->AddWeighted(s, absl::MakeSpan(raw), absl::MakeSpan(totals));
-    }
-    EXPECT_EQ(totals[0], c.want_sum);
+    const std::vector<const NodeView*> nodes = {&node};
+    const RunResult run = (*profile)->Run(CycleState(PodGpuRequest{}), nodes, RunOptions{}, nullptr);
+    ASSERT_EQ(run.totals.size(), 1u) << "fake-chooser finds GPUs anywhere";
+    EXPECT_EQ(run.totals[0], c.want_sum);
     EXPECT_EQ((*profile)->total_weight(), c.want_total_weight);
   }
 }

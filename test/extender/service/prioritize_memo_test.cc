@@ -59,9 +59,17 @@ TEST(PrioritizeMemoTest, EveryShippedPolicyKeepsItsChoiceAndLoadAwareScoresAnew)
   EXPECT_TRUE(load_aware->memoizable());
   EXPECT_TRUE(load_aware->has_gpu_exclusions());
   EXPECT_EQ(load_aware->PluginNames(), (std::vector<std::string>{"gpu-share", "load-aware"}));
-  EXPECT_TRUE(load_aware->scorer_memoizable(0));
-  EXPECT_FALSE(load_aware->scorer_memoizable(1));
 }
+
+// A cache that finds nothing and records every answer the run computed.
+class RecordedAnswers final : public NodeAnswerCache {
+ public:
+  void Find(absl::Span<const NodeView* const>, absl::Span<const NodeAnswer*>) override {}
+  void Keep(absl::Span<const NodeView* const>, absl::Span<const size_t>, std::vector<NodeAnswer>& computed) override {
+    answers = std::move(computed);
+  }
+  std::vector<NodeAnswer> answers;
+};
 
 // A cluster of 8-GPU nodes that changes at random: A100 boxes (a third with
 // an NVLink topology), T4 boxes, one node with an unreadable inventory;
@@ -246,9 +254,13 @@ TEST(PrioritizeMemoTest, LoadAwareFollowsTelemetryThatChangesUnderAKeptChoice) {
     ASSERT_EQ(memo.Score(pod, views, &memo_choices), (*profile)->Score(pod, views, &profile_choices))
         << "round " << round;
     ASSERT_EQ(memo_choices, profile_choices) << "round " << round;
+    // The choices before any GPU is ruled out, as a cache would keep them.
+    RecordedAnswers plain;
+    (void)(*profile)->Run(pod, views, RunOptions{.cache = &plain, .filter = false, .parallel_for = nullptr, .min_parallel = 0},
+                          nullptr);
+    ASSERT_EQ(plain.answers.size(), views.size());
     for (size_t i = 0; i < views.size(); ++i) {
-      const std::optional<GpuChoice> plain = (*profile)->ChooseGpusAvoiding(pod, *views[i], GpuIndexList{});
-      if (plain != memo_choices[i]) ++hot_choices_avoided;
+      if (plain.answers[i].choice != memo_choices[i]) ++hot_choices_avoided;
     }
   }
   EXPECT_GT(hot_choices_avoided, 0u) << "the test must exercise GPUs ruled out under a kept choice";

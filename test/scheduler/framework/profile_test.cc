@@ -267,10 +267,13 @@ TEST(Profile, AChoosersOwnScoreOfItsChoiceStandsForItsScoreAndNoOtherPlugins) {
   const std::optional<GpuChoice> carried = (*profile)->ChooseGpus(WholeGpu(), scored.View());
   const std::optional<GpuChoice> bare = (*profile)->ChooseGpus(WholeGpu(), plain.View());
   ASSERT_TRUE(carried.has_value() && bare.has_value());
-  EXPECT_EQ((*profile)->RawScore(0, WholeGpu(), scored.View(), *carried), 77) << "the chooser's score, not asked again";
-  EXPECT_EQ((*profile)->RawScore(0, WholeGpu(), plain.View(), *bare), 33) << "no score carried: ScoreNode is asked";
-  EXPECT_EQ((*profile)->RawScore(1, WholeGpu(), scored.View(), *carried), 10) << "another plugin scores for itself";
   EXPECT_EQ(*carried, *bare) << "the same GPUs are the same choice, whatever score they carry";
+  // Weighed sums (no normaliser): the chooser's 77 carried, not asked again,
+  // or its ScoreNode's 33 where it carried none; the other plugin's 10 each.
+  const std::vector<NodeView> views = {scored.View(), plain.View()};
+  const RunResult run = (*profile)->Run(WholeGpu(), Pointers(views), RunOptions{}, nullptr);
+  EXPECT_THAT(run.fitting, ElementsAre(0, 1));
+  EXPECT_THAT(run.totals, ElementsAre(77 + 10, 33 + 10));
 }
 
 // Implements every point and counts what it is asked: GPU points must not
@@ -337,7 +340,6 @@ TEST(Profile, APodThatAsksForNoGpuIsDecidedAtTheTopAndNoGpuPointIsAsked) {
   EXPECT_TRUE((*profile)->Filter(cpu_only, node.View()).ok());
   EXPECT_EQ((*profile)->ChooseGpus(cpu_only, node.View()), GpuChoice{});
   EXPECT_TRUE((*profile)->SharesFor(cpu_only, node.View(), GpuChoice{}).empty());
-  EXPECT_TRUE((*profile)->ExcludedGpus(cpu_only, node.View()).empty());
   const std::vector<NodeView> views = {node.View()};
   EXPECT_THAT((*profile)->Score(cpu_only, Pointers(views), nullptr), ElementsAre(kMaxWireScore));
   EXPECT_EQ(every->gpu_points, 0);

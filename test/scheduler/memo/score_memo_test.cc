@@ -337,8 +337,6 @@ TEST(ScoreMemoTest, AScorerThatIsNotMemoizableScoresEveryRequestWhileTheRestIsKe
   std::atomic<int> calls{0};
   const auto profile = MakeProfile(&calls, {.scorer_memoizable = false});
   EXPECT_TRUE(profile->memoizable());
-  EXPECT_FALSE(profile->scorer_memoizable(0));
-  EXPECT_TRUE(profile->scorer_memoizable(1));
   const ScoreMemo memo(profile);
   ClusterModel model;
   Fill(model, 6);
