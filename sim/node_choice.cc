@@ -11,10 +11,19 @@ void ClassAnswers::Clear() {
   versions_.clear();
 }
 
-void ClassAnswers::Find(absl::Span<const NodeView* const> nodes, absl::Span<const NodeAnswer*> found) {
-  if (versions_.empty()) return;
+void ClassAnswers::Find(absl::Span<const NodeView* const> nodes, absl::Span<const NodeAnswer*> found,
+                        std::vector<size_t>& missing) {
+  if (versions_.empty()) {  // the class's first pod
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      found[i] = nullptr;
+      missing.push_back(i);
+    }
+    return;
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
-    if (versions_[i] == cluster_->version(i)) found[i] = &answers_[i];
+    const bool kept = versions_[i] == cluster_->version(i);
+    found[i] = kept ? &answers_[i] : nullptr;
+    if (!kept) missing.push_back(i);
   }
 }
 
@@ -38,10 +47,11 @@ std::vector<const NodeView*> AllNodes(const Cluster& cluster) {
   return nodes;
 }
 
-RunResult EvaluateNodes(const Profile& profile, const CycleState& cycle, absl::Span<const NodeView* const> nodes,
-                        ClassAnswers* answers) {
-  return profile.Run(cycle, nodes, RunOptions{.cache = answers, .filter = true, .parallel_for = nullptr, .min_parallel = 0},
-                     nullptr);
+void EvaluateNodes(const Profile& profile, const CycleState& cycle, absl::Span<const NodeView* const> nodes,
+                   ClassAnswers* answers, RunScratch& scratch, RunResult& run) {
+  const RunOptions options{
+      .cache = answers, .filter = true, .parallel_for = nullptr, .min_parallel = 0, .scratch = &scratch};
+  profile.Run(cycle, nodes, options, nullptr, run);
 }
 
 size_t BestNode(const RunResult& run, const std::vector<uint32_t>& rank) {

@@ -31,7 +31,8 @@ class ClassAnswers final : public NodeAnswerCache {
   void Clear();
 
   /// `nodes` must be the cluster's views, in order (AllNodes).
-  void Find(absl::Span<const NodeView* const> nodes, absl::Span<const NodeAnswer*> found) override;
+  void Find(absl::Span<const NodeView* const> nodes, absl::Span<const NodeAnswer*> found,
+            std::vector<size_t>& missing) override;
   void Keep(absl::Span<const NodeView* const> nodes, absl::Span<const size_t> computed_at,
             std::vector<NodeAnswer>& computed) override;
 
@@ -45,9 +46,10 @@ class ClassAnswers final : public NodeAnswerCache {
 std::vector<const NodeView*> AllNodes(const Cluster& cluster);
 
 /// The profile run over every node (`nodes`: AllNodes(cluster)), filtering
-/// first, consulting `answers` (null: none).
-RunResult EvaluateNodes(const Profile& profile, const CycleState& cycle, absl::Span<const NodeView* const> nodes,
-                        ClassAnswers* answers);
+/// first, consulting `answers` (null: none), into `run`; `scratch` and `run`
+/// are kept by the replay from pod to pod.
+void EvaluateNodes(const Profile& profile, const CycleState& cycle, absl::Span<const NodeView* const> nodes,
+                   ClassAnswers* answers, RunScratch& scratch, RunResult& run);
 
 /// The fitting node of `run` with the highest weighted sum; ties go to the
 /// lower rank (the run's random node order, as kube-scheduler's pick among

@@ -106,7 +106,13 @@ namespace {
 // a cache would keep it.
 class RecordingCache final : public NodeAnswerCache {
  public:
-  void Find(absl::Span<const NodeView* const>, absl::Span<const NodeAnswer*>) override {}
+  void Find(absl::Span<const NodeView* const> nodes, absl::Span<const NodeAnswer*> found,
+            std::vector<size_t>& missing) override {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      found[i] = nullptr;
+      missing.push_back(i);
+    }
+  }
   void Keep(absl::Span<const NodeView* const>, absl::Span<const size_t>, std::vector<NodeAnswer>& computed) override {
     answers = std::move(computed);
   }
@@ -114,7 +120,8 @@ class RecordingCache final : public NodeAnswerCache {
 };
 
 bool SameAnswer(const NodeAnswer& a, const NodeAnswer& b) {
-  return a.choice == b.choice && a.raw == b.raw && a.set_rejected == b.set_rejected;
+  if (a.fits != b.fits) return false;
+  return !a.fits || (a.choice == b.choice && a.raw == b.raw && a.set_rejected == b.set_rejected);
 }
 
 }  // namespace
@@ -137,8 +144,10 @@ bool AnswersDependOnSalt(const Profile& profile, const Cluster& cluster, const P
     b.salt = 2;
     const CycleState cycle_a(std::move(a)), cycle_b(std::move(b));
     RecordingCache answers_a, answers_b;
-    const RunOptions options_a{.cache = &answers_a, .filter = true, .parallel_for = nullptr, .min_parallel = 0};
-    const RunOptions options_b{.cache = &answers_b, .filter = true, .parallel_for = nullptr, .min_parallel = 0};
+    const RunOptions options_a{
+        .cache = &answers_a, .filter = true, .parallel_for = nullptr, .min_parallel = 0, .scratch = nullptr};
+    const RunOptions options_b{
+        .cache = &answers_b, .filter = true, .parallel_for = nullptr, .min_parallel = 0, .scratch = nullptr};
     (void)profile.Run(cycle_a, nodes, options_a, nullptr);
     (void)profile.Run(cycle_b, nodes, options_b, nullptr);
     if (!std::equal(answers_a.answers.begin(), answers_a.answers.end(), answers_b.answers.begin(),
@@ -182,6 +191,8 @@ ReplayResult Replay(const ReplayInput& in) {
   const size_t slots = result.memoised ? in.classes->requests.size() : 0;
   std::vector<ClassAnswers> answers(slots, ClassAnswers(cluster));
   const std::vector<const NodeView*> nodes = AllNodes(cluster);
+  RunScratch scratch;
+  RunResult run;
 
   FragmentationRecord fragmentation(in.typical, cluster);
   result.events.reserve(in.workload->pods.size());
@@ -194,7 +205,7 @@ ReplayResult Replay(const ReplayInput& in) {
     request.salt = SaltOf(in.seed, position);
     const CycleState cycle(std::move(request));
     const Profile& profile = *profile_in_force;
-    const RunResult run = EvaluateNodes(profile, cycle, nodes, result.memoised ? &answers[cls] : nullptr);
+    EvaluateNodes(profile, cycle, nodes, result.memoised ? &answers[cls] : nullptr, scratch, run);
 
     arrived += pod.total_milli();
     if (run.fitting.empty()) {

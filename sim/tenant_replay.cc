@@ -165,9 +165,9 @@ class TenantRun {
     if (cycle.wants_gpus()) verdict = ledger.Admit(Tenancy(p).tenant, asks_[ClassOf(p)]);
     if (verdict.code == QuotaVerdict::Code::kOverMax) return Outcome::kOverMax;
     if (verdict.ok()) {
-      const RunResult run = EvaluateNodes(profile_, cycle, views_, result_.memoised ? &answers_[ClassOf(p)] : nullptr);
-      if (!run.fitting.empty()) {
-        const size_t node = BestNode(run, *in_.node_rank);
+      EvaluateNodes(profile_, cycle, views_, result_.memoised ? &answers_[ClassOf(p)] : nullptr, scratch_, run_);
+      if (!run_.fitting.empty()) {
+        const size_t node = BestNode(run_, *in_.node_rank);
         Place(p, node, cycle, ChoiceOn(profile_, cycle, cluster_.View(node)), now);
         return Outcome::kPlaced;
       }
@@ -295,6 +295,8 @@ class TenantRun {
   TenantReplayResult result_;
   std::vector<const NodeView*> views_;  // every node of cluster_, for Profile::Run
   std::vector<ClassAnswers> answers_;    // per pod class, when answers are kept
+  RunScratch scratch_;                   // Profile::Run's working space, from pod to pod
+  RunResult run_;
 };
 
 }  // namespace

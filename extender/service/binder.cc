@@ -114,6 +114,7 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
     }
     model_.ReleaseReservation(pod.uid);  // retried onto another node
     assumed_.erase(pod.uid);
+    UnreserveLocked(pod.uid);
   }
   const std::shared_ptr<const ClusterSnapshot> snapshot = model_.Publish();
   const std::optional<NodeIndex> index = snapshot->FindNode(node);
@@ -137,6 +138,12 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
   }
   if (absl::Status quota = CheckTenantMax(pod, cycle, *snapshot); !quota.ok()) return quota;
   GpuAssignment assignment{.node = std::string(node), .gpus = profile->SharesFor(cycle, view, *choice)};
+  // The Reserve point: a plugin that keeps state about pods, or vetoes a
+  // placement at the last moment, before the model counts the GPUs.
+  if (absl::Status reserved = profile->Reserve(cycle, view, assignment.gpus); !reserved.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", Absl(node), " can no longer take pod ", pod_key, ": ", reserved.message()));
+  }
   PodHolding holding;
   holding.uid = pod.uid;
   holding.pod_key = pod_key;
@@ -148,8 +155,14 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
   // The model checks capacity itself: a policy whose GPU choice ignores what
   // pods hold is refused here rather than over-committing a GPU.
   if (absl::Status reserved = model_.Reserve(std::move(holding), expires_at); !reserved.ok()) {
+    profile->Unreserve(cycle, node, assignment.gpus);
     return absl::FailedPreconditionError(
         absl::StrCat("node ", Absl(node), " can no longer take pod ", pod_key, ": ", reserved.message()));
+  }
+  if (profile->has_reserve_plugins()) {
+    plugin_reservations_.insert_or_assign(
+        pod.uid, PluginReservation{.profile = profile, .request = request, .node = std::string(node),
+                                   .shares = assignment.gpus});
   }
   model_.Publish();
   if (assuming) assumed_.insert(pod.uid);
@@ -257,7 +270,16 @@ void Binder::Pending::Abandon() {
 void Binder::Release(const std::string& uid) {
   absl::MutexLock lock(&reserve_mu_);
   assumed_.erase(uid);
+  UnreserveLocked(uid);
   if (model_.ReleaseReservation(uid)) model_.Publish();
+}
+
+void Binder::UnreserveLocked(const std::string& uid) {
+  const auto it = plugin_reservations_.find(uid);
+  if (it == plugin_reservations_.end()) return;
+  const PluginReservation& r = it->second;
+  r.profile->Unreserve(CycleState(r.request), r.node, r.shares);
+  plugin_reservations_.erase(it);
 }
 
 void Binder::Assume(std::string_view uid, std::string_view node, const PodGpuRequest& request) {
@@ -388,7 +410,19 @@ size_t Binder::ExpireReservations(absl::Time now) {
     absl::MutexLock lock(&reserve_mu_);
     expired = model_.ExpireReservations(now);
     if (!expired.empty()) model_.Publish();
-    for (const PodHolding& p : expired) was_assumed.push_back(assumed_.erase(p.uid) > 0);
+    for (const PodHolding& p : expired) {
+      was_assumed.push_back(assumed_.erase(p.uid) > 0);
+      UnreserveLocked(p.uid);
+    }
+    // A plugin reservation whose pod the watch shows holding its GPUs is
+    // the pod's now: as kube-scheduler after a bind, no Unreserve.
+    for (auto it = plugin_reservations_.begin(); it != plugin_reservations_.end();) {
+      if (model_.FindReservation(it->first).has_value()) {
+        ++it;
+      } else {
+        plugin_reservations_.erase(it++);
+      }
+    }
     // An assumption the watch confirmed (the pod bound without this
     // binder, e.g. by another replica) is no longer a reservation.
     for (auto it = assumed_.begin(); it != assumed_.end();) {

@@ -39,6 +39,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -170,6 +171,8 @@ class Binder {
   /// Reserves for `p.pod_`, or sets `p.result_` to why not.
   void ReserveFor(Pending& p);
   void Release(const std::string& uid);
+  // Gives the pod's plugin reservation up (Profile::Unreserve), if it has one.
+  void UnreserveLocked(const std::string& uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(reserve_mu_);
   /// The pod to bind: as the watch last saw it, or as the API server has it
   /// when the watch lags; FailedPrecondition when its uid is not `ref`'s.
   absl::StatusOr<PodRecord> PodToBind(const k8s::PodRef& ref, absl::Time deadline);
@@ -188,6 +191,17 @@ class Binder {
   Counter& assumptions_expired_count_;   // tessera_filter_assumptions_expired_total
   // Uids whose reservation a filter made (Assume) and no bind has taken over.
   absl::flat_hash_set<std::string> assumed_ ABSL_GUARDED_BY(reserve_mu_);
+  // What Unreserve needs, for each reservation the profile's ReservePlugins
+  // reserved (only profiles that have some): given up with the model's
+  // reservation, dropped without Unreserve once the watch shows the pod
+  // holding its GPUs.
+  struct PluginReservation {
+    std::shared_ptr<const Profile> profile;
+    PodGpuRequest request;
+    std::string node;
+    std::vector<GpuShare> shares;
+  };
+  absl::flat_hash_map<std::string, PluginReservation> plugin_reservations_ ABSL_GUARDED_BY(reserve_mu_);
 };
 
 }  // namespace tessera

@@ -218,6 +218,22 @@ std::vector<GpuShare> Profile::SharesFor(const CycleState& cycle, const NodeView
   return chooser->SharesFor(cycle, node, choice);
 }
 
+absl::Status Profile::Reserve(const CycleState& cycle, const NodeView& node,
+                              absl::Span<const GpuShare> shares) const {
+  for (size_t r = 0; r < reservers_.size(); ++r) {
+    absl::Status reserved = reservers_[r]->Reserve(cycle, node, shares);
+    if (reserved.ok()) continue;
+    // As kube-scheduler's framework: those that reserved undo it, last first.
+    for (size_t u = r; u-- > 0;) reservers_[u]->Unreserve(cycle, node.name, shares);
+    return reserved;
+  }
+  return absl::OkStatus();
+}
+
+void Profile::Unreserve(const CycleState& cycle, std::string_view node_name, absl::Span<const GpuShare> shares) const {
+  for (size_t u = reservers_.size(); u-- > 0;) reservers_[u]->Unreserve(cycle, node_name, shares);
+}
+
 std::vector<int64_t> Profile::Score(const CycleState& cycle, absl::Span<const NodeView* const> nodes,
                                     std::vector<std::optional<GpuChoice>>* choices) const {
   return WireScores(Run(cycle, nodes, RunOptions{}, choices), nodes.size());

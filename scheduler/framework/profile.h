@@ -60,6 +60,22 @@ class Profile {
   [[nodiscard]] std::vector<GpuShare> SharesFor(const CycleState& cycle, const NodeView& node,
                                                 const GpuChoice& choice) const;
 
+  /// The Reserve point, after the GPUs are chosen: asks every ReservePlugin
+  /// in profile order to reserve `shares` for the pod on `node`. The first
+  /// error stops it: the plugins already reserved are unreserved, in reverse
+  /// order, and the error is returned (the bind reports it). OK with no
+  /// ReservePlugin. The caller's own bookkeeping (the cluster model's
+  /// reservation) comes after, and a caller that gives the placement up
+  /// after an OK calls Unreserve.
+  [[nodiscard]] absl::Status Reserve(const CycleState& cycle, const NodeView& node,
+                                     absl::Span<const GpuShare> shares) const;
+  /// The Unreserve point: every ReservePlugin, in reverse profile order,
+  /// undoes what Reserve did for the pod on `node_name`.
+  void Unreserve(const CycleState& cycle, std::string_view node_name, absl::Span<const GpuShare> shares) const;
+  /// Whether any plugin implements the Reserve point: a caller keeps what
+  /// it needs to call Unreserve only then.
+  [[nodiscard]] bool has_reserve_plugins() const { return !reservers_.empty(); }
+
   /// Runs the profile over `nodes`, the one loop every caller that scores
   /// nodes shares (profile_run.h): per node, the memoizable answer (the GPU
   /// choice before any GPU is ruled out, the memoizable score plugins' raw
@@ -72,6 +88,10 @@ class Profile {
   /// \param choices if non-null, receives the choice per node (nullopt: no fit).
   [[nodiscard]] RunResult Run(const CycleState& cycle, absl::Span<const NodeView* const> nodes,
                               const RunOptions& options, std::vector<std::optional<GpuChoice>>* choices) const;
+  /// The same into `result`, whose vectors are reused (a caller that runs
+  /// often keeps it with its RunScratch).
+  void Run(const CycleState& cycle, absl::Span<const NodeView* const> nodes, const RunOptions& options,
+           std::vector<std::optional<GpuChoice>>* choices, RunResult& result) const;
 
   /// Scores every node in 0..kMaxWireScore: Run with no cache, its sums put
   /// on the wire once, by WireScores (0 where the pod does not fit).

@@ -12,34 +12,42 @@ namespace tessera {
 // plugin's raw scores on them; Finish normalises, weighs and sums.
 class Profile::Stages {
  public:
+  // `fitting` and `raw` come from the caller, to be reused between runs.
   Stages(const Profile& profile, const CycleState& cycle, absl::Span<const NodeView* const> nodes, bool filter,
-         std::vector<std::optional<GpuChoice>>* choices)
+         std::vector<std::optional<GpuChoice>>* choices, std::vector<size_t>& fitting,
+         std::vector<std::vector<int64_t>>& raw)
       : profile_(profile),
         cycle_(cycle),
         nodes_(nodes),
         choices_(choices),
         excludes_(profile.has_gpu_exclusions() && cycle.kind() == GpuRequestKind::kShares),
         filters_sets_(filter && profile.gpu_set_filter_ != nullptr && cycle.kind() == GpuRequestKind::kShares),
-        raw_(profile.scorers_.size()) {
+        fitting_(fitting),
+        raw_(raw) {
+    fitting_.clear();
     fitting_.reserve(nodes.size());
-    for (std::vector<int64_t>& r : raw_) r.reserve(nodes.size());
+    raw_.resize(profile.scorers_.size());
+    for (std::vector<int64_t>& r : raw_) {
+      r.clear();
+      r.reserve(nodes.size());
+    }
     if (choices != nullptr) choices->assign(nodes.size(), std::nullopt);
   }
 
   // Node `i` as `answer` has it.
   void Add(size_t i, const NodeAnswer& answer) {
-    if (!answer.choice.has_value()) return;  // ruling GPUs out never makes room
+    if (!answer.fits) return;  // ruling GPUs out never makes room
     const NodeView& node = *nodes_[i];
     // GPUs ruled out now (live load) may take the answer's choice away; its
     // raw scores hold only for its choice.
-    const GpuChoice* choice = &*answer.choice;
+    const GpuChoice* choice = &answer.choice;
     bool kept = true;
     if (excludes_) {
       const GpuIndexList excluded = profile_.ExcludedGpus(cycle_, node);
       if (!excluded.empty()) {
         avoiding_ = profile_.ChooseGpusAvoiding(cycle_, node, excluded);
         if (!avoiding_.has_value()) return;
-        kept = *avoiding_ == *answer.choice;
+        kept = *avoiding_ == answer.choice;
         choice = &*avoiding_;
       }
     }
@@ -59,19 +67,16 @@ class Profile::Stages {
 
   // Every score plugin normalises its raw scores over the fitting nodes,
   // then weight × score (clamped to 0..kMaxPluginScore) is summed per node.
-  RunResult Finish() {
-    RunResult result;
-    result.totals.assign(fitting_.size(), 0);
+  void Finish(std::vector<int64_t>& totals) {
+    totals.assign(fitting_.size(), 0);
     for (size_t s = 0; s < raw_.size(); ++s) {
       const WeightedScorer& scorer = profile_.scorers_[s];
       std::vector<int64_t>& raw = raw_[s];
       if (scorer.normalize != nullptr) scorer.normalize->NormalizeScores(absl::MakeSpan(raw));
       for (size_t k = 0; k < raw.size(); ++k) {
-        result.totals[k] += std::clamp<int64_t>(raw[k], 0, kMaxPluginScore) * scorer.weight;
+        totals[k] += std::clamp<int64_t>(raw[k], 0, kMaxPluginScore) * scorer.weight;
       }
     }
-    result.fitting = std::move(fitting_);
-    return result;
   }
 
  private:
@@ -81,45 +86,60 @@ class Profile::Stages {
   std::vector<std::optional<GpuChoice>>* const choices_;
   const bool excludes_;      // GPUs may be ruled out for this request
   const bool filters_sets_;  // the run filters, and a GPU set filter judges this request's sets
-  std::vector<size_t> fitting_;
-  std::vector<std::vector<int64_t>> raw_;  // per score plugin, per fitting node
+  std::vector<size_t>& fitting_;
+  std::vector<std::vector<int64_t>>& raw_;  // per score plugin, per fitting node
   std::optional<GpuChoice> avoiding_;
 };
 
 void Profile::Answer(const CycleState& cycle, const NodeView& node, bool filter, NodeAnswer& answer) const {
-  answer.choice.reset();
-  answer.raw.clear();
+  answer.fits = false;
   answer.set_rejected = false;
+  answer.raw.clear();
   if (filter && !FilterByPlugins(cycle, node).ok()) return;
-  answer.choice = ChooseGpusAvoiding(cycle, node, GpuIndexList{});
-  if (!answer.choice.has_value()) return;
+  std::optional<GpuChoice> choice = ChooseGpusAvoiding(cycle, node, GpuIndexList{});
+  if (!choice.has_value()) return;
+  answer.fits = true;
+  answer.choice = *std::move(choice);
   if (filter && gpu_set_filter_ != nullptr && cycle.kind() == GpuRequestKind::kShares) {
-    answer.set_rejected = !gpu_set_filter_->FilterGpuSet(cycle, node, *answer.choice).ok();
+    answer.set_rejected = !gpu_set_filter_->FilterGpuSet(cycle, node, answer.choice).ok();
   }
   answer.raw.resize(scorers_.size(), 0);
   for (size_t s = 0; s < scorers_.size(); ++s) {
-    if (scorers_[s].memoizable) answer.raw[s] = RawScore(s, cycle, node, *answer.choice);
+    if (scorers_[s].memoizable) answer.raw[s] = RawScore(s, cycle, node, answer.choice);
   }
 }
 
 RunResult Profile::Run(const CycleState& cycle, absl::Span<const NodeView* const> nodes, const RunOptions& options,
                        std::vector<std::optional<GpuChoice>>* choices) const {
+  RunResult result;
+  Run(cycle, nodes, options, choices, result);
+  return result;
+}
+
+void Profile::Run(const CycleState& cycle, absl::Span<const NodeView* const> nodes, const RunOptions& options,
+                  std::vector<std::optional<GpuChoice>>* choices, RunResult& result) const {
   const size_t n = nodes.size();
+  RunScratch own;
+  RunScratch& scratch = options.scratch != nullptr ? *options.scratch : own;
   // Answers are kept only where they are a function of the node's version.
   NodeAnswerCache* const cache =
       memoizable_ && (!options.filter || node_filters_memoizable_) ? options.cache : nullptr;
-  std::vector<const NodeAnswer*> found(n, nullptr);
-  if (cache != nullptr) cache->Find(nodes, absl::MakeSpan(found));
-  std::vector<size_t> unknown;
-  unknown.reserve(cache != nullptr ? n / 8 : n);
-  for (size_t i = 0; i < n; ++i) {
-    if (found[i] == nullptr) unknown.push_back(i);
+  std::vector<const NodeAnswer*>& found = scratch.found;
+  found.resize(n);
+  std::vector<size_t>& unknown = scratch.unknown;
+  unknown.clear();
+  if (cache != nullptr) {
+    cache->Find(nodes, absl::MakeSpan(found), unknown);
+  } else {
+    unknown.resize(n);
+    for (size_t i = 0; i < n; ++i) unknown[i] = i;
   }
 
   // Computing a node is the costly part (the plugins); the nodes to compute
-  // go to the pool when there are many, each thread writing its own run of
-  // answers, and their data is loaded a few nodes ahead.
-  std::vector<NodeAnswer> computed(unknown.size());
+  // go to the pool when there are many, each thread writing its own answer,
+  // and their data is loaded a few nodes ahead.
+  std::vector<NodeAnswer>& computed = scratch.computed;
+  computed.resize(unknown.size());
   const auto compute = [&](size_t begin, size_t end) {
     for (size_t k = begin; k < end; ++k) {
       if (k + kPrefetchDistance < end) PrefetchNode(*nodes[unknown[k + kPrefetchDistance]]);
@@ -136,13 +156,18 @@ RunResult Profile::Run(const CycleState& cycle, absl::Span<const NodeView* const
 
   // Everything after the answers stays on the caller, in node order, so the
   // result is the same whichever thread computed what.
-  Stages stages(*this, cycle, nodes, options.filter, choices);
-  for (size_t i = 0; i < n; ++i) stages.Add(i, *found[i]);
-  RunResult result = stages.Finish();
+  Stages stages(*this, cycle, nodes, options.filter, choices, result.fitting, scratch.raw);
+  // Answers found in a cache are read once each, a line or two apiece, from
+  // wherever the cache keeps them: load them a few ahead.
+  constexpr size_t kAnswersAhead = 8;
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAnswersAhead < n) __builtin_prefetch(found[i + kAnswersAhead]);
+    stages.Add(i, *found[i]);
+  }
+  stages.Finish(result.totals);
   result.computed = unknown.size();
   result.parallel = parallel;
   if (cache != nullptr) cache->Keep(nodes, unknown, computed);
-  return result;
 }
 
 }  // namespace tessera

@@ -22,18 +22,20 @@ namespace tessera {
 /// a function of the request and the node's state (NodeView::version), so
 /// a cache may keep it while the version stays.
 struct NodeAnswer {
-  /// The GPUs the chooser (and the GPU set chooser) pick before any GPU is
-  /// ruled out; nullopt: the pod does not fit (or, when the run filters, a
-  /// filter rejected the node).
-  std::optional<GpuChoice> choice;
-  /// Per score plugin, in profile order: its raw score of `choice` when it
-  /// is memoizable (the others are asked anew every run, 0 here). Empty
-  /// when the pod does not fit.
-  absl::InlinedVector<int64_t, 3> raw;
+  /// Whether the pod fits (when the run filters, the filters passed too);
+  /// `raw` and `choice` hold only then. (First, beside `raw`: the run's
+  /// pass over every node's answer reads these two only.)
+  bool fits = false;
   /// Only when the run filters: the GPU set filter rejected `choice`. (Kept
-  /// apart from `choice`: when GPUs are ruled out the set changes, and the
+  /// apart from `fits`: when GPUs are ruled out the set changes, and the
   /// new one is judged anew.)
   bool set_rejected = false;
+  /// Per score plugin, in profile order: its raw score of `choice` when it
+  /// is memoizable (the others are asked anew every run, 0 here).
+  absl::InlinedVector<int64_t, 3> raw;
+  /// The GPUs the chooser (and the GPU set chooser) pick before any GPU is
+  /// ruled out.
+  GpuChoice choice;
 };
 
 /// A per-node cache of NodeAnswers the run consults: for one request (the
@@ -43,10 +45,11 @@ struct NodeAnswer {
 class NodeAnswerCache {
  public:
   virtual ~NodeAnswerCache() = default;
-  /// Sets `found[i]` to the answer kept for `nodes[i]` at its state, and
-  /// leaves it null where there is none. The answers must stay valid and
-  /// unchanged until Keep.
-  virtual void Find(absl::Span<const NodeView* const> nodes, absl::Span<const NodeAnswer*> found) = 0;
+  /// Sets every `found[i]`: to the answer kept for `nodes[i]` at its state,
+  /// or null where there is none, whose position it appends to `missing`
+  /// (in order). The answers must stay valid and unchanged until Keep.
+  virtual void Find(absl::Span<const NodeView* const> nodes, absl::Span<const NodeAnswer*> found,
+                    std::vector<size_t>& missing) = 0;
   /// `computed[k]` is the answer for `nodes[computed_at[k]]`, a node Find had
   /// no answer for; the cache keeps what it likes, and may move from `computed`.
   virtual void Keep(absl::Span<const NodeView* const> nodes, absl::Span<const size_t> computed_at,
@@ -56,6 +59,16 @@ class NodeAnswerCache {
 /// Runs `body(begin, end)` over [0, n) in chunks, on several threads, and
 /// returns once all are done (WorkerPool::ParallelFor with its grain).
 using ParallelFor = absl::FunctionRef<void(size_t n, absl::FunctionRef<void(size_t begin, size_t end)> body)>;
+
+/// Working space a caller that runs often keeps between runs (the memo
+/// under its lock, the simulator per replay), so that a run allocates
+/// nothing per node once it is warm. Not shared by two runs at once.
+struct RunScratch {
+  std::vector<const NodeAnswer*> found;  // per node: found or computed
+  std::vector<size_t> unknown;           // the nodes to compute
+  std::vector<NodeAnswer> computed;      // their answers
+  std::vector<std::vector<int64_t>> raw;  // per score plugin, per fitting node
+};
 
 /// How one run goes.
 struct RunOptions {
@@ -70,6 +83,8 @@ struct RunOptions {
   /// least `min_parallel` of them. Null: on the caller.
   const ParallelFor* parallel_for = nullptr;
   size_t min_parallel = 0;
+  /// Kept between runs by the caller; null: the run's own.
+  RunScratch* scratch = nullptr;
 };
 
 /// What a run ends with: the weighted sums of the nodes where the pod fits.

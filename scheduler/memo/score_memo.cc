@@ -61,18 +61,26 @@ class ScoreMemo::SlotCache final : public NodeAnswerCache {
  public:
   SlotCache(Slot& slot, uint64_t use) : slot_(slot), use_(use) {}
 
-  void Find(absl::Span<const NodeView* const> nodes, absl::Span<const NodeAnswer*> found) override {
+  void Find(absl::Span<const NodeView* const> nodes, absl::Span<const NodeAnswer*> found,
+            std::vector<size_t>& missing) override {
     for (size_t i = 0; i < nodes.size(); ++i) {
+      found[i] = nullptr;
       const uint64_t version = nodes[i]->version;
-      if (version == 0) continue;  // computed every time, never kept
+      if (version == 0) {  // computed every time, never kept
+        missing.push_back(i);
+        continue;
+      }
       ++versioned_;
       // Replicas of one workload are asked about one list of nodes, in the
       // order the answers were computed: then the answer is at the node's
-      // own position and the index is not asked.
+      // own position and the index is not asked. (A new request has none.)
       size_t at = i;
       if (i >= slot_.versions.size() || slot_.versions[i] != version) {
-        const auto it = slot_.at.find(version);
-        if (it == slot_.at.end()) continue;
+        const auto it = slot_.answers.empty() ? slot_.at.end() : slot_.at.find(version);
+        if (it == slot_.at.end()) {
+          missing.push_back(i);
+          continue;
+        }
         at = it->second;
       }
       slot_.read_by[at] = use_;
@@ -130,8 +138,10 @@ std::vector<int64_t> ScoreMemo::ScoreLocked(const CycleState& cycle, absl::Span<
   const RunOptions options{.cache = &cache,
                            .filter = false,
                            .parallel_for = pool_ != nullptr ? &parallel_for : nullptr,
-                           .min_parallel = kMinParallelNodes};
-  const RunResult run = profile_->Run(cycle, nodes, options, choices);
+                           .min_parallel = kMinParallelNodes,
+                           .scratch = &scratch_};
+  RunResult& run = run_;
+  profile_->Run(cycle, nodes, options, choices, run);
 
   const size_t n = nodes.size();
   const uint64_t n_parallel = run.parallel ? run.computed : 0;

@@ -22,11 +22,13 @@
 #include "k8s/node_inventory.h"
 #include "k8s/pod_gpu_request.h"
 #include "policies/builtin_registry.h"
+#include "policies/gpu_share/gpu_share.h"
 #include "scheduler/model/absl_compat.h"
 #include "test/testing/builders.h"
 #include "test/testing/fake_clock.h"
 #include "test/testing/fake_plugins.h"
 #include "test/testing/fake_pod_api.h"
+#include "test/testing/recording_reserver.h"
 #include "test/testing/service_fixture.h"
 
 namespace tessera {
@@ -658,6 +660,91 @@ TEST_F(PoolBinderTest, ATaskTypeNoPoolListsIsCountedAsOtherSoTheMetricStaysBound
   ASSERT_TRUE(pool_binder_->Bind(Args(Pod("b", ""), "n2")).ok());
   EXPECT_EQ(Bound("gpu-inference", "(other)"), 1);
   EXPECT_EQ(Bound("(none)", "(none)"), 1);
+}
+
+// The Reserve point (Profile::Reserve): a ReservePlugin reserves with every
+// reservation the binder makes, can refuse it, and is told when it is given
+// up; one the watch confirms is the pod's, and is not undone.
+class BinderReserveTest : public BinderTest {
+ protected:
+  // The profile in force: gpu-share, then a recording ReservePlugin that
+  // refuses `refused_node`.
+  void UseReservePlugin(std::string refused_node = "") {
+    std::vector<WeightedPlugin> plugins;
+    plugins.push_back({std::make_shared<const GpuSharePlugin>(GpuShareArgs{}), 1});
+    plugins.push_back({std::make_shared<const testing::RecordingReserver>("r", log_, std::move(refused_node)), 1});
+    absl::StatusOr<std::shared_ptr<const Profile>> profile = Profile::Create(std::move(plugins));
+    ASSERT_TRUE(profile.ok()) << profile.status();
+    profile_ = *profile;
+  }
+  std::shared_ptr<testing::ReserveLog> log_ = std::make_shared<testing::ReserveLog>();
+};
+
+TEST_F(BinderReserveTest, ABindReservesThroughThePluginAndAConfirmedPodIsNeverUnreserved) {
+  UseReservePlugin();
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
+  EXPECT_THAT(log_->lines(), ElementsAre("r reserve n1"));
+  // The watch shows the pod bound with its GPUs: the reservation is its holding now.
+  PodHolding bound = *model_.FindReservation(pod.uid);
+  model_.UpsertPod(bound);
+  model_.Publish();
+  EXPECT_EQ(binder_->ExpireReservations(absl::Now() + absl::Minutes(2)), 0u);
+  EXPECT_THAT(log_->lines(), ElementsAre("r reserve n1")) << "no Unreserve after a confirmed bind";
+}
+
+TEST_F(BinderReserveTest, APluginsRefusalFailsTheBindWithItsReasonAndHoldsNothing) {
+  UseReservePlugin(/*refused_node=*/"n1");
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  const absl::Status st = binder_->Bind(Args(pod, "n1"));
+  EXPECT_TRUE(absl::IsFailedPrecondition(st)) << st;
+  EXPECT_THAT(st.message(), HasSubstr("node n1 can no longer take pod ml/p: r refuses n1"));
+  EXPECT_EQ(Held("n1", 0), 0);
+  EXPECT_EQ(model_.reservation_count(), 0u);
+  EXPECT_TRUE(api_.calls().empty()) << "no Binding is sent";
+}
+
+TEST_F(BinderReserveTest, EveryReservationGivenUpIsUnreserved) {
+  struct Case {
+    std::string name;
+    std::function<void(const PodRecord&)> give_up;
+    std::vector<std::string> log;
+  };
+  const std::vector<Case> cases = {
+      {"a failed Binding",
+       [this](const PodRecord& pod) {
+         api_.FailBind(absl::UnavailableError("connection reset"));
+         EXPECT_FALSE(binder_->Bind(Args(pod, "n1")).ok());
+       },
+       {"r reserve n1", "r unreserve n1"}},
+      {"a bind the watch never confirms, at its TTL",
+       [this](const PodRecord& pod) {
+         ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
+         EXPECT_EQ(binder_->ExpireReservations(absl::Now() + absl::Minutes(2)), 1u);
+       },
+       {"r reserve n1", "r unreserve n1"}},
+      {"filter's assumption on one node, bound on another",
+       [this](const PodRecord& pod) {
+         Assume(pod, "n1");
+         ASSERT_TRUE(binder_->Bind(Args(pod, "n2")).ok());
+       },
+       {"r reserve n1", "r unreserve n1", "r reserve n2"}},
+      {"a bind abandoned before its Binding was sent",
+       [this](const PodRecord& pod) { (void)binder_->Begin(Args(pod, "n1")); },
+       {"r reserve n1", "r unreserve n1"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    log_ = std::make_shared<testing::ReserveLog>();
+    UseReservePlugin();
+    api_.FailBind(absl::OkStatus());  // the last case's failure does not carry over
+    const PodRecord pod = PendingPod("p-" + std::to_string(&c - cases.data()), "0.5");
+    Known(pod);
+    c.give_up(pod);
+    EXPECT_EQ(log_->lines(), c.log);
+  }
 }
 
 }  // namespace

@@ -65,12 +65,15 @@ class RulesOutGpuZero final : public Plugin, public GpuExclusionPlugin {
 // A cache holding planted answers by node name; records what it was given.
 class PlantedCache final : public NodeAnswerCache {
  public:
-  void Find(absl::Span<const NodeView* const> nodes, absl::Span<const NodeAnswer*> found) override {
+  void Find(absl::Span<const NodeView* const> nodes, absl::Span<const NodeAnswer*> found,
+            std::vector<size_t>& missing) override {
     ++finds;
     for (size_t i = 0; i < nodes.size(); ++i) {
+      found[i] = nullptr;
       for (const auto& [name, answer] : planted) {
         if (nodes[i]->name == name) found[i] = &answer;
       }
+      if (found[i] == nullptr) missing.push_back(i);
     }
   }
   void Keep(absl::Span<const NodeView* const> nodes, absl::Span<const size_t> computed_at,
@@ -84,8 +87,8 @@ class PlantedCache final : public NodeAnswerCache {
 
 NodeAnswer Answer(std::vector<int32_t> gpus, std::vector<int64_t> raw) {
   NodeAnswer a;
-  a.choice.emplace();
-  a.choice->gpu_indices.assign(gpus.begin(), gpus.end());
+  a.fits = true;
+  a.choice.gpu_indices.assign(gpus.begin(), gpus.end());
   a.raw.assign(raw.begin(), raw.end());
   return a;
 }
@@ -109,7 +112,7 @@ TEST(ProfileRunTest, AnAnswerFoundInTheCacheIsUsedAndOnlyTheOthersAreComputedAnd
   cache.planted.emplace_back("a", Answer({1}, {70, 0}));
   std::vector<std::optional<GpuChoice>> choices;
   const RunResult run = profile->Run(CycleState(Pod()), Pointers(views),
-                                     RunOptions{.cache = &cache, .filter = false, .parallel_for = nullptr, .min_parallel = 0},
+                                     RunOptions{.cache = &cache, .filter = false, .parallel_for = nullptr, .min_parallel = 0, .scratch = nullptr},
                                      &choices);
   EXPECT_EQ(cache.finds, 1);
   EXPECT_EQ(run.computed, 1u);
@@ -146,7 +149,7 @@ TEST(ProfileRunTest, TheCacheIsNotConsultedWhereAnswersAreNotAFunctionOfTheNodes
     const std::vector<NodeView> views = {a.View()};
     PlantedCache cache;
     (void)profile->Run(CycleState(Pod()), Pointers(views),
-                       RunOptions{.cache = &cache, .filter = c.filter, .parallel_for = nullptr, .min_parallel = 0}, nullptr);
+                       RunOptions{.cache = &cache, .filter = c.filter, .parallel_for = nullptr, .min_parallel = 0, .scratch = nullptr}, nullptr);
     EXPECT_EQ(cache.finds == 1, c.consulted);
     EXPECT_EQ(cache.kept.size() == 1, c.consulted);
   }
@@ -162,7 +165,7 @@ TEST(ProfileRunTest, AFilteringRunFitsExactlyTheNodesFilterPassesAndChoosesAsCho
     SCOPED_TRACE(filter ? "filtering" : "not filtering");
     std::vector<std::optional<GpuChoice>> choices;
     const RunResult run = profile->Run(
-        pod, Pointers(views), RunOptions{.cache = nullptr, .filter = filter, .parallel_for = nullptr, .min_parallel = 0},
+        pod, Pointers(views), RunOptions{.cache = nullptr, .filter = filter, .parallel_for = nullptr, .min_parallel = 0, .scratch = nullptr},
         &choices);
     std::vector<size_t> passing;
     for (size_t i = 0; i < views.size(); ++i) {
@@ -196,17 +199,26 @@ TEST(ProfileRunTest, ManyNodesToComputeGoToTheParallelLoopAndTheResultIsTheSame)
   const ParallelFor parallel_for(in_two_halves);
   const RunResult serial = profile->Run(pod, Pointers(views), RunOptions{}, nullptr);
   const RunResult few = profile->Run(
-      pod, Pointers(views), RunOptions{.cache = nullptr, .filter = false, .parallel_for = &parallel_for, .min_parallel = 41},
+      pod, Pointers(views), RunOptions{.cache = nullptr, .filter = false, .parallel_for = &parallel_for, .min_parallel = 41, .scratch = nullptr},
       nullptr);
   EXPECT_FALSE(few.parallel);
   EXPECT_EQ(loops, 0) << "fewer nodes than min_parallel stay on the caller";
   const RunResult many = profile->Run(
-      pod, Pointers(views), RunOptions{.cache = nullptr, .filter = false, .parallel_for = &parallel_for, .min_parallel = 40},
+      pod, Pointers(views), RunOptions{.cache = nullptr, .filter = false, .parallel_for = &parallel_for, .min_parallel = 40, .scratch = nullptr},
       nullptr);
   EXPECT_TRUE(many.parallel);
   EXPECT_EQ(loops, 1);
   EXPECT_EQ(many.fitting, serial.fitting);
   EXPECT_EQ(many.totals, serial.totals);
+  // Working space kept from run to run changes nothing, whatever the last run left in it.
+  RunScratch scratch;
+  RunResult kept;
+  const RunOptions with_scratch{
+      .cache = nullptr, .filter = false, .parallel_for = nullptr, .min_parallel = 0, .scratch = &scratch};
+  profile->Run(CycleState(Pod().Count(8)), Pointers(views), with_scratch, nullptr, kept);
+  profile->Run(pod, Pointers(views), with_scratch, nullptr, kept);
+  EXPECT_EQ(kept.fitting, serial.fitting);
+  EXPECT_EQ(kept.totals, serial.totals);
 }
 
 }  // namespace

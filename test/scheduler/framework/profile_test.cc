@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "test/testing/builders.h"
+#include "test/testing/recording_reserver.h"
 
 namespace tessera {
 namespace {
@@ -470,6 +471,60 @@ TEST(ProfileGpuExclusions, GpusRuledOutAreNeverChosenAndTooFewLeftRejectTheNode)
 }
 
 }  // namespace gpu_exclusions
+
+TEST(ProfileReserve, RunsTheReservePluginsInOrderAndUndoesThoseThatReservedWhenOneRefuses) {
+  struct Case {
+    std::string name;
+    std::string node;
+    bool ok;
+    std::vector<std::string> log;
+  };
+  const std::vector<Case> cases = {
+      {"every plugin reserves, in profile order", "n", true, {"a reserve n", "b reserve n", "c reserve n"}},
+      {"a refusal stops the rest and undoes the first, last first",
+       "refused-by-b",
+       false,
+       {"a reserve refused-by-b", "b reserve refused-by-b", "a unreserve refused-by-b"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto log = std::make_shared<testing::ReserveLog>();
+    std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> l;
+    l.emplace_back(std::make_unique<FakeChooser>(), 1);
+    l.emplace_back(std::make_unique<testing::RecordingReserver>("a", log), 1);
+    l.emplace_back(std::make_unique<testing::RecordingReserver>("b", log, "refused-by-b"), 1);
+    l.emplace_back(std::make_unique<testing::RecordingReserver>("c", log), 1);
+    auto profile = Profile::Create(Plugins(std::move(l)));
+    ASSERT_TRUE(profile.ok()) << profile.status();
+    EXPECT_TRUE((*profile)->has_reserve_plugins());
+    const Node node = Node(c.node).Gpus(1);
+    const absl::Status reserved = (*profile)->Reserve(WholeGpu(), node.View(), {});
+    EXPECT_EQ(reserved.ok(), c.ok) << reserved;
+    if (!c.ok) {
+      EXPECT_EQ(reserved.message(), "b refuses refused-by-b");
+    }
+    EXPECT_EQ(log->lines(), c.log);
+  }
+}
+
+TEST(ProfileReserve, UnreserveAsksEveryReservePluginLastFirstAndAProfileWithoutAnyReservesAtOnce) {
+  auto log = std::make_shared<testing::ReserveLog>();
+  std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> l;
+  l.emplace_back(std::make_unique<FakeChooser>(), 1);
+  l.emplace_back(std::make_unique<testing::RecordingReserver>("a", log), 1);
+  l.emplace_back(std::make_unique<testing::RecordingReserver>("b", log), 1);
+  auto profile = Profile::Create(Plugins(std::move(l)));
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  (*profile)->Unreserve(WholeGpu(), "n", {});
+  EXPECT_THAT(log->lines(), ElementsAre("b unreserve n", "a unreserve n"));
+
+  std::vector<std::pair<std::unique_ptr<Plugin>, int64_t>> plain;
+  plain.emplace_back(std::make_unique<FakeChooser>(), 1);
+  auto without = Profile::Create(Plugins(std::move(plain)));
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_FALSE((*without)->has_reserve_plugins());
+  EXPECT_TRUE((*without)->Reserve(WholeGpu(), Node("n").Gpus(1).View(), {}).ok());
+}
 
 }  // namespace
 }  // namespace tessera
