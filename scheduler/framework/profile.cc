@@ -124,27 +124,6 @@ Profile::Profile(std::vector<WeightedPlugin> plugins) : plugins_(std::move(plugi
   }
 }
 
-FilterVerdict Profile::FilterByPlugins(const CycleState& cycle, const NodeView& node) const {
-  const GpuRequestKind kind = cycle.kind();
-  if (kind == GpuRequestKind::kMigInstance && ChooserFor(cycle) == nullptr) {
-    return FilterVerdict::Never("no_mig_placement",
-                                "the pod asks for a MIG instance and the scheduling policy places none (its profile "
-                                "has no MIG chooser, such as mig-partition)");
-  }
-  for (const FilterStep& f : filters_) {
-    FilterVerdict v;
-    if (f.node != nullptr) {
-      v = f.node->FilterNode(cycle, node);
-    } else if (f.kind == kind) {  // another kind (or no GPU asked): not this chooser's to fit
-      v = f.chooser->FilterGpus(cycle, node);
-    } else {
-      continue;
-    }
-    if (!v.ok()) return v;
-  }
-  return FilterVerdict::Success();
-}
-
 FilterVerdict Profile::Filter(const CycleState& cycle, const NodeView& node) const {
   if (FilterVerdict v = FilterByPlugins(cycle, node); !v.ok()) return v;
   const GpuRequestKind kind = cycle.kind();

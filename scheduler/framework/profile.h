@@ -206,4 +206,26 @@ class Profile {
   bool memoizable_ = true;                               // see memoizable()
 };
 
+// Defined here so that Filter and Run inline it: it runs on every node.
+inline FilterVerdict Profile::FilterByPlugins(const CycleState& cycle, const NodeView& node) const {
+  const GpuRequestKind kind = cycle.kind();
+  if (kind == GpuRequestKind::kMigInstance && ChooserFor(cycle) == nullptr) {
+    return FilterVerdict::Never("no_mig_placement",
+                                "the pod asks for a MIG instance and the scheduling policy places none (its profile "
+                                "has no MIG chooser, such as mig-partition)");
+  }
+  for (const FilterStep& f : filters_) {
+    FilterVerdict v;
+    if (f.node != nullptr) {
+      v = f.node->FilterNode(cycle, node);
+    } else if (f.kind == kind) {  // another kind (or no GPU asked): not this chooser's to fit
+      v = f.chooser->FilterGpus(cycle, node);
+    } else {
+      continue;
+    }
+    if (!v.ok()) return v;
+  }
+  return FilterVerdict::Success();
+}
+
 }  // namespace tessera
