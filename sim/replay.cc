@@ -6,6 +6,7 @@
 
 #include "policies/node_resources.h"
 #include "scheduler/framework/cluster_supply.h"
+#include "scheduler/framework/recording_answer_cache.h"
 #include "sim/node_choice.h"
 
 namespace tessera::sim {
@@ -102,23 +103,6 @@ PodClasses ClassifyPods(const std::vector<TracePod>& pods) {
 
 namespace {
 
-// Finds nothing, and records what the run computed: every node's answer, as
-// a cache would keep it.
-class RecordingCache final : public NodeAnswerCache {
- public:
-  void Find(absl::Span<const NodeView* const> nodes, absl::Span<const NodeAnswer*> found,
-            std::vector<size_t>& missing) override {
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      found[i] = nullptr;
-      missing.push_back(i);
-    }
-  }
-  void Keep(absl::Span<const NodeView* const>, absl::Span<const size_t>, std::vector<NodeAnswer>& computed) override {
-    answers = std::move(computed);
-  }
-  std::vector<NodeAnswer> answers;
-};
-
 bool SameAnswer(const NodeAnswer& a, const NodeAnswer& b) {
   if (a.fits != b.fits) return false;
   return !a.fits || (a.choice == b.choice && a.raw == b.raw && a.set_rejected == b.set_rejected);
@@ -143,15 +127,15 @@ bool AnswersDependOnSalt(const Profile& profile, const Cluster& cluster, const P
     a.salt = 1;
     b.salt = 2;
     const CycleState cycle_a(std::move(a)), cycle_b(std::move(b));
-    RecordingCache answers_a, answers_b;
+    RecordingAnswerCache answers_a, answers_b;
     const RunOptions options_a{
         .cache = &answers_a, .filter = true, .parallel_for = nullptr, .min_parallel = 0, .scratch = nullptr};
     const RunOptions options_b{
         .cache = &answers_b, .filter = true, .parallel_for = nullptr, .min_parallel = 0, .scratch = nullptr};
     (void)profile.Run(cycle_a, nodes, options_a, nullptr);
     (void)profile.Run(cycle_b, nodes, options_b, nullptr);
-    if (!std::equal(answers_a.answers.begin(), answers_a.answers.end(), answers_b.answers.begin(),
-                    answers_b.answers.end(), SameAnswer)) {
+    if (!std::equal(answers_a.answers().begin(), answers_a.answers().end(), answers_b.answers().begin(),
+                    answers_b.answers().end(), SameAnswer)) {
       return true;
     }
   }

@@ -11,6 +11,7 @@
 #include "config/policy_loader.h"
 #include "policies/builtin_registry.h"
 #include "scheduler/cache/cluster_model.h"
+#include "scheduler/framework/recording_answer_cache.h"
 #include "scheduler/memo/score_memo.h"
 #include "scheduler/memo/worker_pool.h"
 #include "scheduler/metrics/metrics.h"
@@ -60,22 +61,6 @@ TEST(PrioritizeMemoTest, EveryShippedPolicyKeepsItsChoiceAndLoadAwareScoresAnew)
   EXPECT_TRUE(load_aware->has_gpu_exclusions());
   EXPECT_EQ(load_aware->PluginNames(), (std::vector<std::string>{"gpu-share", "load-aware"}));
 }
-
-// A cache that finds nothing and records every answer the run computed.
-class RecordedAnswers final : public NodeAnswerCache {
- public:
-  void Find(absl::Span<const NodeView* const> nodes, absl::Span<const NodeAnswer*> found,
-            std::vector<size_t>& missing) override {
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      found[i] = nullptr;
-      missing.push_back(i);
-    }
-  }
-  void Keep(absl::Span<const NodeView* const>, absl::Span<const size_t>, std::vector<NodeAnswer>& computed) override {
-    answers = std::move(computed);
-  }
-  std::vector<NodeAnswer> answers;
-};
 
 // A cluster of 8-GPU nodes that changes at random: A100 boxes (a third with
 // an NVLink topology), T4 boxes, one node with an unreadable inventory;
@@ -261,12 +246,12 @@ TEST(PrioritizeMemoTest, LoadAwareFollowsTelemetryThatChangesUnderAKeptChoice) {
         << "round " << round;
     ASSERT_EQ(memo_choices, profile_choices) << "round " << round;
     // The choices before any GPU is ruled out, as a cache would keep them.
-    RecordedAnswers plain;
+    RecordingAnswerCache plain;
     (void)(*profile)->Run(pod, views, RunOptions{.cache = &plain, .filter = false, .parallel_for = nullptr, .min_parallel = 0, .scratch = nullptr},
                           nullptr);
-    ASSERT_EQ(plain.answers.size(), views.size());
+    ASSERT_EQ(plain.answers().size(), views.size());
     for (size_t i = 0; i < views.size(); ++i) {
-      const NodeAnswer& answer = plain.answers[i];
+      const NodeAnswer& answer = plain.answers()[i];
       const std::optional<GpuChoice> before = answer.fits ? std::optional<GpuChoice>(answer.choice) : std::nullopt;
       if (before != memo_choices[i]) ++hot_choices_avoided;
     }
