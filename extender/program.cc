@@ -458,12 +458,6 @@ int Program::Serve() {
     LogInfo(absl::StrCat("admission webhook on https://", options_.webhook_server.address, ":", webhook->port(),
                          kMutatePodsPath, " (schedulerName ", options_.mutation.scheduler_name, ")"));
   }
-  const bool tls = !options_.server.tls_cert_file.empty();
-  LogInfo(absl::StrCat("serving on ", tls ? "https://" : "http://", options_.server.address, ":", (*server)->port(),
-                       options_.url_prefix,
-                       " (POST /filter, /prioritize, /bind; GET /healthz, /readyz, /metrics, /debug, /ui)",
-                       tls ? ClientAuthNote(options_.client_auth) : ""));
-  std::fflush(stderr);
 
   ControlActions actions;
   actions.on_stop = [&server, &webhook, &read_only](int signal) {
@@ -499,6 +493,14 @@ int Program::Serve() {
   if (preemption_ != nullptr) preemption_->Start();
   {
     ControlLoop control(std::move(actions));
+    // Announced only now that SIGTERM drains: one sent on seeing this line
+    // (a test, a supervisor) must not find the default action, which kills.
+    const bool tls = !options_.server.tls_cert_file.empty();
+    LogInfo(absl::StrCat("serving on ", tls ? "https://" : "http://", options_.server.address, ":",
+                         (*server)->port(), options_.url_prefix,
+                         " (POST /filter, /prioritize, /bind; GET /healthz, /readyz, /metrics, /debug, /ui)",
+                         tls ? ClientAuthNote(options_.client_auth) : ""));
+    std::fflush(stderr);
     (*server)->Wait();
     if (webhook != nullptr) webhook->Wait();
     if (*read_only != nullptr) (*read_only)->Wait();
