@@ -193,8 +193,8 @@ class Binder {
   absl::flat_hash_set<std::string> assumed_ ABSL_GUARDED_BY(reserve_mu_);
   // What Unreserve needs, for each reservation the profile's ReservePlugins
   // reserved (only profiles that have some): given up with the model's
-  // reservation, dropped without Unreserve once the watch shows the pod
-  // holding its GPUs.
+  // reservation; dropped without Unreserve by the next ExpireReservations
+  // once the watch shows the pod holding its GPUs.
   struct PluginReservation {
     std::shared_ptr<const Profile> profile;
     PodGpuRequest request;

@@ -79,6 +79,10 @@ absl::StatusOr<std::shared_ptr<const Profile>> Profile::Create(std::vector<Weigh
 }
 
 Profile::Profile(std::vector<WeightedPlugin> plugins) : plugins_(std::move(plugins)) {
+  // The plugins behind the choosers, by kind, and the GPU set chooser: for
+  // what may be memoised, and for which scorer's own choice carries its score.
+  std::array<const Plugin*, kGpuRequestKinds> chooser_plugins{};
+  const Plugin* gpu_set_plugin = nullptr;
   for (const WeightedPlugin& p : plugins_) {
     const Plugin& plugin = *p.plugin;
     if (const NodeFilterPlugin* filter = As<NodeFilterPlugin>(plugin)) {
@@ -88,13 +92,13 @@ Profile::Profile(std::vector<WeightedPlugin> plugins) : plugins_(std::move(plugi
     if (const GpuChooserPlugin* chooser = As<GpuChooserPlugin>(plugin)) {
       const size_t kind = static_cast<size_t>(chooser->Places());
       choosers_[kind] = chooser;
-      chooser_plugins_[kind] = &plugin;
+      chooser_plugins[kind] = &plugin;
       filters_.push_back({.node = nullptr, .chooser = chooser, .kind = chooser->Places()});
     }
     if (const GpuExclusionPlugin* excluder = As<GpuExclusionPlugin>(plugin)) excluders_.push_back(excluder);
     if (const GpuSetChooserPlugin* set = As<GpuSetChooserPlugin>(plugin)) {
       gpu_set_ = set;
-      gpu_set_plugin_ = &plugin;
+      gpu_set_plugin = &plugin;
       gpu_set_filter_ = As<GpuSetFilterPlugin>(plugin);
     }
     if (const ReservePlugin* reserver = As<ReservePlugin>(plugin)) reservers_.push_back(reserver);
@@ -105,8 +109,7 @@ Profile::Profile(std::vector<WeightedPlugin> plugins) : plugins_(std::move(plugi
     const Plugin& plugin = *p.plugin;
     const ScorePlugin* score = As<ScorePlugin>(plugin);
     if (score == nullptr) continue;
-    WeightedScorer s{.plugin = &plugin,
-                     .score = score,
+    WeightedScorer s{.score = score,
                      .normalize = As<NormalizeScorePlugin>(plugin),
                      .weight = p.weight,
                      .memoizable = plugin.Memoizable(),
@@ -114,12 +117,12 @@ Profile::Profile(std::vector<WeightedPlugin> plugins) : plugins_(std::move(plugi
                      .chose = {}};
     for (size_t kind = 0; kind < kGpuRequestKinds; ++kind) {
       s.scores[kind] = score->Scores(static_cast<GpuRequestKind>(kind));
-      s.chose[kind] = chooser_plugins_[kind] == &plugin;
+      s.chose[kind] = chooser_plugins[kind] == &plugin;
     }
     scorers_.push_back(s);
   }
-  memoizable_ = gpu_set_plugin_ == nullptr || gpu_set_plugin_->Memoizable();
-  for (const Plugin* chooser : chooser_plugins_) {
+  memoizable_ = gpu_set_plugin == nullptr || gpu_set_plugin->Memoizable();
+  for (const Plugin* chooser : chooser_plugins) {
     if (chooser != nullptr && !chooser->Memoizable()) memoizable_ = false;
   }
 }

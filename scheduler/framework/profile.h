@@ -147,7 +147,6 @@ class Profile {
 
  private:
   struct WeightedScorer {
-    const Plugin* plugin;
     const ScorePlugin* score;
     const NormalizeScorePlugin* normalize;  // null: the raw scores stand
     int64_t weight;
@@ -198,9 +197,7 @@ class Profile {
   std::vector<WeightedScorer> scorers_;
   std::vector<const ReservePlugin*> reservers_;
   std::array<const GpuChooserPlugin*, kGpuRequestKinds> choosers_{};  // by kind
-  std::array<const Plugin*, kGpuRequestKinds> chooser_plugins_{};     // the same, as plugins
   const GpuSetChooserPlugin* gpu_set_ = nullptr;        // optional
-  const Plugin* gpu_set_plugin_ = nullptr;              // the same, as a plugin
   const GpuSetFilterPlugin* gpu_set_filter_ = nullptr;  // optional; gpu_set_'s plugin
   bool node_filters_memoizable_ = true;                  // every node filter is Memoizable()
   bool memoizable_ = true;                               // see memoizable()
