@@ -123,15 +123,25 @@ TEST_F(ChartSchedulerTest, MixedPrioritiesPreemptExactlyTheTwoQuartersOfOneGpu) 
   }
   // GPU after GPU, one priority-500 quarter and three priority-1000 ones:
   // the policy packs a GPU before it opens another, so each group of four
-  // fills one GPU (checked below, as the case depends on it).
+  // fills one GPU (checked below, as the case depends on it). One pod at a
+  // time, each bound before the next is created: pods created together are
+  // scored before the previous one's bind reaches Tessera, so two nodes with
+  // an empty GPU each tie and kube-scheduler picks one at random (CI once
+  // saw two priority-500 pods share a GPU that way).
   absl::StatusOr<std::vector<json>> full;
-  for (int gpu = 0; gpu < 4; ++gpu) {
-    ASSERT_TRUE(GpuPod(absl::StrCat("low-", gpu), 250, "tessera-test-500").ok());
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(GpuPod(absl::StrCat("mid-", gpu, "-", i), 250, "tessera-test-1000").ok());
-    const size_t want = 4 * (gpu + 1);
+  size_t created = 0;
+  const auto create_and_bind = [&](const std::string& name, const std::string& priority_class) {
+    ASSERT_TRUE(GpuPod(name, 250, priority_class).ok());
+    const size_t want = ++created;
     full = plane().WaitForPods(
         ns(), absl::StrCat(want, " quarters bound"), [&](const auto& p) { return Bound(p) == want; }, absl::Seconds(60));
     ASSERT_TRUE(full.ok()) << full.status() << plane().LogTails();
+  };
+  for (int gpu = 0; gpu < 4; ++gpu) {
+    ASSERT_NO_FATAL_FAILURE(create_and_bind(absl::StrCat("low-", gpu), "tessera-test-500"));
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_NO_FATAL_FAILURE(create_and_bind(absl::StrCat("mid-", gpu, "-", i), "tessera-test-1000"));
+    }
   }
   std::map<std::string, int> low_per_gpu;
   for (const json& p : *full) {  // the case needs one priority-500 pod on every GPU
