@@ -17,6 +17,10 @@
 // BM_FilterRefusedNames is filter for a pod that fits on no node (8 whole
 // GPUs of a model no node has), with and without the record of refused pods the GPU map reads
 // (record=1 is how the program runs; extender/service/recent_refusals.h).
+// BM_FilterNamesWhileWriterPublishes is the names-only filter while another
+// thread changes the model and publishes 50 times a second (one of them a
+// node joining or leaving): its p50/p99/p99.9/max counters show how long a request
+// waits on a writer (issue 46; changes_per_s=0 is the same without one).
 // BM_GpuMapPage renders GET /ui (extender/service/gpu_map_page.h) over the
 // cluster with 1000 refused pods kept: page 1 (100 nodes), and a search that
 // reads every pod's name (query=1).
@@ -37,6 +41,8 @@
 // NodeList of 1000 nodes <= 25 ms per call.
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -44,6 +50,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -403,15 +410,18 @@ enum class Form { kNames, kFullNodes };
 // One cluster of `n` nodes, its service, and the request bodies for it.
 struct Fixture {
   int64_t nodes = 0;
-  ClusterModel model;
+  // Mutable for BM_FilterNamesWhileWriterPublishes alone, whose writer
+  // changes it; every other case reads `snapshot`, taken once it was built.
+  mutable ClusterModel model;
   PluginRegistry registry = NewBuiltinRegistry();
   MetricsRegistry metrics;
   std::shared_ptr<const Profile> profile;
   std::shared_ptr<const ClusterSnapshot> snapshot;
   RecentRefusals refusals;
   // The program as each service sees it (declared before the services, which point to them).
-  testing::FunctionHandle handle, handle_without_record, handle_with_pools;
+  testing::FunctionHandle handle, handle_without_record, handle_with_pools, handle_live;
   std::unique_ptr<ExtenderService> service;
+  std::unique_ptr<ExtenderService> service_live;  // reads model.Current() on every request, as the program does
   std::unique_ptr<ExtenderService> service_without_record;  // for BM_FilterRefusedNames
   // The same profile as a policy with two node pools (even nodes "gpu-training", odd "gpu-inference").
   std::shared_ptr<const ProfileSet> pools;
@@ -513,6 +523,9 @@ std::unique_ptr<Fixture> BuildFixture(int64_t n, bool mig_cluster) {
     h->profile = [fp = f.get()] { return fp->profile; };
   }
   f->handle.refusal_log = &f->refusals;
+  f->handle_live.snapshot = [fp = f.get()] { return fp->model.Current(); };
+  f->handle_live.profile = [fp = f.get()] { return fp->profile; };
+  f->service_live = std::make_unique<ExtenderService>(f->handle_live, f->metrics);
   f->handle_with_pools.profiles = [fp = f.get()] { return fp->pools; };
   f->service = std::make_unique<ExtenderService>(f->handle, f->metrics);
   f->service_without_record = std::make_unique<ExtenderService>(f->handle_without_record, f->metrics);
@@ -822,6 +835,129 @@ void BM_GpuMapPage(benchmark::State& state) {
   state.counters["page_KiB"] = static_cast<double>(bytes) / 1024.0;
 }
 
+// --- 6. filter while a writer publishes -------------------------------------------
+
+// Changes the model `per_second` times a second and publishes after each, as
+// the watch does: a pod of 10 milli comes to the next node, or leaves the one
+// it came to, and once a second a node joins or leaves (a publish that lays
+// the whole node set out again). Stops and undoes its changes when destroyed.
+class ChurningWriter {
+ public:
+  ChurningWriter(ClusterModel& model, int64_t nodes, int64_t per_second) : model_(model), nodes_(nodes) {
+    if (per_second <= 0) return;
+    thread_ = std::thread([this, per_second] {
+      const auto period = std::chrono::nanoseconds(1'000'000'000 / per_second);
+      auto next = std::chrono::steady_clock::now();
+      for (int64_t tick = 0; !stop_.load(std::memory_order_relaxed); ++tick) {
+        Change(tick, per_second);
+        model_.Publish();
+        publishes_.fetch_add(1, std::memory_order_relaxed);
+        next += period;
+        std::this_thread::sleep_until(next);  // a rate, not a wait for something
+      }
+    });
+  }
+  ~ChurningWriter() {
+    if (!thread_.joinable()) return;
+    stop_ = true;
+    thread_.join();
+    for (const std::string& uid : placed_) model_.RemovePod(uid);
+    if (spare_up_) model_.RemoveNode(kSpare);
+    model_.Publish();
+  }
+  ChurningWriter(const ChurningWriter&) = delete;
+  ChurningWriter& operator=(const ChurningWriter&) = delete;
+
+  [[nodiscard]] int64_t publishes() const { return publishes_.load(); }
+
+ private:
+  static constexpr const char* kSpare = "gpu-spare-node";
+
+  void Change(int64_t tick, int64_t per_second) {
+    if (tick % per_second == per_second - 1) {  // once a second: the node set changes
+      if (spare_up_) {
+        model_.RemoveNode(kSpare);
+      } else {
+        NodeInventory inventory;
+        GpuDevice gpu;
+        gpu.uuid = "GPU-spare-0";
+        gpu.model = "NVIDIA-A100-SXM4-80GB";
+        gpu.memory = MemoryMiB(81920);
+        inventory.gpus.push_back(std::move(gpu));
+        model_.UpsertNode(kSpare, std::move(inventory), absl::OkStatus());
+      }
+      spare_up_ = !spare_up_;
+      return;
+    }
+    // Pods come to nodes 0, 1, 2, ... and leave them in the same order, 64 behind.
+    if (placed_.size() >= 64) {
+      model_.RemovePod(placed_.front());
+      placed_.erase(placed_.begin());
+      return;
+    }
+    const int64_t node = next_node_++ % nodes_;
+    PodHolding pod;
+    pod.uid = absl::StrFormat("churn-%d", tick);
+    pod.pod_key = absl::StrFormat("ml/churn-%d", tick);
+    pod.assignment.node = NodeName(node);
+    GpuShare share;
+    share.index = 0;
+    share.guaranteed = share.limit = MilliGpu(10);
+    pod.assignment.gpus.push_back(share);
+    placed_.push_back(pod.uid);
+    model_.UpsertPod(std::move(pod));
+  }
+
+  ClusterModel& model_;
+  const int64_t nodes_;
+  std::vector<std::string> placed_;  // the writer thread's alone, until it is joined
+  int64_t next_node_ = 0;
+  bool spare_up_ = false;
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> publishes_{0};
+  std::thread thread_;
+};
+
+// Names-only filter of a quarter-GPU pod, each request taking the model's
+// current snapshot, while ChurningWriter publishes `changes` times a second.
+// Reports each call's latency percentiles (the writer's effect shows in the
+// tail, not in the mean). Real time: the writer runs on the other core.
+void BM_FilterNamesWhileWriterPublishes(benchmark::State& state) {
+  const Fixture& f = GetFixture(state.range(0));
+  if (!f.error.empty()) {
+    state.SkipWithError(f.error.c_str());
+    return;
+  }
+  const std::string& body = f.Body(Form::kNames, 1);
+  if (absl::StatusOr<std::string> first = f.service_live->Filter(body); !first.ok()) {
+    state.SkipWithError(std::string(first.status().message()).c_str());
+    return;
+  }
+  std::vector<int64_t> nanos;
+  nanos.reserve(1 << 16);
+  int64_t publishes = 0;
+  {
+    ChurningWriter writer(f.model, f.nodes, state.range(1));
+    for (auto _ : state) {
+      const auto start = std::chrono::steady_clock::now();
+      absl::StatusOr<std::string> out = f.service_live->Filter(body);
+      benchmark::DoNotOptimize(out);
+      nanos.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+                          .count());
+    }
+    publishes = writer.publishes();
+  }
+  std::sort(nanos.begin(), nanos.end());
+  const auto at = [&](double q) {
+    return static_cast<double>(nanos[std::min(nanos.size() - 1, static_cast<size_t>(q * static_cast<double>(nanos.size())))]) / 1e3;
+  };
+  state.counters["p50_us"] = at(0.50);
+  state.counters["p99_us"] = at(0.99);
+  state.counters["p999_us"] = at(0.999);
+  state.counters["max_us"] = at(1.0);
+  state.counters["publishes"] = static_cast<double>(publishes);
+}
+
 // --- registration ---------------------------------------------------------------
 
 void Sizes(benchmark::internal::Benchmark* b) { b->ArgName("nodes")->Arg(100)->Arg(1000)->Arg(5000); }
@@ -864,6 +1000,12 @@ BENCHMARK(BM_PrioritizeNamesMigQuarter)->Apply(SizesAndPods)->Unit(benchmark::kM
 BENCHMARK(BM_FilterRefusedNames)
     ->ArgNames({"nodes", "record"})
     ->ArgsProduct({{100, 1000, 5000}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FilterNamesWhileWriterPublishes)
+    ->ArgNames({"nodes", "changes_per_s"})
+    ->ArgsProduct({{1000, 5000}, {0, 50}})
+    ->MinTime(3)
+    ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_GpuMapPage)
     ->ArgNames({"nodes", "query"})
