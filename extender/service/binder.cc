@@ -116,13 +116,34 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
     assumed_.erase(pod.uid);
     UnreserveLocked(pod.uid);
   }
-  const std::shared_ptr<const ClusterSnapshot> snapshot = model_.Publish();
-  const std::optional<NodeIndex> index = snapshot->FindNode(node);
-  if (!index.has_value() || !snapshot->View(*index).inventory_ok()) {
+  // Chosen on the snapshot requests read now, which is at most one writer's
+  // batch behind the model (writers publish right after they change it), and
+  // the model's guard refuses GPUs taken meanwhile. So the one snapshot built
+  // here is the reservation's. Refused on a stale snapshot, the choice is
+  // made once more on a fresh one: the GPUs may have been freed, or taken.
+  const std::shared_ptr<const ClusterSnapshot> current = model_.Current();
+  absl::StatusOr<GpuAssignment> placed = PlaceAndReserve(pod, pod_key, request, node, *current, expires_at);
+  if (!placed.ok()) {
+    const std::shared_ptr<const ClusterSnapshot> fresh_snapshot = model_.Publish();
+    if (fresh_snapshot->generation() == current->generation()) return placed.status();
+    placed = PlaceAndReserve(pod, pod_key, request, node, *fresh_snapshot, expires_at);
+    if (!placed.ok()) return placed.status();
+  }
+  model_.Publish();
+  if (assuming) assumed_.insert(pod.uid);
+  *fresh = true;
+  return placed;
+}
+
+absl::StatusOr<GpuAssignment> Binder::PlaceAndReserve(const PodRecord& pod, const std::string& pod_key,
+                                                      const PodGpuRequest& request, std::string_view node,
+                                                      const ClusterSnapshot& snapshot, absl::Time expires_at) {
+  const std::optional<NodeIndex> index = snapshot.FindNode(node);
+  if (!index.has_value() || !snapshot.View(*index).inventory_ok()) {
     return absl::FailedPreconditionError(absl::StrCat("node ", Absl(node), " has no GPUs Tessera knows of"));
   }
-  const NodeView& view = snapshot->View(*index);
-  absl::StatusOr<std::shared_ptr<const Profile>> routed = ProfileFor(pod, snapshot->node(*index));
+  const NodeView& view = snapshot.View(*index);
+  absl::StatusOr<std::shared_ptr<const Profile>> routed = ProfileFor(pod, snapshot.node(*index));
   if (!routed.ok()) return routed.status();
   const std::shared_ptr<const Profile> profile = *std::move(routed);
   const CycleState cycle(request);
@@ -136,7 +157,7 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
     return absl::FailedPreconditionError(
         absl::StrCat("node ", Absl(node), " can no longer take pod ", pod_key, ": its free GPUs were taken"));
   }
-  if (absl::Status quota = CheckTenantMax(pod, cycle, *snapshot); !quota.ok()) return quota;
+  if (absl::Status quota = CheckTenantMax(pod, cycle, snapshot); !quota.ok()) return quota;
   GpuAssignment assignment{.node = std::string(node), .gpus = profile->SharesFor(cycle, view, *choice)};
   // The Reserve point: a plugin that keeps state about pods, or vetoes a
   // placement at the last moment, before the model counts the GPUs.
@@ -164,9 +185,6 @@ absl::StatusOr<GpuAssignment> Binder::Reserve(const PodRecord& pod, const PodGpu
         pod.uid, PluginReservation{.profile = profile, .request = request, .node = std::string(node),
                                    .shares = assignment.gpus});
   }
-  model_.Publish();
-  if (assuming) assumed_.insert(pod.uid);
-  *fresh = true;
   return assignment;
 }
 
@@ -202,7 +220,7 @@ void Binder::CountBound(const PodRecord& pod, std::string_view node) {
       .Inc();
 }
 
-bool Binder::ReserveHost(const PodRecord& pod, std::string_view node) {
+absl::StatusOr<bool> Binder::ReserveHost(const PodRecord& pod, std::string_view node) {
   absl::MutexLock lock(&reserve_mu_);
   // A node the model does not know has no host to count on.
   if (!model_.Current()->FindNode(node).has_value()) return false;
@@ -214,8 +232,14 @@ bool Binder::ReserveHost(const PodRecord& pod, std::string_view node) {
   holding.bound_at = absl::Now();
   holding.priority = pod.priority;
   holding.tenant_label = pod.tenant_label;
-  // Holds no GPU, so the model's capacity guard has nothing to refuse.
-  (void)model_.Reserve(std::move(holding), absl::Now() + options_.reservation_ttl);  // replaces one on another node
+  // Replaces a reservation of the pod on another node. It holds no GPU, so
+  // the model's guard has nothing to refuse today; were it to refuse, the
+  // bind says so rather than binding a pod the model does not count.
+  if (absl::Status reserved = model_.Reserve(std::move(holding), absl::Now() + options_.reservation_ttl);
+      !reserved.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("node ", Absl(node), " can no longer take pod ",
+                                                      pod.namespace_name, "/", pod.name, ": ", reserved.message()));
+  }
   model_.Publish();
   return true;
 }
@@ -330,7 +354,12 @@ void Binder::ReserveFor(Pending& p) {
     // the same, with no assignment. Its CPU and memory count from now, so
     // the next pods' scores see them before the watch does. No fit check:
     // kube-scheduler's own NodeResourcesFit has placed it.
-    p.reserved_fresh_ = ReserveHost(pod, p.node_);
+    absl::StatusOr<bool> reserved = ReserveHost(pod, p.node_);
+    if (!reserved.ok()) {
+      p.result_ = Fail("no_fit", reserved.status());
+      return;
+    }
+    p.reserved_fresh_ = *reserved;
     return;
   }
   bool fresh = false;

@@ -157,6 +157,13 @@ class Binder {
   /// node as its own (`*fresh`, so a failed bind releases it).
   absl::StatusOr<GpuAssignment> Reserve(const PodRecord& pod, const PodGpuRequest& request, std::string_view node,
                                         bool* fresh, bool assuming = false);
+  // Reserve's step on one snapshot: chooses the pod's GPUs on `node` as
+  // `snapshot` shows it, runs the Reserve point and reserves them in the
+  // model (whose guard refuses GPUs taken since `snapshot`).
+  absl::StatusOr<GpuAssignment> PlaceAndReserve(const PodRecord& pod, const std::string& pod_key,
+                                                const PodGpuRequest& request, std::string_view node,
+                                                const ClusterSnapshot& snapshot, absl::Time expires_at)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(reserve_mu_);
   // FailedPrecondition naming the tenant when the pod would take its tenant
   // over its maximum in `snapshot` (binds in flight included).
   absl::Status CheckTenantMax(const PodRecord& pod, const CycleState& cycle, const ClusterSnapshot& snapshot) const;
@@ -166,8 +173,9 @@ class Binder {
   /// Counts a bound pod by its node's pool and its task type.
   void CountBound(const PodRecord& pod, std::string_view node);
   /// Reserves the host request of a pod that asks for no GPU; false when the
-  /// model does not know the node (nothing reserved).
-  bool ReserveHost(const PodRecord& pod, std::string_view node);
+  /// model does not know the node (nothing reserved), the model's refusal
+  /// (FailedPrecondition) when it would not count it.
+  absl::StatusOr<bool> ReserveHost(const PodRecord& pod, std::string_view node);
   /// Reserves for `p.pod_`, or sets `p.result_` to why not.
   void ReserveFor(Pending& p);
   void Release(const std::string& uid);

@@ -607,13 +607,15 @@ void ClusterModel::RebuildNodeSet(ClusterSnapshot& next, const ClusterSnapshot& 
 
 std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
   absl::MutexLock lock(&mu_);
+  // Only publishes store it, and they hold mu_: this is the latest.
+  std::shared_ptr<const ClusterSnapshot> current = current_.load(std::memory_order_acquire);
   // Nothing changed: the current snapshot is already the truth.
-  if (dirty_.empty() && telemetry_dirty_.empty() && !node_set_changed_ && current_->index_ != nullptr) {
-    return current_;
+  if (dirty_.empty() && telemetry_dirty_.empty() && !node_set_changed_ && current->index_ != nullptr) {
+    return current;
   }
   auto next = std::make_shared<ClusterSnapshot>();
-  next->generation_ = current_->generation_ + 1;
-  const ClusterSnapshot& prev = *current_;
+  next->generation_ = current->generation_ + 1;
+  const ClusterSnapshot& prev = *current;
 
   if (!node_set_changed_ && prev.index_ != nullptr) {
     RebuildChangedNodes(*next, prev);
@@ -623,8 +625,9 @@ std::shared_ptr<const ClusterSnapshot> ClusterModel::Publish() {
   AttachTelemetry(*next, prev);
   dirty_.clear();
   node_set_changed_ = false;
-  current_ = std::move(next);
-  return current_;
+  std::shared_ptr<const ClusterSnapshot> published = std::move(next);
+  current_.store(published, std::memory_order_release);
+  return published;
 }
 
 void ClusterModel::SetNodeTelemetry(std::string name, std::shared_ptr<const NodeTelemetry> telemetry) {
@@ -665,8 +668,7 @@ void ClusterModel::AttachTelemetry(ClusterSnapshot& next, const ClusterSnapshot&
 }
 
 std::shared_ptr<const ClusterSnapshot> ClusterModel::Current() const {
-  absl::MutexLock lock(&mu_);
-  return current_;
+  return current_.load(std::memory_order_acquire);
 }
 
 }  // namespace tessera

@@ -1,6 +1,7 @@
 // The writer side of the cluster model: nodes and the pods that hold GPUs.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,8 @@ namespace tessera {
 
 /// Mutable model; thread-safe. Changes become visible to readers only at
 /// Publish(), which returns the new snapshot (Current() returns it too).
+/// Writers take one mutex; readers take none: Current() loads an atomic
+/// pointer, so a request never waits for a publish in progress.
 ///
 /// A pod's holding is keyed by uid, so a repeated update never counts twice.
 /// A pod may name a node the model does not know yet (full-Node requests
@@ -85,7 +88,9 @@ class ClusterModel {
 
   /// Publishes every change since the last publish as a new snapshot.
   std::shared_ptr<const ClusterSnapshot> Publish();
-  /// The last published snapshot (never null; empty before the first publish).
+  /// The last published snapshot (never null; empty before the first
+  /// publish). Takes no lock: it never waits for a writer, even one that is
+  /// building the next snapshot.
   [[nodiscard]] std::shared_ptr<const ClusterSnapshot> Current() const;
 
  private:
@@ -154,7 +159,10 @@ class ClusterModel {
   absl::flat_hash_map<std::string, std::weak_ptr<const GpuTopology>> topologies_ ABSL_GUARDED_BY(mu_);  // by source
   size_t topologies_after_sweep_ ABSL_GUARDED_BY(mu_) = 0;
   bool node_set_changed_ ABSL_GUARDED_BY(mu_) = true;
-  std::shared_ptr<const ClusterSnapshot> current_ ABSL_GUARDED_BY(mu_);
+  // Stored by Publish under mu_ (so publishes build on one another), loaded
+  // by readers without it. (libstdc++ guards the pointer with a spin bit
+  // held for a reference-count update, never while a snapshot is built.)
+  std::atomic<std::shared_ptr<const ClusterSnapshot>> current_;
 };
 
 }  // namespace tessera

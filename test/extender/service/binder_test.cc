@@ -236,6 +236,49 @@ TEST_F(BinderTest, ARepeatedBindForTheSamePodNeverAllocatesTwice) {
   EXPECT_EQ(model_.reservation_count(), 1u);
 }
 
+// A pod the watch shows on `node`'s GPU `gpu` holding `milli`, not yet published.
+PodHolding Holder(std::string uid, std::string node, int32_t gpu, int64_t milli) {
+  GpuShare share;
+  share.index = gpu;
+  share.guaranteed = share.limit = MilliGpu(milli);
+  return PodHolding{.uid = uid, .pod_key = absl::StrCat("ml/", uid),
+                    .assignment = GpuAssignment{.node = std::move(node), .gpus = {share}}};
+}
+
+// Issue 46: a bind chooses on the snapshot requests read now and builds one
+// snapshot, its reservation's, however many changes other writers left
+// unpublished.
+TEST_F(BinderTest, ABindBuildsOneSnapshotEvenWhenAnotherWritersChangeIsUnpublished) {
+  const PodRecord pod = PendingPod("p", "0.25");
+  Known(pod);
+  model_.UpsertPod(Holder("elsewhere", "n2", 1, 500));  // not published yet
+  const uint64_t before = model_.Current()->generation();
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
+  EXPECT_EQ(model_.Current()->generation(), before + 1);
+  EXPECT_EQ(Held("n1", 0), 250);
+  EXPECT_EQ(Held("n2", 1), 500) << "the other writer's change is published with the reservation";
+}
+
+TEST_F(BinderTest, ABindChoosesAgainOnAFreshSnapshotWhenTheGpuItChoseWasTakenMeanwhile) {
+  const PodRecord pod = PendingPod("p", "0.5");
+  Known(pod);
+  model_.UpsertPod(Holder("taker", "n2", 0, 1000));  // the watch has it; requests do not see it yet
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n2")).ok());
+  EXPECT_EQ(Held("n2", 0), 1000);
+  EXPECT_EQ(Held("n2", 1), 500) << "placed on the GPU still free, not refused";
+}
+
+TEST_F(BinderTest, ABindChoosesAgainOnAFreshSnapshotWhenTheNodeItSawFullWasFreedMeanwhile) {
+  const PodRecord pod = PendingPod("p");
+  Known(pod);
+  model_.UpsertPod(Holder("leaver", "n1", 0, 1000));
+  model_.Publish();
+  model_.RemovePod("leaver");  // gone in the model; requests still see it
+  ASSERT_TRUE(binder_->Bind(Args(pod, "n1")).ok());
+  EXPECT_EQ(Held("n1", 0), 1000);
+  EXPECT_FALSE(model_.FindPod("leaver").has_value());
+}
+
 TEST_F(BinderTest, PodsRacingForTheLastShareOfAGpuGetItExactlyOnce) {
   constexpr int kPods = 16;
   std::vector<PodRecord> pods;
