@@ -156,7 +156,10 @@ void Reflector::Run() {
       need_list = false;
       synced_.store(true, std::memory_order_release);
     }
-    switch (Watch()) {
+    applied_since_watch_ = false;
+    const WatchEnd end = Watch();
+    if (applied_since_watch_) backoff = options_.min_backoff;  // it worked for a while: start over
+    switch (end) {
       case WatchEnd::kStopped:
         return;
       case WatchEnd::kEnded:  // the server's timeoutSeconds: watch again from where we are
@@ -168,7 +171,12 @@ void Reflector::Run() {
         need_list = true;
         break;
       case WatchEnd::kMalformed:
+        // A list catches up, but not at once: a server that sends the same
+        // bad event to every new watch would be listed as fast as it answers.
+        // The backoff grows until a watch applies an event.
         need_list = true;
+        Sleep(Jitter(backoff, 0.5));
+        backoff = std::min(backoff * 2, options_.max_backoff);
         break;
       case WatchEnd::kFailed:
         if (restarts != nullptr) restarts->Inc();
@@ -282,6 +290,7 @@ bool Reflector::ApplyLine(std::string_view line, WatchEnd& end) {
       break;
   }
   if (!applied.ok()) return malformed(std::string(applied.message()));
+  applied_since_watch_ = true;
   if (!event->resource_version.empty()) resource_version_ = std::string(event->resource_version);
   if (counter != nullptr) counter->Inc();
   absl::MutexLock lock(&mu_);

@@ -1,8 +1,10 @@
 // List + watch of one kind of object, kept in step with the API server the
 // way client-go's reflector does it: a paginated list, then a watch from the
-// list's resourceVersion with bookmarks; on 410 Gone or a malformed event a
-// fresh list; on transport errors a jittered backoff and a new watch from the
-// last resourceVersion seen.
+// list's resourceVersion with bookmarks; on 410 Gone a fresh list; on a
+// malformed event a fresh list after a jittered backoff (a server may send the
+// same bad event to every watch); on transport errors a jittered backoff and a
+// new watch from the last resourceVersion seen. The backoff doubles up to its
+// maximum and starts over once a watch applies an event.
 #pragma once
 
 #include <atomic>
@@ -106,6 +108,9 @@ class Reflector {
   /// The server's retryAfterSeconds on the watch that failed last: the next
   /// try waits at least this long (reflector thread only).
   absl::Duration retry_after_ = absl::ZeroDuration();
+  /// The watch open now applied an event (reflector thread only): the
+  /// backoff starts over after it ends, whatever ended it.
+  bool applied_since_watch_ = false;
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> synced_{false};

@@ -56,6 +56,8 @@ using Response = http::response<http::string_body>;
 using Request = http::request<http::string_body>;
 
 constexpr int kResourceCount = 2;
+// MalformedEvent::kNotJson's line: an event cut off in the middle of its object.
+constexpr std::string_view kTruncatedEvent = R"({"type":"MODIFIED","object":{"kind":)";
 constexpr size_t kBodyLimit = size_t{64} << 20;
 constexpr std::chrono::seconds kHandshakeTimeout{10};
 // The first resourceVersion handed out; not 1 so that RVs never look like indexes.
@@ -574,6 +576,7 @@ struct FakeApiServer::Impl {
 
   static RecordedRequest Record(const Request& req, std::string client_cn) {
     RecordedRequest rec;
+    rec.received = std::chrono::steady_clock::now();
     rec.method = std::string(req.method_string());
     rec.target = std::string(req.target());
     const std::string_view target = req.target();
@@ -630,8 +633,13 @@ struct FakeApiServer::Impl {
     std::vector<std::string> lines;
     int64_t scanned_rv = 0;
     std::optional<std::string> expired;
+    bool malformed_first = false;
     {
       std::lock_guard lock(mu);
+      if (int& left = malformed_watches[Index(route.resource)]; left > 0) {
+        --left;
+        malformed_first = true;
+      }
       TooLargeRule& too_large = too_large_watches[Index(route.resource)];
       if (too_large.remaining > 0) {
         --too_large.remaining;
@@ -676,6 +684,7 @@ struct FakeApiServer::Impl {
     ++watch_connections[r];
     ++open_watches[r];
     watches.push_back(watch);
+    if (malformed_first) watch->raw_lines.push_back(std::string(kTruncatedEvent) + "\n");
     for (std::string& line : pending_malformed[r]) watch->raw_lines.push_back(std::move(line));
     pending_malformed[r].clear();
     const bool keep = co_await RunWatch(conn, watch, route, selector, std::move(lines), scanned_rv, deadline);
@@ -1263,6 +1272,7 @@ struct FakeApiServer::Impl {
     int retry_after_seconds = 1;
   };
   std::array<TooLargeRule, kResourceCount> too_large_watches;
+  std::array<int, kResourceCount> malformed_watches{};  // MalformNextWatches, per resource (guarded by mu)
   std::vector<std::shared_ptr<Connection>> held;  // requests HoldNext holds
   std::atomic<int> held_count{0};
   std::mutex held_mu;                       // for WaitForHeldRequests to sleep on
@@ -1579,7 +1589,7 @@ void FakeApiServer::InjectMalformedEvent(FakeResource resource, MalformedEvent k
   std::string line;
   switch (kind) {
     case MalformedEvent::kNotJson:
-      line = R"({"type":"MODIFIED","object":{"kind":)";
+      line = std::string(kTruncatedEvent);
       break;
     case MalformedEvent::kMissingObject:
       line = R"({"type":"MODIFIED"})";
@@ -1630,6 +1640,11 @@ void FakeApiServer::SendBookmarks() {
       w->connection->timer.cancel();
     }
   });
+}
+
+void FakeApiServer::MalformNextWatches(FakeResource resource, int count) {
+  std::lock_guard lock(impl_->mu);
+  impl_->malformed_watches[Index(resource)] = count;
 }
 
 void FakeApiServer::RefuseNextWatchesAsTooLarge(FakeResource resource, int count, int retry_after_seconds) {

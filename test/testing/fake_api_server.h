@@ -153,6 +153,8 @@ struct RecordedRequest {
   /// Status answered (200 for a watch stream that started); 0 when the
   /// connection was dropped before an answer (e.g. Stop() during a delay).
   int status = 0;
+  /// When the server read it (its monotonic clock), for tests of retry pacing.
+  std::chrono::steady_clock::time_point received{};
 };
 
 /// Style of the kubeconfig Kubeconfig() writes.
@@ -310,6 +312,10 @@ class FakeApiServer {
   /// Writes one malformed line to every open watch stream of `resource`; when
   /// none is open, to the next one that opens (after its replay).
   void InjectMalformedEvent(FakeResource resource, MalformedEvent kind = MalformedEvent::kNotJson);
+  /// The next `count` watch streams of `resource` start with a malformed
+  /// event (MalformedEvent::kNotJson) before anything else: a server that
+  /// keeps sending the same bad event to every new watch.
+  void MalformNextWatches(FakeResource resource, int count);
   /// Every open watch stream of `resource` gets an ERROR event with a 410
   /// Expired Status and then ends cleanly (what a real server does to a
   /// watcher that fell too far behind).

@@ -5,8 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "k8s/annotations.h"
@@ -212,6 +214,35 @@ TEST_F(ClusterWatchTest, AMalformedEventIsCountedAndResyncsWithoutLosingState) {
   ASSERT_TRUE(server_.AddPod(BoundPod("later", "n1", 1, 100)).ok());
   EXPECT_TRUE(WaitFor([&] { return Held(model_, "n1", 1) == 100; }));
   EXPECT_THAT(metrics_.Render(), HasSubstr("tessera_watch_malformed_objects_total{resource=\"pods\"}"));
+}
+
+// Issue 46: a server that sends every new watch the same bad event is not
+// listed as fast as it answers; the lists come after a backoff that grows
+// (20 ms doubling here, jittered to no less than half), and the watch then
+// works as before.
+TEST_F(ClusterWatchTest, AServerThatMalformsEveryWatchIsListedAgainOnlyAfterAGrowingBackoff) {
+  ASSERT_TRUE(server_.AddNode(GpuNode("n1", 2)).ok());
+  ASSERT_TRUE(server_.AddPod(BoundPod("p", "n1", 0, 500)).ok());
+  auto watch = Watch(model_, pods_);
+  const size_t seen = server_.Requests().size();
+  const int64_t lists = watch->pod_status().lists;
+  server_.MalformNextWatches(FakeResource::kPods, 3);
+  server_.InjectMalformedEvent(FakeResource::kPods);  // the open watch's: 4 in a row
+  ASSERT_TRUE(WaitFor([&] { return watch->pod_status().lists >= lists + 4; }));
+  std::vector<std::chrono::steady_clock::time_point> listed;
+  const std::vector<testing::RecordedRequest> requests = server_.Requests();
+  for (size_t i = seen; i < requests.size(); ++i) {
+    if (requests[i].method == "GET" && !requests[i].watch && absl::StartsWith(requests[i].path, "/api/v1/pods")) {
+      listed.push_back(requests[i].received);
+    }
+  }
+  ASSERT_GE(listed.size(), 4u);
+  // Backoffs of at least 10, 20 and 40 ms lie between the four lists.
+  EXPECT_GE(listed[3] - listed[0], std::chrono::milliseconds(70));
+  EXPECT_GE(listed[3] - listed[2], std::chrono::milliseconds(40));
+  EXPECT_EQ(Held(model_, "n1", 0), 500);
+  ASSERT_TRUE(server_.AddPod(BoundPod("later", "n1", 1, 100)).ok());
+  EXPECT_TRUE(WaitFor([&] { return Held(model_, "n1", 1) == 100; }));
 }
 
 TEST_F(ClusterWatchTest, ServerErrorsAtStartAreRetriedUntilTheListSucceeds) {
