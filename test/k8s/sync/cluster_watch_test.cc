@@ -224,6 +224,8 @@ TEST_F(ClusterWatchTest, AServerThatMalformsEveryWatchIsListedAgainOnlyAfterAGro
   ASSERT_TRUE(server_.AddNode(GpuNode("n1", 2)).ok());
   ASSERT_TRUE(server_.AddPod(BoundPod("p", "n1", 0, 500)).ok());
   auto watch = Watch(model_, pods_);
+  // The pod watch open, so that the injected event reaches it and not the next.
+  ASSERT_TRUE(WaitFor([&] { return server_.WatchConnections(FakeResource::kPods) >= 1; }));
   const size_t seen = server_.Requests().size();
   const int64_t lists = watch->pod_status().lists;
   server_.MalformNextWatches(FakeResource::kPods, 3);
