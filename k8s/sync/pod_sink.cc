@@ -3,6 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "k8s/annotations.h"
 #include "k8s/gpu_assignment.h"
+#include "k8s/pod_gpu_request.h"
+#include "k8s/visible_devices.h"
 #include "k8s/pod_record.h"
 #include "scheduler/common/log.h"
 #include "scheduler/model/absl_compat.h"
@@ -46,7 +48,7 @@ void PodSink::ClearProblem(const std::string& uid) {
   problems_.erase(uid);
 }
 
-void PodSink::CountHostOnly(const PodRecord& pod) {
+PodHolding PodSink::HostHolding(const PodRecord& pod) {
   PodHolding holding;
   holding.uid = pod.uid;
   holding.pod_key = absl::StrCat(pod.namespace_name, "/", pod.name);
@@ -54,7 +56,23 @@ void PodSink::CountHostOnly(const PodRecord& pod) {
   holding.host = pod.host;
   holding.priority = pod.priority;
   holding.tenant_label = pod.tenant_label;
-  model_.UpsertPod(std::move(holding));
+  return holding;
+}
+
+void PodSink::CountHostOnly(const PodRecord& pod) { model_.UpsertPod(HostHolding(pod)); }
+
+absl::StatusOr<GpuAssignment> PodSink::HandedDevices(const PodRecord& pod) const {
+  auto visible = pod.annotations.find(Absl(kVisibleDevices));
+  if (visible == pod.annotations.end()) return absl::NotFoundError(absl::StrCat("no ", Absl(kVisibleDevices)));
+  const std::shared_ptr<const ClusterSnapshot> snapshot = model_.Current();
+  const std::optional<NodeIndex> node = snapshot->FindNode(pod.node_name);
+  if (!node.has_value() || !snapshot->View(*node).inventory_ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("node ", pod.node_name, "'s GPUs are not known yet"));
+  }
+  // The share the pod asks per GPU; unreadable, the whole GPU (the safe side).
+  absl::StatusOr<std::optional<PodGpuRequest>> request = ParsePodGpuRequest(pod.annotations);
+  const PodGpuRequest* asked = request.ok() && request->has_value() ? &**request : nullptr;
+  return AssignmentFromVisibleDevices(visible->second, pod.node_name, snapshot->View(*node).gpus, asked);
 }
 
 absl::Status PodSink::Upsert(simdjson::dom::element object) {
@@ -116,14 +134,25 @@ void PodSink::UpsertAnnotatedPod(PodRecord pod, bool host_problem) {
   }
   absl::StatusOr<GpuAssignment> assignment = ParseGpuAssignment(assignment_text->second);
   if (!assignment.ok()) {
-    // The pod runs, but what it holds is unknown: report it; counting a guess
-    // could be worse than counting nothing. Its host request is known.
-    SetProblem(pod, "invalid_assignment", std::string(assignment.status().message()));
-    CountHostOnly(pod);
-    directory_.Upsert(std::move(pod));
-    return;
-  }
-  if (assignment->node != pod.node_name) {
+    // The pod runs, but its record of what it holds cannot be read. Counted
+    // as free, its GPUs would be given again; so it holds what the devices
+    // it was handed say, or else its node takes no GPU pod until it is resolved.
+    absl::StatusOr<GpuAssignment> handed = HandedDevices(pod);
+    if (!handed.ok()) {
+      SetProblem(pod, "invalid_assignment",
+                 absl::StrCat(assignment.status().message(), "; its node ", pod.node_name,
+                              " takes no GPU pod until it is resolved (", handed.status().message(), ")"));
+      PodHolding holding = HostHolding(pod);
+      holding.unknown_holding = absl::StrCat("unreadable ", Absl(kGpuAssignment));
+      model_.UpsertPod(std::move(holding));
+      directory_.Upsert(std::move(pod));
+      return;
+    }
+    SetProblem(pod, "invalid_assignment",
+               absl::StrCat(assignment.status().message(), "; counted as holding the GPUs its ",
+                            Absl(kVisibleDevices), " names"));
+    assignment = *std::move(handed);
+  } else if (assignment->node != pod.node_name) {
     // The pod runs where spec.nodeName says, and the device plugin hands it
     // the GPU indices of the annotation there: count them on that node.
     SetProblem(pod, "node_mismatch",

@@ -48,6 +48,12 @@ class PodSink final : public ReflectorSink {
   void Forget(const std::string& uid);
   /// A bound pod that holds no GPU Tessera counts: only its host request.
   void CountHostOnly(const PodRecord& pod);
+  // The bound pod's holding of its host request alone (no GPU).
+  static PodHolding HostHolding(const PodRecord& pod);
+  // What a pod whose assignment is unreadable holds by its
+  // tessera.io/visible-devices and its node's inventory; an error when that
+  // cannot be told (no such annotation, the node unknown yet, a MIG instance).
+  absl::StatusOr<GpuAssignment> HandedDevices(const PodRecord& pod) const;
   // Upsert of a live pod without annotations: it holds its host request once bound.
   void UpsertPlainPod(const PodRecord& pod, bool host_problem);
   // Upsert of a live pod with annotations: its GPUs come from its assignment.

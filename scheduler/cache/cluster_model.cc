@@ -158,16 +158,20 @@ void ClusterModel::UpsertPod(PodHolding pod) {
   CountHost(uid, node, pod.host);
   // The pod as the API server records it supersedes a bind in flight for it:
   // its host request now, its GPUs once it shows them (or none were reserved).
+  bool reservation_counts_gpus = false;
   if (PodHolding* reserved = ReservedHolding(uid)) {
     if (!pod.assignment.gpus.empty() || reserved->assignment.gpus.empty()) {
       DropReservation(uid);
-    } else if (reserved->host != HostRequest{}) {
-      reserved->host = HostRequest{};
-      MarkDirty(reserved->assignment.node);
+    } else {
+      reservation_counts_gpus = true;  // and knows them, readable or not on the pod
+      if (reserved->host != HostRequest{}) {
+        reserved->host = HostRequest{};
+        MarkDirty(reserved->assignment.node);
+      }
     }
   }
-  if (pod.assignment.gpus.empty()) {
-    UncountGpus(uid);  // holds no GPU (any more)
+  if (pod.assignment.gpus.empty() && (pod.unknown_holding.empty() || reservation_counts_gpus)) {
+    UncountGpus(uid);  // holds no GPU (any more), or none but those its reservation counts
     return;
   }
   pod.in_flight = false;
@@ -195,6 +199,14 @@ void ClusterModel::RemovePod(std::string_view uid) {
 absl::Status ClusterModel::CheckCapacity(const PodHolding& pod) const {
   const std::string& node = pod.assignment.node;
   auto n = nodes_.find(node);
+  if (n != nodes_.end() && !pod.assignment.gpus.empty()) {
+    for (const auto& [uid, other] : n->second.pods) {
+      if (uid == pod.uid || other.unknown_holding.empty()) continue;
+      return absl::FailedPreconditionError(absl::StrCat("node ", node, " holds pod ", other.pod_key,
+                                                        " whose GPUs Tessera cannot count (", other.unknown_holding,
+                                                        ")"));
+    }
+  }
   for (const GpuShare& share : pod.assignment.gpus) {
     if (share.index < 0) {
       return absl::FailedPreconditionError(absl::StrCat("node ", node, " has no GPU ", share.index));
@@ -376,6 +388,11 @@ void AddHoldings(const std::vector<const PodHolding*>& holders, bool known, Node
   for (const PodHolding* holder : holders) {
     const PodHolding& pod = *holder;
     s.pods.push_back(pod);
+    if (!pod.unknown_holding.empty() && s.gpus_withheld.empty()) {
+      s.gpus_withheld = absl::StrCat("pod ", pod.pod_key, " holds GPUs here that Tessera cannot count (",
+                                     pod.unknown_holding, "): the node takes no GPU pod until that is resolved");
+      s.problems.push_back(s.gpus_withheld);
+    }
     CountPodShape(pod.assignment.gpus, s.pod_shapes);
     for (const GpuShare& share : pod.assignment.gpus) {
       if (share.index < 0) continue;
@@ -494,6 +511,7 @@ static NodeView ViewOf(const NodeState& state) {
   view.topology = state.inventory.topology.get();
   view.topology_error = state.inventory.topology_error.ok() ? nullptr : &state.inventory.topology_error;
   view.host = state.host.has_value() ? &*state.host : nullptr;
+  view.gpus_withheld = state.gpus_withheld.empty() ? nullptr : &state.gpus_withheld;
   view.version = state.version;
   return view;
 }

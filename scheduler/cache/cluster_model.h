@@ -46,6 +46,11 @@ class ClusterModel {
   /// it: its host request at once; its GPUs when it lists some or the bind
   /// reserved none (a bound pod without a readable assignment leaves the
   /// reserved GPUs counted until the reservation ends).
+  ///
+  /// A pod whose holding is unknown (`pod.unknown_holding`, no GPUs listed)
+  /// and that no reservation accounts for withholds its node: the node's
+  /// view refuses GPU pods (NodeView::gpus_withheld) and Reserve refuses
+  /// GPUs there, until the pod is updated with a readable holding or removed.
   void UpsertPod(PodHolding pod);
   /// Forgets the pod: its GPUs and its host request.
   void RemovePod(std::string_view uid);

@@ -47,6 +47,11 @@ struct PodHolding {
   int32_t priority = 0;
   /// The pod's `tessera.io/tenant` label; empty when it has none.
   std::string tenant_label = {};
+  /// Why what the pod holds is unknown (its `tessera.io/gpu-assignment`
+  /// unreadable and nothing else to go by); empty when it is known. Such a
+  /// pod holds no share the model can count, so its node takes no GPU pod
+  /// while it is there (NodeState::gpus_withheld).
+  std::string unknown_holding = {};
 
   /// The namespace, from `pod_key`.
   [[nodiscard]] std::string_view namespace_name() const {
@@ -78,6 +83,9 @@ struct NodeState {
   /// pod bound here (GPU or not) and of binds in flight to it. nullopt when
   /// the allocatable is unknown (NodeView::host is then null).
   std::optional<HostResources> host;
+  /// Non-empty while a pod here holds GPUs the model cannot count
+  /// (PodHolding::unknown_holding): why no GPU pod may be placed here.
+  std::string gpus_withheld;
   /// What the pods above hold, per consumer (ClusterSnapshot::consumers sums them).
   std::vector<std::pair<ConsumerKey, GpuTotals>> consumers;
   /// Unique over the process, stamped when the model builds this state; a

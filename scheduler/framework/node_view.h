@@ -59,6 +59,10 @@ struct NodeView {
   /// Why the node's `tessera.io/gpu-topology` annotation was not used; null
   /// when it was, or when there is none.
   const absl::Status* topology_error = nullptr;
+  /// Why no GPU pod may be placed here now, whatever its GPUs show: a pod
+  /// holds GPUs the model cannot count (an unreadable assignment). Null
+  /// normally; the profile refuses GPU pods on the node before any plugin.
+  const std::string* gpus_withheld = nullptr;
   /// Identifies the node's state (everything above but telemetry): unique
   /// over the process, renewed whenever the cluster model rebuilds the node,
   /// kept while it does not. 0: not memoisable (a view built from a

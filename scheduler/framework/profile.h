@@ -211,6 +211,11 @@ inline FilterVerdict Profile::FilterByPlugins(const CycleState& cycle, const Nod
                                 "the pod asks for a MIG instance and the scheduling policy places none (its profile "
                                 "has no MIG chooser, such as mig-partition)");
   }
+  // What a pod on the node holds is unknown: no plugin can tell what is
+  // free, so no GPU pod goes there until it is resolved (ClusterModel).
+  if (node.gpus_withheld != nullptr && kind != GpuRequestKind::kNone) {
+    return FilterVerdict::NotNow("gpus_unaccounted", *node.gpus_withheld);
+  }
   for (const FilterStep& f : filters_) {
     FilterVerdict v;
     if (f.node != nullptr) {

@@ -312,6 +312,42 @@ TEST_F(ClusterWatchTest, AnAssignmentNamingAnotherNodeIsReportedAndCountedWhereT
   EXPECT_EQ(kinds, (std::vector<std::string>{"invalid_assignment", "node_mismatch"}));
 }
 
+// Issue 46: an unreadable assignment is never counted as free GPUs.
+TEST_F(ClusterWatchTest, APodWhoseAssignmentIsUnreadableHoldsTheGpusItsVisibleDevicesName) {
+  ASSERT_TRUE(server_.AddNode(GpuNode("n1", 2)).ok());
+  auto watch = Watch(model_, pods_);  // the node known before the pod comes
+  nlohmann::json broken = BoundPod("broken", "n1", 1, 250);
+  broken["metadata"]["annotations"][std::string(kGpuAssignment)] = "{not json";
+  broken["metadata"]["annotations"][std::string(kVisibleDevices)] = "GPU-n1-1";
+  ASSERT_TRUE(server_.AddPod(broken).ok());
+  EXPECT_TRUE(WaitFor([&] { return Held(model_, "n1", 1) == 250; })) << "its GPU-fraction 25% on GPU 1";
+  EXPECT_EQ(Held(model_, "n1", 0), 0);
+  const std::vector<PodProblem> problems = watch->pod_problems();
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].kind, "invalid_assignment");
+  EXPECT_THAT(problems[0].message, HasSubstr("counted as holding the GPUs its tessera.io/visible-devices names"));
+}
+
+TEST_F(ClusterWatchTest, APodWhoseHoldingCannotBeToldWithholdsItsNodeUntilItIsResolved) {
+  ASSERT_TRUE(server_.AddNode(GpuNode("n1", 2)).ok());
+  nlohmann::json broken = BoundPod("broken", "n1", 0, 100);
+  broken["metadata"]["annotations"][std::string(kGpuAssignment)] = "{not json";  // and no visible devices
+  ASSERT_TRUE(server_.AddPod(broken).ok());
+  auto watch = Watch(model_, pods_);
+  auto withheld = [&]() -> std::string {
+    const auto s = model_.Current();
+    const auto i = s->FindNode("n1");
+    return i && s->View(*i).gpus_withheld != nullptr ? *s->View(*i).gpus_withheld : "";
+  };
+  EXPECT_THAT(withheld(), HasSubstr("pod ml/broken holds GPUs here that Tessera cannot count"));
+  ASSERT_EQ(watch->pod_problems().size(), 1u);
+  EXPECT_THAT(watch->pod_problems()[0].message, HasSubstr("its node n1 takes no GPU pod until it is resolved"));
+  // Resolved: the pod's assignment is written again, readable.
+  ASSERT_TRUE(server_.UpdatePod(BoundPod("broken", "n1", 0, 100)).ok());
+  EXPECT_TRUE(WaitFor([&] { return withheld().empty() && Held(model_, "n1", 0) == 100; }));
+  EXPECT_TRUE(watch->pod_problems().empty());
+}
+
 TEST_F(ClusterWatchTest, ANodeDeletedWhileTheWatchWasDownIsGoneAfterTheRelist) {
   ASSERT_TRUE(server_.AddNode(GpuNode("n1", 2)).ok());
   ASSERT_TRUE(server_.AddNode(GpuNode("n2", 2)).ok());

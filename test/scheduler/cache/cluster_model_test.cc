@@ -161,6 +161,61 @@ TEST(Reservations, ABindInFlightCountsFromTheMomentItIsReserved) {
   EXPECT_TRUE(snapshot->node(*snapshot->FindNode("n1")).pods[0].in_flight);
 }
 
+// A pod whose assignment cannot be read, and nothing else tells what it holds (issue 46).
+PodHolding UnknownHolding(std::string uid, std::string node) {
+  PodHolding pod = Holding(std::move(uid), std::move(node), 0, 0);
+  pod.assignment.gpus.clear();
+  pod.unknown_holding = "unreadable tessera.io/gpu-assignment";
+  return pod;
+}
+
+const std::string* Withheld(const ClusterModel& m, std::string_view node) {
+  const auto snapshot = m.Current();
+  return snapshot->View(*snapshot->FindNode(node)).gpus_withheld;
+}
+
+TEST(UnknownHoldings, APodWhoseHoldingIsUnknownWithholdsItsNodeUntilItIsRemoved) {
+  ClusterModel m;
+  m.UpsertNode("n1", Inventory(2, "M", kCardMib), absl::OkStatus());
+  m.UpsertNode("n2", Inventory(2, "M", kCardMib), absl::OkStatus());
+  m.UpsertPod(UnknownHolding("u1", "n1"));
+  m.Publish();
+  ASSERT_NE(Withheld(m, "n1"), nullptr);
+  EXPECT_THAT(*Withheld(m, "n1"), HasSubstr("holds GPUs here that Tessera cannot count"));
+  EXPECT_EQ(Withheld(m, "n2"), nullptr);
+  const absl::Status refused = m.Reserve(Holding("u2", "n1", 1, 100), absl::Now() + absl::Minutes(1));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("whose GPUs Tessera cannot count"));
+  EXPECT_TRUE(m.Reserve(Holding("u3", "n2", 1, 100), absl::Now() + absl::Minutes(1)).ok());
+
+  m.RemovePod("u1");
+  m.Publish();
+  EXPECT_EQ(Withheld(m, "n1"), nullptr);
+  EXPECT_TRUE(m.Reserve(Holding("u2", "n1", 1, 100), absl::Now() + absl::Minutes(1)).ok());
+}
+
+TEST(UnknownHoldings, AReadableUpdateOfThePodLiftsTheHold) {
+  ClusterModel m;
+  m.UpsertNode("n1", Inventory(2, "M", kCardMib), absl::OkStatus());
+  m.UpsertPod(UnknownHolding("u1", "n1"));
+  m.Publish();
+  ASSERT_NE(Withheld(m, "n1"), nullptr);
+  m.UpsertPod(Holding("u1", "n1", 0, 300));
+  m.Publish();
+  EXPECT_EQ(Withheld(m, "n1"), nullptr);
+  EXPECT_EQ(Held(m, "n1", 0), 300);
+}
+
+TEST(UnknownHoldings, ABindInFlightKnowsWhatItsPodHoldsSoTheNodeIsNotWithheld) {
+  ClusterModel m;
+  m.UpsertNode("n1", Inventory(2, "M", kCardMib), absl::OkStatus());
+  ASSERT_TRUE(m.Reserve(Holding("u1", "n1", 0, 400), absl::Now() + absl::Minutes(1)).ok());
+  m.UpsertPod(UnknownHolding("u1", "n1"));  // the watch shows it bound, its annotation unreadable
+  m.Publish();
+  EXPECT_EQ(Withheld(m, "n1"), nullptr);
+  EXPECT_EQ(Held(m, "n1", 0), 400);
+}
+
 TEST(Reservations, TheWatchShowingThePodConfirmsItWithoutCountingTwice) {
   ClusterModel m;
   m.UpsertNode("n1", Inventory(1, "M", kCardMib), absl::OkStatus());

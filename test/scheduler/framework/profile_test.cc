@@ -352,6 +352,25 @@ TEST(Profile, APodThatAsksForNoGpuIsDecidedAtTheTopAndNoGpuPointIsAsked) {
   EXPECT_GT(every->gpu_points, 0);
 }
 
+TEST(Profile, ANodeWhoseGpusAreWithheldTakesNoGpuPodWhateverThePluginsSayButStillTakesOthers) {
+  auto plugin = std::make_unique<EveryPoint>();
+  const EveryPoint* every = plugin.get();
+  std::vector<WeightedPlugin> plugins;
+  plugins.push_back({std::move(plugin), 1});
+  auto profile = Profile::Create(std::move(plugins));
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  const std::string why = "pod ml/x holds GPUs here that Tessera cannot count";
+  const Node node = Node("n").Gpus(2);
+  NodeView view = node.View();
+  view.gpus_withheld = &why;
+  const FilterVerdict refused = (*profile)->Filter(WholeGpu(), view);
+  EXPECT_EQ(refused.code, FilterCode::kUnschedulable) << "it may be resolved: not unresolvable";
+  EXPECT_EQ(refused.reason_code, "gpus_unaccounted");
+  EXPECT_EQ(refused.message, why);
+  EXPECT_EQ(every->gpu_points, 0) << "decided before any plugin";
+  EXPECT_TRUE((*profile)->Filter(CycleState(Pod().Count(0)), view).ok()) << "a pod asking for no GPU";
+}
+
 TEST(ProfileWireScores, TheBestNodesGetTenAndTheOrderBelowIsKeptWhereElevenLevelsAllow) {
   struct Case {
     std::string name;
