@@ -230,6 +230,23 @@ absl::Status Program::OpenCapacityPublisher(const k8s::ApiServerConfig& config) 
   return absl::OkStatus();
 }
 
+std::string Program::NotReady() const {
+  if (watch_ != nullptr) {
+    if (std::string why = watch_->NotInStep(); !why.empty()) return why;
+  }
+  // A frozen API server leaves open watches silent, not broken; the lease,
+  // read every retry period, notices (with leader election only).
+  if (lease_ != nullptr) {
+    const absl::Duration silent = absl::Now() - lease_->LastContact();
+    if (silent > options_.lease.renew_deadline) {
+      if (silent == absl::InfiniteDuration()) return "the API server has not answered a read of the lease yet";
+      return absl::StrCat("the API server has not answered a read of the lease for ",
+                          absl::FormatDuration(absl::Trunc(silent, absl::Seconds(1))));
+    }
+  }
+  return "";
+}
+
 void Program::LogModel() {
   const std::shared_ptr<const ClusterSnapshot> first = model_.Publish();
   for (NodeIndex i = 0; i < first->node_count(); ++i) {
@@ -263,7 +280,7 @@ void Program::BuildService() {
       RouterOptions{.url_prefix = options_.url_prefix,
                     // Answers from a half-synced model would place pods on GPUs
                     // that are taken: not ready until both initial lists are in.
-                    .ready = [this] { return Synced(); },
+                    .not_ready = [this] { return NotReady(); },
                     .debug_state = [this] { return DebugState(); },
                     .gpu_map = [this](std::string_view target) { return GpuMap(target); },
                     .refresh_gauges = [this] { RefreshGauges(); }},

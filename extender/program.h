@@ -72,6 +72,8 @@ class Program {
   [[nodiscard]] std::string DebugState() const;
   [[nodiscard]] std::string GpuMap(std::string_view target) const;
   [[nodiscard]] bool Synced() const { return watch_ == nullptr || watch_->synced(); }
+  /// Why the model cannot be trusted now (/readyz's 503); empty when it can.
+  [[nodiscard]] std::string NotReady() const;
   /// Whether this replica may write on its own initiative now.
   [[nodiscard]] bool Writer() const { return lease_ == nullptr || lease_->IsLeader(); }
   absl::Status OpenLease(const k8s::ApiServerConfig& config);

@@ -65,7 +65,7 @@ std::string RenderDebugState(const DebugInputs& in) {
   }
   nlohmann::json watches = nlohmann::json::object();
   for (const auto& [resource, w] : in.watches) {
-    watches[resource] = {{"synced", w.synced},          {"resourceVersion", w.resource_version},
+    watches[resource] = {{"synced", w.synced},          {"inStep", w.in_step}, {"resourceVersion", w.resource_version},
                          {"lists", w.lists},            {"watches", w.watches},
                          {"events", w.events},          {"malformedEvents", w.malformed_events},
                          {"lastError", w.last_error}};

@@ -159,8 +159,9 @@ HttpResponse Router::Dispatch(const HttpRequest& request, std::string_view verb,
   }
   if (verb == "healthz") return Respond(request, http::status::ok, "{\"status\":\"ok\"}");
   if (verb == "readyz") {
-    return options_.ready() ? Respond(request, http::status::ok, "{\"status\":\"ready\"}")
-                            : JsonError(request, http::status::service_unavailable, "not ready");
+    const std::string why = options_.not_ready();
+    return why.empty() ? Respond(request, http::status::ok, "{\"status\":\"ready\"}")
+                       : JsonError(request, http::status::service_unavailable, absl::StrCat("not ready: ", why));
   }
   if (verb == "debug") return Respond(request, http::status::ok, options_.debug_state());
   if (verb == "ui") {

@@ -20,8 +20,9 @@ struct RouterOptions {
   /// Path prefix kube-scheduler's `urlPrefix` carries ("/scheduler" for
   /// `http://host:8888/scheduler`). The bare verbs (`/filter`) are served too.
   std::string url_prefix;
-  /// `/readyz` answers 200 only while this returns true.
-  std::function<bool()> ready = [] { return true; };
+  /// Why Tessera cannot trust its model now; empty when it can. `/readyz`
+  /// answers 200 while it is empty, else 503 with it as the reason.
+  std::function<std::string()> not_ready = [] { return std::string(); };
   /// `GET /debug`: a JSON document of Tessera's internal state (sync status,
   /// binds in flight, inconsistencies found), for people, not for machines.
   std::function<std::string()> debug_state = [] { return std::string("{}"); };

@@ -293,7 +293,8 @@ absl::StatusOr<ApiResponse> ApiClient::Send(std::string_view method, std::string
 absl::StatusOr<StreamEnd> ApiClient::Stream(std::string_view target, absl::Duration idle_timeout,
                                             const std::atomic<bool>& stop,
                                             absl::FunctionRef<bool(std::string_view)> on_line,
-                                            absl::FunctionRef<void()> on_batch_end) {
+                                            absl::FunctionRef<void()> on_batch_end,
+                                            const std::function<void()>& on_open) {
   absl::StatusOr<std::string> authorization = AuthorizationHeader();
   if (!authorization.ok()) return authorization.status();
   absl::StatusOr<std::unique_ptr<Connection>> connected = Connect(absl::Now() + options_.connect_timeout);
@@ -329,6 +330,7 @@ absl::StatusOr<StreamEnd> ApiClient::Stream(std::string_view target, absl::Durat
   }
   if (result) return TransportError(absl::StrCat("watch ", Absl(target)), result);
   end.status = static_cast<int>(parser.get().result_int());
+  if (end.status == 200 && on_open) on_open();
 
   std::string pending;  // bytes of a line not yet ended
   std::vector<char> chunk(64 * 1024);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -77,9 +78,11 @@ class ApiClient {
   /// byte arrives for `idle_timeout`, `stop` becomes true (checked at least
   /// every 100 ms), or `on_line` returns false. `on_batch_end` runs after the
   /// lines of each read are delivered: the moment to publish them together.
+  /// `on_open`, when set, runs once the server has answered 200, before any
+  /// line: the stream is open.
   absl::StatusOr<StreamEnd> Stream(std::string_view target, absl::Duration idle_timeout,
                                    const std::atomic<bool>& stop, absl::FunctionRef<bool(std::string_view)> on_line,
-                                   absl::FunctionRef<void()> on_batch_end);
+                                   absl::FunctionRef<void()> on_batch_end, const std::function<void()>& on_open = {});
 
   /// Opens connections (one at a time, each with the connect timeout, at
   /// most until `deadline`) until `connections` are idle, after closing those

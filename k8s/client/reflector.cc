@@ -109,6 +109,7 @@ ReflectorStatus Reflector::status() const {
   absl::MutexLock lock(&mu_);
   ReflectorStatus s = status_;
   s.synced = synced();
+  s.in_step = in_step();
   return s;
 }
 
@@ -155,9 +156,12 @@ void Reflector::Run() {
       }
       need_list = false;
       synced_.store(true, std::memory_order_release);
+      in_step_.store(true, std::memory_order_release);
     }
     applied_since_watch_ = false;
     const WatchEnd end = Watch();
+    // Only a clean end (the server's timeoutSeconds) leaves nothing missed.
+    if (end != WatchEnd::kEnded && end != WatchEnd::kStopped) in_step_.store(false, std::memory_order_release);
     if (applied_since_watch_) backoff = options_.min_backoff;  // it worked for a while: start over
     switch (end) {
       case WatchEnd::kStopped:
@@ -314,7 +318,7 @@ Reflector::WatchEnd Reflector::Watch() {
   const absl::Duration idle = absl::Seconds(timeout_s) + absl::Seconds(30);
   absl::StatusOr<StreamEnd> stream =
       client_.Stream(target, idle, stop_, [&](std::string_view line) { return ApplyLine(line, end); },
-                     [&] { sink_.Flush(); });
+                     [&] { sink_.Flush(); }, [&] { in_step_.store(true, std::memory_order_release); });
   sink_.Flush();
   {
     absl::MutexLock lock(&mu_);

@@ -60,6 +60,7 @@ struct ReflectorStatus {
   int64_t watches = 0;
   int64_t events = 0;
   int64_t malformed_events = 0;
+  bool in_step = false;         ///< Reflector::in_step().
   std::string last_error;
 };
 
@@ -76,6 +77,12 @@ class Reflector {
   void Stop();
   /// True once the first full list has been applied.
   [[nodiscard]] bool synced() const { return synced_.load(std::memory_order_acquire); }
+  /// True while the model follows the server: a list has been applied and
+  /// a watch from it is open (or being reopened after the server ended one
+  /// cleanly). False from a failed list or watch, a 410 or a malformed event
+  /// until a list completes or a watch opens again: what the model shows may
+  /// miss changes meanwhile.
+  [[nodiscard]] bool in_step() const { return in_step_.load(std::memory_order_acquire); }
   /// Blocks until synced() or `timeout`; \return synced().
   bool WaitForSync(absl::Duration timeout);
   [[nodiscard]] ReflectorStatus status() const;
@@ -114,6 +121,7 @@ class Reflector {
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> synced_{false};
+  std::atomic<bool> in_step_{false};
   absl::Notification stopping_;
   std::thread thread_;
   uint64_t rng_state_;

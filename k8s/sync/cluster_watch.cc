@@ -1,5 +1,7 @@
 #include "k8s/sync/cluster_watch.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace tessera::k8s {
 namespace {
 
@@ -46,6 +48,17 @@ bool ClusterWatch::WaitForSync(absl::Duration timeout) {
     return false;
   }
   return dra_.WaitForSync(std::max(absl::ZeroDuration(), deadline - absl::Now()));
+}
+
+std::string ClusterWatch::NotInStep() const {
+  if (!synced()) return "the initial lists of nodes and pods are not applied yet";
+  for (const auto& [resource, reflector] : {std::pair<const char*, const Reflector*>{"node", &nodes_}, {"pod", &pods_}}) {
+    if (reflector->in_step()) continue;
+    const std::string error = reflector->status().last_error;
+    return absl::StrCat("the ", resource, " watch is not following the API server",
+                        error.empty() ? "" : absl::StrCat(" (", error, ")"));
+  }
+  return "";
 }
 
 }  // namespace tessera::k8s

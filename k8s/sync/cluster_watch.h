@@ -39,6 +39,10 @@ class ClusterWatch {
   /// /readyz) can be trusted.
   [[nodiscard]] bool synced() const { return nodes_.synced() && pods_.synced() && dra_.synced(); }
   bool WaitForSync(absl::Duration timeout);
+  /// Empty while the model follows the API server: synced, and the node and
+  /// pod watches in step (Reflector::in_step); else why it may not (/readyz
+  /// answers it with 503).
+  [[nodiscard]] std::string NotInStep() const;
 
   [[nodiscard]] ReflectorStatus node_status() const { return nodes_.status(); }
   [[nodiscard]] ReflectorStatus pod_status() const { return pods_.status(); }

@@ -152,6 +152,7 @@ absl::StatusOr<bool> LeaderLease::TryAcquireOrRenew(absl::Time now) {
   LeaseRecord next;
   {
     absl::MutexLock lock(&mu_);
+    last_contact_ = now;
     if (!absent) Observe(*current, now);
     const bool ours = !absent && current->holder == options_.identity;
     const absl::Duration term = absl::Seconds(current->lease_duration_seconds > 0 ? current->lease_duration_seconds
@@ -214,6 +215,11 @@ absl::Status LeaderLease::Release(absl::Time now) {
 bool LeaderLease::IsLeader(absl::Time now) const {
   absl::MutexLock lock(&mu_);
   return holding_ && now - renewed_at_ < options_.renew_deadline;
+}
+
+absl::Time LeaderLease::LastContact() const {
+  absl::MutexLock lock(&mu_);
+  return last_contact_;
 }
 
 std::string LeaderLease::LastSeenHolder() const {

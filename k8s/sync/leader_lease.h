@@ -96,6 +96,11 @@ class LeaderLease {
   [[nodiscard]] bool IsLeader() const { return IsLeader(absl::Now()); }
   /// Who held the lease when we last looked ("" when nobody, or not yet looked).
   [[nodiscard]] std::string LastSeenHolder() const;
+  /// When the API server last answered a read of the lease (InfinitePast:
+  /// never), by the times TryAcquireOrRenew was given: every replica reads it
+  /// each retry period, so a silence longer than the renew deadline means the
+  /// API server is down or frozen.
+  [[nodiscard]] absl::Time LastContact() const;
   [[nodiscard]] const LeaseOptions& options() const { return options_; }
 
   /// Runs TryAcquireOrRenew every retry_period on a thread of its own.
@@ -119,6 +124,7 @@ class LeaderLease {
   absl::Time observed_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool holding_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time renewed_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time last_contact_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 
   std::atomic<bool> stop_{false};
   absl::Mutex wake_mu_;

@@ -285,6 +285,36 @@ TEST_F(ExtenderBinaryTest, ABurstOfBindsFindsItsApiServerConnectionsOpenedBefore
   EXPECT_EQ(e.Wait(), 0);
 }
 
+// Issue 46: /readyz is 503 while the model may miss changes (the watches
+// lost with the API server), with the reason, and 200 once they follow again.
+TEST_F(ExtenderBinaryTest, ItIsNotReadyWhileItsWatchesAreLostAndReadyAgainOnceTheyFollow) {
+  testing::FakeApiServer api(ApiOptions());
+  ASSERT_TRUE(api.Start().ok());
+  ASSERT_TRUE(api.AddNode(TwoL4Node("n1")).ok());
+  absl::StatusOr<std::string> kubeconfig = api.WriteKubeconfig();
+  ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
+  Extender e({"--port=0", "--kubeconfig=" + *kubeconfig, "--policy-file=" + Path("policy.yaml")});
+  const uint16_t port = Port(e);
+  ASSERT_NE(port, 0) << e.AllOutput();
+  testing::HttpClient client(port);
+  ASSERT_TRUE(testing::WaitFor([&] { return client.Get("/readyz").status == 200; })) << e.AllOutput();
+
+  api.Stop();
+  testing::HttpAnswer down;
+  ASSERT_TRUE(testing::WaitFor([&] {
+    down = client.Get("/readyz");
+    return down.status == 503;
+  })) << e.AllOutput();
+  EXPECT_THAT(down.body, HasSubstr("watch is not following the API server")) << down.body;
+  EXPECT_FALSE(nlohmann::json::parse(client.Get("/debug").body)["watches"]["pods"]["inStep"].get<bool>());
+
+  const absl::Status restarted = api.Start();  // on the same port
+  ASSERT_TRUE(restarted.ok()) << restarted;
+  EXPECT_TRUE(testing::WaitFor([&] { return client.Get("/readyz").status == 200; })) << e.AllOutput();
+  e.Signal(SIGTERM);
+  EXPECT_EQ(e.Wait(), 0);
+}
+
 TEST_F(ExtenderBinaryTest, AgainstAnApiServerItIsReadyOnlyOnceSyncedAndBindsPods) {
   testing::FakeApiServer api(ApiOptions());
   ASSERT_TRUE(api.Start().ok());

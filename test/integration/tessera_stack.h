@@ -87,7 +87,7 @@ class Tessera {
     handle_.synced = [this] { return watch_->synced(); };
     service_ = std::make_unique<ExtenderService>(handle_, metrics_);
     RouterOptions router_options;
-    router_options.ready = [this] { return watch_->synced(); };
+    router_options.not_ready = [this] { return watch_->NotInStep(); };
     router_options.debug_state = [this] {
       const auto snapshot = model_.Current();
       return RenderDebugState({.snapshot = snapshot.get(),
