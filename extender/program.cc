@@ -401,9 +401,11 @@ void Program::Chore() {
   if (watch_ != nullptr) watch_->ResolveDra();
   if (binder_ == nullptr) return;
   // Binds whose bound pod the watch never showed release their GPUs. Only
-  // while the watch is in sync: a confirmation cannot arrive through a
-  // broken watch, and releasing then could double-allocate.
-  if (!watch_->synced()) return;
+  // while the watches follow the API server: a confirmation cannot arrive
+  // through a broken watch, and releasing then could double-allocate. The
+  // nudge below waits for the same (after an outage, for the pod watch's
+  // list: pods nudged before it would be scored on the stale model).
+  if (!watch_->in_step()) return;
   binder_->ExpireReservations(absl::Now());
   tenant_accountant_->Tick(*model_.Current(), *store_->CurrentTenants(), absl::Now(), Writer());
   // The nudge: once per term as the writer, on a thread that owns what it

@@ -43,6 +43,7 @@ class ClusterWatch {
   /// pod watches in step (Reflector::in_step); else why it may not (/readyz
   /// answers it with 503).
   [[nodiscard]] std::string NotInStep() const;
+  [[nodiscard]] bool in_step() const { return synced() && nodes_.in_step() && pods_.in_step(); }
 
   [[nodiscard]] ReflectorStatus node_status() const { return nodes_.status(); }
   [[nodiscard]] ReflectorStatus pod_status() const { return pods_.status(); }
