@@ -210,6 +210,7 @@ absl::Status Program::OpenLease(const k8s::ApiServerConfig& config) {
   if (!options_.leader_elect) return absl::OkStatus();
   k8s::ApiClientOptions lease_client_options;
   lease_client_options.request_timeout = std::min(options_.api_timeout, options_.lease.retry_period);
+  lease_client_options.retry_on_reused_connection = false;  // a repeated lease write is not safe
   absl::StatusOr<std::unique_ptr<k8s::ApiClient>> client = k8s::ApiClient::Create(config, lease_client_options);
   if (!client.ok()) return Prefixed("cannot configure the API-server client: ", client.status());
   lease_client_ = *std::move(client);

@@ -280,7 +280,10 @@ absl::StatusOr<ApiResponse> ApiClient::Send(std::string_view method, std::string
     if (result) {
       // The server may close an idle keep-alive connection just as we reuse
       // it; that is not the server's answer, so try once more on a new one.
-      if (reused && !parser.got_some() && result != beast::error::timeout) continue;
+      // (Only where a repeat is safe: ApiClientOptions::retry_on_reused_connection.)
+      if (reused && !parser.got_some() && result != beast::error::timeout && options_.retry_on_reused_connection) {
+        continue;
+      }
       return TransportError(absl::StrCat(Absl(method), " ", Absl(target)), result);
     }
     http::response<http::string_body> response = parser.release();

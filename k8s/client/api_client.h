@@ -39,6 +39,20 @@ struct ApiClientOptions {
   /// requests are real time.
   const Clock* clock = &Clock::Real();
   uint64_t max_response_bytes = uint64_t{1} << 30;    ///< A list page of big objects can be large.
+  /// A request whose reused keep-alive connection broke before any byte of
+  /// an answer is sent once more on a new connection: the server may have
+  /// closed the connection just as it was reused. But it may also have done
+  /// the request and lost the answer, so the second try must be safe to
+  /// repeat. It is for what the extender sends: GETs; merge PATCHes (the same
+  /// patch twice is the patch once); a Binding (a repeat is 409, which the
+  /// binder reads as bound when the pod is on its node); an Eviction (its uid
+  /// precondition: a repeat evicts the same pod, 200 while it terminates,
+  /// 404 once gone, both "evicted" to the preemption loop). Not for a
+  /// Lease's PUT or POST: a repeat of a write that landed is a 409 that reads
+  /// as "another replica wrote first", and a renewal that succeeded would
+  /// count as lost; the lease's client turns this off (a failed renewal is
+  /// tried again a retry period later).
+  bool retry_on_reused_connection = true;
   std::string user_agent = "tessera-extender";
 };
 

@@ -175,7 +175,10 @@ absl::StatusOr<bool> LeaderLease::TryAcquireOrRenew(absl::Time now) {
     holding_ = false;
     return false;
   }
-  if (!holding_) {
+  // Taken, or renewed after the renew deadline passed (IsLeader said no
+  // since: "lost the lease" was logged): either way this replica becomes the
+  // writer now, and says so once per "lost".
+  if (!holding_ || now - renewed_at_ >= options_.renew_deadline) {
     LogInfo(absl::StrCat("took the lease ", options_.namespace_name, "/", options_.name, " as ", options_.identity,
                          observed_.holder.empty() || observed_.holder == options_.identity
                              ? ""

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "scheduler/metrics/metrics.h"
 #include "test/testing/control_plane.h"
 
 namespace tessera::testing {
@@ -104,6 +105,31 @@ TEST_F(LeaderLeaseTest, AHolderStopsCountingItselfTheWriterAtTheRenewDeadline) {
   ASSERT_TRUE(Try(*a, t0_));
   EXPECT_TRUE(a->IsLeader(t0_ + absl::Seconds(10) - absl::Milliseconds(1)));
   EXPECT_FALSE(a->IsLeader(t0_ + absl::Seconds(10)));
+}
+
+// Issue 46: renewals that failed past the renew deadline lose the lease
+// ("lost the lease"); the next renewal that lands takes it again, and says so.
+TEST_F(LeaderLeaseTest, ARenewalAfterTheRenewDeadlineCountsAsTakingTheLeaseAgain) {
+  MetricsRegistry metrics;
+  k8s::LeaseOptions o;
+  o.namespace_name = ns();
+  o.name = "writer";
+  o.identity = "a";
+  o.lease_duration = kTerm;
+  o.renew_deadline = absl::Seconds(10);
+  o.retry_period = absl::Seconds(2);
+  k8s::LeaderLease a(client(), o, &metrics);
+  auto acquired = [&] {
+    return metrics.Counter("tessera_leader_acquired_total", "Times this replica took the lease.").Value();
+  };
+  ASSERT_TRUE(Try(a, t0_));
+  EXPECT_EQ(acquired(), 1);
+  ASSERT_TRUE(Try(a, t0_ + absl::Seconds(2)));
+  EXPECT_EQ(acquired(), 1) << "a renewal in time is no new term";
+  EXPECT_FALSE(a.IsLeader(t0_ + absl::Seconds(13)));  // renewals failed meanwhile: not the writer
+  ASSERT_TRUE(Try(a, t0_ + absl::Seconds(13)));
+  EXPECT_TRUE(a.IsLeader(t0_ + absl::Seconds(13)));
+  EXPECT_EQ(acquired(), 2) << "the writer again, counted and logged as taken";
 }
 
 TEST_F(LeaderLeaseTest, OfEightReplicasRacingForAFreeLeaseExactlyOneWins) {

@@ -526,6 +526,10 @@ struct FakeApiServer::Impl {
     }
     Response res = early.has_value() ? *std::move(early) : Handle(rec);
     SetLoggedStatus(log_index, res.result_int());
+    if (TakeUnanswered(rec)) {
+      conn->Close();
+      co_return false;
+    }
     res.keep_alive(req.keep_alive());
     res.prepare_payload();
     error_code ec;
@@ -562,6 +566,16 @@ struct FakeApiServer::Impl {
       return delay;
     }
     return std::nullopt;
+  }
+
+  bool TakeUnanswered(const RecordedRequest& rec) {
+    std::lock_guard lock(mu);
+    for (auto it = unanswered_rules.begin(); it != unanswered_rules.end(); ++it) {
+      if (!Matches(it->match, rec)) continue;
+      if (--it->remaining <= 0) unanswered_rules.erase(it);
+      return true;
+    }
+    return false;
   }
 
   bool TakeHold(const RecordedRequest& rec) {
@@ -1304,6 +1318,7 @@ struct FakeApiServer::Impl {
   std::list<FailRule> fail_rules;
   std::list<DelayRule> delay_rules;
   std::list<HoldRule> hold_rules;
+  std::list<HoldRule> unanswered_rules;  // AnswerNothingNext
   std::map<std::string, std::string> eviction_budgets;  // pod key -> the budget refusing its eviction
 };
 
@@ -1508,6 +1523,11 @@ void FakeApiServer::FailNext(const RequestMatch& match, int http_status, int cou
 void FakeApiServer::DelayNext(const RequestMatch& match, std::chrono::milliseconds delay, int count) {
   std::lock_guard lock(impl_->mu);
   impl_->delay_rules.push_back({.match = match, .delay = delay, .remaining = count});
+}
+
+void FakeApiServer::AnswerNothingNext(const RequestMatch& match, int count) {
+  std::lock_guard lock(impl_->mu);
+  impl_->unanswered_rules.push_back({.match = match, .remaining = count});
 }
 
 void FakeApiServer::HoldNext(const RequestMatch& match, int count) {

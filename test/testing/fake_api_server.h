@@ -284,6 +284,10 @@ class FakeApiServer {
   /// a client has in flight at once (HeldRequests()) without timing anything.
   /// Held requests take effect when released, even when the client gave up.
   void HoldNext(const RequestMatch& match, int count = 1);
+  /// The next `count` requests matching `match` take effect, and then their
+  /// connection closes without an answer: a write that landed while the
+  /// client saw only a broken connection.
+  void AnswerNothingNext(const RequestMatch& match, int count = 1);
   /// Requests being held now.
   [[nodiscard]] int HeldRequests() const;
   /// Blocks until at least `n` requests are held (woken as each is), or

@@ -123,6 +123,43 @@ absl::StatusOr<std::unique_ptr<ApiClient>> ClientWith(FakeApiServer& server, Api
   return ApiClient::Create(*config, options);
 }
 
+// Issue 46: a write that lands while its answer is lost, on a keep-alive
+// connection reused for it, is sent again only where a repeat is safe.
+int PodPatches(const FakeApiServer& server) {
+  int n = 0;
+  for (const testing::RecordedRequest& r : server.Requests()) n += r.method == "PATCH" ? 1 : 0;
+  return n;
+}
+
+TEST(ApiClient, AWriteWhoseAnswerIsLostOnAReusedConnectionIsSentAgainOnlyWhereThatIsSafe) {
+  for (const bool retry : {true, false}) {
+    SCOPED_TRACE(retry ? "retried (the default)" : "not retried (a lease's client)");
+    FakeApiServer server(WithToken());
+    ASSERT_TRUE(server.Start().ok());
+    ASSERT_TRUE(server.AddPod(FakeApiServer::MinimalPod("ml", "p")).ok());
+    ApiClientOptions options;
+    options.request_timeout = absl::Seconds(5);
+    options.retry_on_reused_connection = retry;
+    auto client = *ClientWith(server, options);
+    ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);  // a keep-alive connection, idle now
+    testing::RequestMatch patch;
+    patch.method = "PATCH";
+    server.AnswerNothingNext(patch);
+    absl::StatusOr<ApiResponse> r = client->Send("PATCH", "/api/v1/namespaces/ml/pods/p",
+                                                 R"({"metadata":{"labels":{"a":"b"}}})",
+                                                 "application/merge-patch+json");
+    if (retry) {
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->status, 200);
+      EXPECT_EQ(PodPatches(server), 2) << "landed once unanswered, then again";
+    } else {
+      EXPECT_FALSE(r.ok()) << "the caller hears the connection broke";
+      EXPECT_EQ(PodPatches(server), 1);
+    }
+    EXPECT_EQ((*server.Pod("ml", "p"))["metadata"]["labels"]["a"], "b") << "the first one landed";
+  }
+}
+
 TEST(ApiClient, ABurstOfRequestsUsesTheConnectionsKeptWarmAndOpensNoneOfItsOwn) {
   FakeApiServer server(WithToken());
   ASSERT_TRUE(server.Start().ok());
