@@ -471,6 +471,16 @@ absl::StatusOr<int> ControlPlane::AddScheduler() {
   return replica;
 }
 
+absl::Status ControlPlane::SignalComponent(const std::string& name, int signal) {
+  const std::string pid_file = absl::StrCat(run_dir_, "/pids/", name, ".pid");
+  int pid = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadWhole(pid_file)), &pid) || pid <= 0) {
+    return absl::NotFoundError(absl::StrCat("no pid in ", pid_file));
+  }
+  if (::kill(pid, signal) != 0) return absl::InternalError(absl::StrCat("kill ", pid, ": ", std::strerror(errno)));
+  return absl::OkStatus();
+}
+
 absl::Status ControlPlane::KillScheduler(int replica) {
   if (replica < 0 || replica >= static_cast<int>(replicas_.size())) return absl::NotFoundError("no such replica");
   const std::string pid_file = absl::StrCat(run_dir_, "/pids/", replicas_[replica].scheduler_name, ".pid");

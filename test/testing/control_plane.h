@@ -173,6 +173,10 @@ class ControlPlane {
   absl::StatusOr<int> AddScheduler();
   /// SIGKILL to the replica's kube-scheduler: its lease stays until it expires.
   absl::Status KillScheduler(int replica);
+  /// Sends `signal` to a component up.sh started: "kube-apiserver", "etcd",
+  /// "kube-scheduler", ... (its pid file under pids/). SIGSTOP and SIGCONT
+  /// freeze and resume it, for chaos tests.
+  absl::Status SignalComponent(const std::string& name, int signal);
 
   // --- Kubernetes objects, through the API server as admin ---------------------------------
 
