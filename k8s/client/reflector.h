@@ -49,7 +49,7 @@ struct ReflectorOptions {
   int64_t page_size = 500;      ///< `limit` of each list page.
   absl::Duration watch_timeout = absl::Minutes(5);  ///< Server-side timeoutSeconds, jittered ±20%.
   absl::Duration min_backoff = absl::Milliseconds(200);
-  absl::Duration max_backoff = absl::Seconds(30);
+  absl::Duration max_backoff = absl::Seconds(5);  ///< See ClusterWatchOptions::max_backoff.
 };
 
 /// What /debug shows of a reflector.

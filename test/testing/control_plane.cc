@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "k8s/client/api_server_config.h"
 #include "scheduler/model/absl_compat.h"
 #include "test/testing/eventually.h"
@@ -478,6 +479,65 @@ absl::Status ControlPlane::SignalComponent(const std::string& name, int signal) 
     return absl::NotFoundError(absl::StrCat("no pid in ", pid_file));
   }
   if (::kill(pid, signal) != 0) return absl::InternalError(absl::StrCat("kill ", pid, ": ", std::strerror(errno)));
+  return absl::OkStatus();
+}
+
+absl::Status ControlPlane::KillComponent(const std::string& name) {
+  const std::string pid_file = absl::StrCat(run_dir_, "/pids/", name, ".pid");
+  int pid = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadWhole(pid_file)), &pid) || pid <= 0) {
+    return absl::NotFoundError(absl::StrCat("no pid in ", pid_file));
+  }
+  const std::string cmdline = ReadWhole(absl::StrCat("/proc/", pid, "/cmdline"));
+  std::vector<std::string> argv = absl::StrSplit(cmdline, '\0', absl::SkipEmpty());
+  if (argv.empty()) return absl::NotFoundError(absl::StrCat(name, " (pid ", pid, ") has no command line"));
+  if (::kill(pid, SIGKILL) != 0) return absl::InternalError(absl::StrCat("kill ", pid, ": ", std::strerror(errno)));
+  // up.sh's child, not ours: wait for it to be gone by its /proc entry.
+  if (!Eventually([&] { return ::kill(pid, 0) != 0; }, absl::Seconds(10), absl::StrCat(name, " to die"))) {
+    return absl::DeadlineExceededError(absl::StrCat(name, " (pid ", pid, ") outlived SIGKILL"));
+  }
+  killed_commands_[name] = std::move(argv);
+  return absl::OkStatus();
+}
+
+absl::Status ControlPlane::RestartComponent(const std::string& name) {
+  auto it = killed_commands_.find(name);
+  if (it == killed_commands_.end()) return absl::NotFoundError(absl::StrCat(name, " was not killed by KillComponent"));
+  std::vector<char*> argv;
+  for (std::string& a : it->second) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string log = absl::StrCat(run_dir_, "/logs/", name, ".log");
+  int report[2];
+  if (pipe(report) != 0) return absl::InternalError("pipe");
+  // Twice forked, as nohup ... & leaves it: init reaps it, so down.sh's
+  // kill -0 never waits on a zombie of ours.
+  const pid_t child = fork();
+  if (child == 0) {
+    setsid();
+    const pid_t grandchild = fork();
+    if (grandchild == 0) {
+      const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      const int in = open("/dev/null", O_RDONLY);
+      dup2(in, STDIN_FILENO);
+      dup2(out, STDOUT_FILENO);
+      dup2(out, STDERR_FILENO);
+      if (close_range(3, ~0U, 0) != 0) {
+        for (int fd = 3; fd < 4096; ++fd) close(fd);
+      }
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    (void)!write(report[1], &grandchild, sizeof grandchild);
+    _exit(0);
+  }
+  close(report[1]);
+  pid_t started = -1;
+  const bool got = read(report[0], &started, sizeof started) == static_cast<ssize_t>(sizeof started);
+  close(report[0]);
+  waitpid(child, nullptr, 0);
+  if (!got || started <= 0) return absl::InternalError(absl::StrCat("could not start ", name, " again"));
+  std::ofstream(absl::StrCat(run_dir_, "/pids/", name, ".pid")) << started << "\n";
+  killed_commands_.erase(it);
   return absl::OkStatus();
 }
 

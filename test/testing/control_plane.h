@@ -177,6 +177,13 @@ class ControlPlane {
   /// "kube-scheduler", ... (its pid file under pids/). SIGSTOP and SIGCONT
   /// freeze and resume it, for chaos tests.
   absl::Status SignalComponent(const std::string& name, int signal);
+  /// SIGKILL to a component up.sh started, as a crash would; its command
+  /// line is kept for RestartComponent.
+  absl::Status KillComponent(const std::string& name);
+  /// Starts a component KillComponent killed again as up.sh started it (the
+  /// same command line, its log appended, its pid file rewritten so that
+  /// down.sh stops it). Does not wait for it to serve.
+  absl::Status RestartComponent(const std::string& name);
 
   // --- Kubernetes objects, through the API server as admin ---------------------------------
 
@@ -245,6 +252,7 @@ class ControlPlane {
   std::vector<Replica> replicas_;
   std::unique_ptr<k8s::ApiClient> api_;
   pid_t watchdog_pid_ = -1;
+  std::map<std::string, std::vector<std::string>> killed_commands_;  // KillComponent's, by name
   int watchdog_fd_ = -1;  ///< Our end of the watchdog's pipe: closing it stops the plane.
 };
 
