@@ -87,6 +87,7 @@ void CandidateNodes::JoinNodes(const std::vector<k8s::WireNode>& nodes, const Cl
       v.telemetry = cached.telemetry;
       v.bindings = cached.bindings;
       v.host = cached.host;  // allocatable from the watch, like what pods hold
+      v.gpus_withheld = cached.gpus_withheld;  // a pod there holds GPUs the model cannot count
     }
     gpu_states_[i] = JoinGpuStates(v.gpus, v.usage);
     v.gpu_states = gpu_states_[i];

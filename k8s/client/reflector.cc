@@ -160,8 +160,14 @@ void Reflector::Run() {
     }
     applied_since_watch_ = false;
     const WatchEnd end = Watch();
-    // Only a clean end (the server's timeoutSeconds) leaves nothing missed.
-    if (end != WatchEnd::kEnded && end != WatchEnd::kStopped) in_step_.store(false, std::memory_order_release);
+    // A clean end (the server's timeoutSeconds) misses nothing, nor does a
+    // watch the server asked to retry later (retryAfterSeconds: a v1.36 watch
+    // cache behind the list's version has no event past it to miss). Any
+    // other end may have.
+    const bool server_asked_to_wait = end == WatchEnd::kFailed && retry_after_ > absl::ZeroDuration();
+    if (end != WatchEnd::kEnded && end != WatchEnd::kStopped && !server_asked_to_wait) {
+      in_step_.store(false, std::memory_order_release);
+    }
     if (applied_since_watch_) backoff = options_.min_backoff;  // it worked for a while: start over
     switch (end) {
       case WatchEnd::kStopped:

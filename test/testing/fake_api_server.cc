@@ -568,21 +568,14 @@ struct FakeApiServer::Impl {
     return std::nullopt;
   }
 
-  bool TakeUnanswered(const RecordedRequest& rec) {
+  bool TakeUnanswered(const RecordedRequest& rec) { return TakeRule(unanswered_rules, rec); }
+  bool TakeHold(const RecordedRequest& rec) { return TakeRule(hold_rules, rec); }
+  // Whether a rule of `rules` matches `rec`, using one of its count up.
+  bool TakeRule(std::list<HoldRule>& rules, const RecordedRequest& rec) {
     std::lock_guard lock(mu);
-    for (auto it = unanswered_rules.begin(); it != unanswered_rules.end(); ++it) {
+    for (auto it = rules.begin(); it != rules.end(); ++it) {
       if (!Matches(it->match, rec)) continue;
-      if (--it->remaining <= 0) unanswered_rules.erase(it);
-      return true;
-    }
-    return false;
-  }
-
-  bool TakeHold(const RecordedRequest& rec) {
-    std::lock_guard lock(mu);
-    for (auto it = hold_rules.begin(); it != hold_rules.end(); ++it) {
-      if (!Matches(it->match, rec)) continue;
-      if (--it->remaining <= 0) hold_rules.erase(it);
+      if (--it->remaining <= 0) rules.erase(it);
       return true;
     }
     return false;

@@ -61,5 +61,29 @@ TEST(CandidateNodesTest, EveryFormJoinsTheGpusItReadsWithWhatTheSnapshotSaysPods
   }
 }
 
+// Issue 46: a node withheld for a pod whose GPUs the model cannot count is
+// withheld however the request names it.
+TEST(CandidateNodesTest, ANodeWithheldInTheSnapshotIsWithheldInEveryForm) {
+  ClusterModel model;
+  model.UpsertNode("n1", Inventory(2, "A100", 40960), absl::OkStatus());
+  PodHolding unknown = Holding("a", "n1", 0, 0);
+  unknown.assignment.gpus.clear();
+  unknown.unknown_holding = "unreadable tessera.io/gpu-assignment";
+  model.UpsertPod(std::move(unknown));
+  const std::shared_ptr<const ClusterSnapshot> snapshot = model.Publish();
+  k8s::ExtenderArgs names;
+  names.node_names = std::vector<std::string_view>{"n1"};
+  k8s::ExtenderArgs objects;
+  objects.nodes.emplace();
+  k8s::WireNode& node = objects.nodes->emplace_back();
+  node.name = "n1";
+  node.inventory.inventory_annotation = kTwoGpus;
+  for (const k8s::ExtenderArgs* args : {&names, &objects}) {
+    const CandidateNodes candidates(*args, *snapshot);
+    ASSERT_EQ(candidates.size(), 1u);
+    ASSERT_NE(candidates.view(0).gpus_withheld, nullptr) << (args == &names ? "names" : "Node objects");
+  }
+}
+
 }  // namespace
 }  // namespace tessera

@@ -187,6 +187,22 @@ TEST_F(ClusterWatchTest, AWatchRefusedAsTooLargeResumesFromItsVersionAfterTheSer
   EXPECT_THAT(watch->pod_status().last_error, HasSubstr("Too large resource version"));
 }
 
+// What a v1.36 API server on etcd 3.4 answers in a quiet cluster until its
+// watch cache catches up: nothing is missed meanwhile, so /readyz must not
+// flap to 503 through it.
+TEST_F(ClusterWatchTest, WatchesTheServerAsksToRetryLaterStayInStep) {
+  ASSERT_TRUE(server_.AddNode(GpuNode("n1", 2)).ok());
+  server_.RefuseNextWatchesAsTooLarge(FakeResource::kPods, 2, /*retry_after_seconds=*/1);
+  auto watch = Watch(model_, pods_);
+  bool ever_out_of_step = false;
+  EXPECT_TRUE(WaitFor([&] {
+    ever_out_of_step |= !watch->pod_status().in_step;
+    return server_.OpenWatchStreams(FakeResource::kPods) == 1;
+  })) << "two refused, the third served";
+  EXPECT_FALSE(ever_out_of_step);
+  EXPECT_THAT(watch->pod_status().last_error, HasSubstr("Too large resource version"));
+}
+
 TEST_F(ClusterWatchTest, ADroppedStreamReconnectsFromItsResourceVersion) {
   ASSERT_TRUE(server_.AddNode(GpuNode("n1", 2)).ok());
   auto watch = Watch(model_, pods_);

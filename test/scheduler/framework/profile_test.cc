@@ -328,12 +328,18 @@ class EveryPoint final : public Plugin,
   }
 };
 
-TEST(Profile, APodThatAsksForNoGpuIsDecidedAtTheTopAndNoGpuPointIsAsked) {
+// A profile of one EveryPoint plugin; `*every` points at it.
+absl::StatusOr<std::shared_ptr<const Profile>> EveryPointProfile(const EveryPoint** every) {
   auto plugin = std::make_unique<EveryPoint>();
-  const EveryPoint* every = plugin.get();
+  *every = plugin.get();
   std::vector<WeightedPlugin> plugins;
   plugins.push_back({std::move(plugin), 1});
-  auto profile = Profile::Create(std::move(plugins));
+  return Profile::Create(std::move(plugins));
+}
+
+TEST(Profile, APodThatAsksForNoGpuIsDecidedAtTheTopAndNoGpuPointIsAsked) {
+  const EveryPoint* every = nullptr;
+  const absl::StatusOr<std::shared_ptr<const Profile>> profile = EveryPointProfile(&every);
   ASSERT_TRUE(profile.ok()) << profile.status();
   const CycleState cpu_only(Pod().Count(0));
   ASSERT_FALSE(cpu_only.wants_gpus());
@@ -353,11 +359,8 @@ TEST(Profile, APodThatAsksForNoGpuIsDecidedAtTheTopAndNoGpuPointIsAsked) {
 }
 
 TEST(Profile, ANodeWhoseGpusAreWithheldTakesNoGpuPodWhateverThePluginsSayButStillTakesOthers) {
-  auto plugin = std::make_unique<EveryPoint>();
-  const EveryPoint* every = plugin.get();
-  std::vector<WeightedPlugin> plugins;
-  plugins.push_back({std::move(plugin), 1});
-  auto profile = Profile::Create(std::move(plugins));
+  const EveryPoint* every = nullptr;
+  const absl::StatusOr<std::shared_ptr<const Profile>> profile = EveryPointProfile(&every);
   ASSERT_TRUE(profile.ok()) << profile.status();
   const std::string why = "pod ml/x holds GPUs here that Tessera cannot count";
   const Node node = Node("n").Gpus(2);
