@@ -15,8 +15,8 @@
 allowed=(
   "test/testing/eventually.h||the polling helper itself: WaitFor's pause between polls"
   "test/testing/fake_nvml/fake_nvml.cc|sleep_for|the fake libnvidia-ml's nvmlEventSetWait blocks up to its timeout as the real one does, re-reading the control file a test writes from another process (a C library: no gtest, no helper)"
-  "test/control_plane/api_server_fault_test.cc|the arrival rate|PodsArriving: pods created at a steady 4 a second while the API server fails is the load the chaos case runs under"
-  "test/control_plane/api_server_fault_test.cc|the fault's length|ApiServerFaultTest: the API server frozen for 20 s or down for 30 s is the fault under test"
+  "test/control_plane_faults/api_server_fault_test.cc|the arrival rate|PodsArriving: pods created at a steady 4 a second while the API server fails is the load the chaos case runs under"
+  "test/control_plane_faults/api_server_fault_test.cc|the fault's length|ApiServerFaultTest: the API server frozen for 20 s or down for 30 s is the fault under test"
   "test/extender/server/http_server_test.cc|kSlowerThanTheDrainTimeout|DrainTimeoutStopsWithARequestStillInFlight: a handler slower than drain_timeout is the case under test"
 )
 set -euo pipefail

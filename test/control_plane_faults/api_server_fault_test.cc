@@ -5,9 +5,9 @@
 // answers again; every pod that fits binds within 60 s of the fault's end, and
 // the assignment annotations show no GPU over-committed at any poll.
 //
-// Here, not beside the failover tests: their kube-schedulers elect a leader,
-// and kube-scheduler exits when a frozen API server lets its lease lapse
-// (in a cluster the kubelet restarts it; here nothing would).
+// On a plane of its own whose kube-scheduler does not elect a leader: one that
+// elects exits when a frozen API server lets its lease lapse (in a cluster
+// the kubelet restarts it; here nothing would).
 #include <csignal>
 #include <functional>
 #include <cstdio>
